@@ -1,0 +1,49 @@
+"""polystream: every streaming dialect of the OpenAI, Anthropic, xAI and Gemini APIs.
+
+Decode any dialect (any chunking) into one unified event model, rebuild the final
+reply, re-encode into any dialect, serve provider emulations and call the real
+providers. The sans-I/O core (this package minus ``client``, ``server`` and ``cli``)
+needs only ``msgspec`` and ``jiter``.
+"""
+
+from __future__ import annotations
+
+from polystream import events
+from polystream.accumulate import Accumulator, Block, Result, ToolCall, accumulate
+from polystream.api import StreamDecoder, decode, decode_events
+from polystream.dialects import DIALECTS, get_dialect
+from polystream.errors import (
+    BufferLimitExceeded,
+    EventOrderError,
+    LocalProtocolError,
+    PolystreamError,
+    ProtocolError,
+    RemoteProtocolError,
+    StreamTruncated,
+    ToolArgumentsError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DIALECTS",
+    "Accumulator",
+    "Block",
+    "BufferLimitExceeded",
+    "EventOrderError",
+    "LocalProtocolError",
+    "PolystreamError",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "Result",
+    "StreamDecoder",
+    "StreamTruncated",
+    "ToolArgumentsError",
+    "ToolCall",
+    "__version__",
+    "accumulate",
+    "decode",
+    "decode_events",
+    "events",
+    "get_dialect",
+]

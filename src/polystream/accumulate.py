@@ -1,0 +1,584 @@
+"""Rebuild a final reply from unified events, for any dialect.
+
+:class:`Accumulator` consumes the events of one stream (``feed``) and builds a
+:class:`Result`. ``snapshot`` gives the reply so far at any moment; ``result()`` the
+final one. Text and argument fragments are kept in lists and joined once, so the
+total cost is linear in the stream's size; tool arguments are parsed once, when their
+block ends.
+
+Rules (each one a bug class of today's tools):
+
+* Blocks are keyed by their unified ``index``; a delta for a block never started, a
+  second start of the same index, or a delta after the block's end raises
+  :class:`~polystream.errors.EventOrderError`.
+* Tool arguments: no fragments and no value -> ``{}`` (no-argument tools); otherwise
+  the concatenated text is parsed as JSON. Invalid JSON is never turned into ``{}``:
+  the tool call's ``arguments`` is None and ``error`` says whether the JSON was cut
+  off (``incomplete``) or malformed; with ``strict=True`` a
+  :class:`~polystream.errors.ToolArgumentsError` is raised.
+* Signatures and other opaque state are concatenated and kept on their block.
+* Usage merges count by count; a later empty usage never overwrites (see
+  :meth:`polystream.events.Usage.merged`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import jiter
+import msgspec
+
+from polystream.errors import EventOrderError, ToolArgumentsError
+from polystream.events import (
+    BlockEnd,
+    BlockKind,
+    BlockStart,
+    Citation,
+    DataDelta,
+    ErrorEvent,
+    ErrorInfo,
+    Event,
+    Finish,
+    FinishReason,
+    KeepAlive,
+    Metadata,
+    Raw,
+    ReasoningDelta,
+    SignatureDelta,
+    StatusUpdate,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+    Usage,
+    UsageUpdate,
+    Warning,
+)
+
+__all__ = ["Accumulator", "Block", "Result", "ToolCall", "accumulate"]
+
+_TOOL_KINDS: Final = frozenset({"tool_call", "server_tool_call"})
+_TEXTUAL_KINDS: Final = frozenset({"text", "reasoning", "refusal", "compaction", "code"})
+_DECODE_ANY: Final = msgspec.json.Decoder()
+
+
+class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=False):
+    """A client-side tool call the model asked for.
+
+    Fields:
+        id: The id to send the tool result back with (``call_id`` where the dialect
+            distinguishes it from the item id, else the block id).
+        name: The tool name.
+        arguments: The parsed arguments (``{}`` for a no-argument tool), or None when
+            they are not valid JSON (see ``error``).
+        arguments_json: The arguments exactly as streamed.
+        index: The unified block index.
+        error: Why ``arguments`` is None: ``incomplete JSON ...`` or ``invalid JSON ...``.
+    """
+
+    id: str | None
+    name: str | None
+    arguments: Any
+    arguments_json: str
+    index: int
+    error: str | None = None
+
+
+class Block(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One output block of the final reply.
+
+    Fields:
+        index: Unified block index.
+        kind: What the block holds.
+        id: Provider identity of the block.
+        call_id: Tool call id, when distinct from ``id``.
+        name: Tool name (tool blocks) or provider block type (``other``).
+        candidate: The candidate / choice it belongs to.
+        text: Text content (text, reasoning, refusal, compaction, code blocks).
+        arguments: Parsed tool input (tool blocks), or None if invalid.
+        arguments_json: Tool input as streamed (tool blocks).
+        data: Base64 content (image and audio blocks).
+        mime_type: Media type of ``data``.
+        signature: Opaque provider state (signature, thoughtSignature, encrypted content).
+        value: Whole content sent at the start or end (server tool results, ...).
+        citations: Citations attached to the block, in order.
+        status: The provider's final status for the block.
+        complete: True when the block's end arrived.
+        error: Why ``arguments`` could not be parsed.
+    """
+
+    index: int
+    kind: BlockKind
+    id: str | None = None
+    call_id: str | None = None
+    name: str | None = None
+    candidate: int = 0
+    text: str | None = None
+    arguments: Any = None
+    arguments_json: str | None = None
+    data: str | None = None
+    mime_type: str | None = None
+    signature: str | None = None
+    value: Any = None
+    citations: list[Any] = msgspec.field(default_factory=list)
+    status: str | None = None
+    complete: bool = False
+    error: str | None = None
+
+
+class Result(msgspec.Struct, kw_only=True):
+    """The final (or so-far) reply of one stream, in unified terms.
+
+    Fields:
+        dialect: The dialect decoded.
+        id: Response / message / interaction id.
+        model: Model name as the provider reported it.
+        status: ``completed``, ``incomplete``, ``failed``, ``truncated``, or
+            ``in_progress`` while the stream is still open.
+        finish_reason: Unified and raw finish reason (None while in progress).
+        text: All visible output text of candidate 0, concatenated in block order.
+        reasoning: All reasoning / thought text of candidate 0, concatenated.
+        refusal: Refusal text, if the model refused.
+        tool_calls: Client tool calls, in order.
+        usage: Canonical usage (counts None when not reported).
+        error: The error that ended the stream, or the first in-band error.
+        blocks: Every block, in index order.
+        citations: Every citation, in order (block-level and reply-level).
+        metadata: Reply-level metadata by name (grounding, safety ratings, ...) for
+            candidate 0; other candidates under ``"<name>#<candidate>"``.
+        warnings: Anomalies seen while decoding (sequence gaps, ...).
+        errors: Every error event, in order (in-band and tolerated protocol errors).
+        unknown: How many unknown native events passed through.
+    """
+
+    dialect: str | None = None
+    id: str | None = None
+    model: str | None = None
+    status: str = "in_progress"
+    finish_reason: FinishReason | None = None
+    text: str = ""
+    reasoning: str = ""
+    refusal: str | None = None
+    tool_calls: list[ToolCall] = msgspec.field(default_factory=list)
+    usage: Usage = msgspec.field(default_factory=Usage)
+    error: ErrorInfo | None = None
+    blocks: list[Block] = msgspec.field(default_factory=list)
+    citations: list[Any] = msgspec.field(default_factory=list)
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    warnings: list[Warning] = msgspec.field(default_factory=list)
+    errors: list[ErrorInfo] = msgspec.field(default_factory=list)
+    unknown: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form printed by ``polystream decode --result`` (a stable contract)."""
+        usage = self.usage
+        reason = self.finish_reason
+        return {
+            "dialect": self.dialect,
+            "id": self.id,
+            "model": self.model,
+            "status": self.status,
+            "finish_reason": None
+            if reason is None
+            else {"unified": reason.unified, "raw": reason.raw},
+            "text": self.text,
+            "reasoning": self.reasoning,
+            "refusal": self.refusal,
+            "tool_calls": [
+                {"id": call.id, "name": call.name, "arguments": call.arguments}
+                | ({"error": call.error} if call.error is not None else {})
+                for call in self.tool_calls
+            ],
+            "usage": {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "reasoning_tokens": usage.reasoning_tokens,
+                "cache_read_tokens": usage.cache_read_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
+                "tool_prompt_tokens": usage.tool_prompt_tokens,
+                "audio_input_tokens": usage.audio_input_tokens,
+                "audio_output_tokens": usage.audio_output_tokens,
+                "total_tokens": usage.total_tokens,
+                "raw": usage.raw,
+            },
+            "error": None if self.error is None else _error_dict(self.error),
+            "blocks": msgspec.to_builtins(self.blocks),
+            "citations": self.citations,
+            "metadata": self.metadata,
+            "warnings": [{"code": w.code, "message": w.message} for w in self.warnings],
+            "unknown": self.unknown,
+        }
+
+
+def _error_dict(error: ErrorInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": error.kind,
+        "message": error.message,
+        "retryable": error.retryable,
+    }
+    if error.code is not None:
+        out["code"] = error.code
+    if error.http_status is not None:
+        out["http_status"] = error.http_status
+    if error.event_index is not None:
+        out["event_index"] = error.event_index
+    if error.byte_offset is not None:
+        out["byte_offset"] = error.byte_offset
+    return out
+
+
+class _BlockState:
+    """Mutable state of one block while it streams."""
+
+    __slots__ = (
+        "citations",
+        "data_parts",
+        "ended",
+        "end_value",
+        "mime_type",
+        "parts",
+        "signature_parts",
+        "start",
+        "status",
+    )
+
+    def __init__(self, start: BlockStart) -> None:
+        self.start = start
+        self.parts: list[str] = []  # text / reasoning / tool input fragments
+        self.data_parts: list[str] = []  # base64 fragments
+        self.signature_parts: list[str] = []
+        self.citations: list[Any] = []
+        self.mime_type: str | None = None
+        self.ended = False
+        self.end_value: Any = None
+        self.status: str | None = None
+
+
+def _parse_arguments(text: str) -> tuple[Any, str | None]:
+    """Parse tool arguments once. Returns (value, error)."""
+    if not text.strip():
+        return {}, None
+    try:
+        return _DECODE_ANY.decode(text), None
+    except msgspec.DecodeError as exc:
+        try:
+            # A valid *prefix* of JSON: the arguments were cut off.
+            jiter.from_json(text.encode(), partial_mode="trailing-strings")
+        except ValueError:
+            return None, f"invalid JSON in tool arguments: {exc}"
+        return None, "incomplete JSON in tool arguments (cut off before the end)"
+
+
+class Accumulator:
+    """Builds a :class:`Result` from the unified events of one stream.
+
+    Args:
+        strict: Raise :class:`~polystream.errors.ToolArgumentsError` when a finished
+            tool call's arguments are not valid JSON (otherwise it is recorded on the
+            tool call).
+
+    Usage::
+
+        acc = Accumulator()
+        for event in events:
+            acc.feed(event)
+        result = acc.result()
+    """
+
+    def __init__(self, *, strict: bool = False) -> None:
+        self.strict = strict
+        self._blocks: dict[int, _BlockState] = {}
+        self._order: list[int] = []
+        self._dialect: str | None = None
+        self._id: str | None = None
+        self._model: str | None = None
+        self._usage = Usage()
+        self._finish: Finish | None = None
+        self._citations: list[Any] = []
+        self._metadata: dict[str, Any] = {}
+        self._warnings: list[Warning] = []
+        self._errors: list[ErrorInfo] = []
+        self._unknown = 0
+        self._status = "in_progress"
+        self._final: Result | None = None
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            TextDelta: self._text,
+            ReasoningDelta: self._text,
+            ToolInputDelta: self._text,
+            DataDelta: self._data,
+            SignatureDelta: self._signature,
+            BlockStart: self._block_start,
+            BlockEnd: self._block_end,
+            Citation: self._citation,
+            Metadata: self._meta,
+            UsageUpdate: self._usage_update,
+            StreamStart: self._stream_start,
+            StatusUpdate: self._status_update,
+            Finish: self._finish_event,
+            ErrorEvent: self._error,
+            Warning: self._warning,
+            Unknown: self._unknown_event,
+            KeepAlive: _ignore,
+            Raw: _ignore,
+        }
+
+    @property
+    def finished(self) -> bool:
+        """True once the Finish event has been fed."""
+        return self._finish is not None
+
+    def feed(self, event: Event) -> None:
+        """Fold one event into the reply.
+
+        Raises:
+            EventOrderError: The event cannot happen now (see the module docstring).
+        """
+        self._handlers[type(event)](event)
+
+    def feed_all(self, events: Iterable[Event]) -> None:
+        """Feed every event of an iterable."""
+        handlers = self._handlers
+        for event in events:
+            handlers[type(event)](event)
+
+    @property
+    def snapshot(self) -> Result:
+        """The reply so far (text joined up to now; arguments parsed if complete)."""
+        return self._build(final=False)
+
+    def result(self) -> Result:
+        """The final reply. Before the Finish arrived, the status is ``in_progress``.
+
+        Raises:
+            ToolArgumentsError: ``strict`` and a finished tool call has invalid JSON.
+        """
+        if self._finish is None:
+            return self._build(final=False)
+        if self._final is None:
+            self._final = self._build(final=True)
+        return self._final
+
+    # -- handlers ---------------------------------------------------------------------
+
+    def _get(self, index: int, what: str) -> _BlockState:
+        state = self._blocks.get(index)
+        if state is None:
+            raise EventOrderError(f"{what} for block {index}, which was never started")
+        if state.ended:
+            raise EventOrderError(f"{what} for block {index} after the block ended")
+        return state
+
+    def _stream_start(self, event: StreamStart) -> None:
+        self._dialect = event.dialect
+        self._id = event.id or self._id
+        self._model = event.model or self._model
+
+    def _status_update(self, event: StatusUpdate) -> None:
+        pass
+
+    def _block_start(self, event: BlockStart) -> None:
+        if event.index in self._blocks:
+            raise EventOrderError(f"block {event.index} started twice")
+        self._blocks[event.index] = _BlockState(event)
+        self._order.append(event.index)
+        self._final = None
+
+    def _text(self, event: TextDelta | ReasoningDelta | ToolInputDelta) -> None:
+        state = self._blocks.get(event.index)
+        if state is None or state.ended:
+            self._get(event.index, type(event).__name__)
+        else:
+            state.parts.append(event.delta)
+
+    def _data(self, event: DataDelta) -> None:
+        state = self._get(event.index, "DataDelta")
+        if event.replace:
+            state.data_parts = [event.delta]
+        else:
+            state.data_parts.append(event.delta)
+        if event.mime_type is not None:
+            state.mime_type = event.mime_type
+
+    def _signature(self, event: SignatureDelta) -> None:
+        # Signatures may arrive after the block's content (Gemini's final empty part),
+        # but never for a block that does not exist.
+        state = self._blocks.get(event.index)
+        if state is None:
+            raise EventOrderError(f"signature for block {event.index}, which was never started")
+        state.signature_parts.append(event.delta)
+
+    def _citation(self, event: Citation) -> None:
+        if event.index is not None:
+            state = self._blocks.get(event.index)
+            if state is None:
+                raise EventOrderError(
+                    f"citation for block {event.index}, which was never started"
+                )
+            state.citations.append(event.citation)
+        self._citations.append(event.citation)
+
+    def _meta(self, event: Metadata) -> None:
+        key = event.name if event.candidate == 0 else f"{event.name}#{event.candidate}"
+        old = self._metadata.get(key)
+        if event.merge and isinstance(event.value, dict) and isinstance(old, dict):
+            merged = dict(old)
+            for name, value in event.value.items():
+                previous = merged.get(name)
+                if isinstance(value, list) and isinstance(previous, list):
+                    merged[name] = previous + value
+                else:
+                    merged[name] = value
+            self._metadata[key] = merged
+        else:
+            self._metadata[key] = event.value
+
+    def _block_end(self, event: BlockEnd) -> None:
+        state = self._get(event.index, "BlockEnd")
+        state.ended = True
+        state.end_value = event.value
+        state.status = event.status
+
+    def _usage_update(self, event: UsageUpdate) -> None:
+        self._usage = self._usage.merged(event.usage)
+
+    def _finish_event(self, event: Finish) -> None:
+        if self._finish is not None:
+            raise EventOrderError("a second Finish event")
+        self._finish = event
+        self._status = event.status
+        if event.usage is not None:
+            self._usage = self._usage.merged(event.usage)
+        if event.error is not None and (not self._errors or event.error not in self._errors):
+            self._errors.append(event.error)
+
+    def _error(self, event: ErrorEvent) -> None:
+        self._errors.append(event.error)
+
+    def _warning(self, event: Warning) -> None:
+        self._warnings.append(event)
+
+    def _unknown_event(self, event: Unknown) -> None:
+        self._unknown += 1
+
+    # -- building the result --------------------------------------------------------------
+
+    def _build(self, *, final: bool) -> Result:
+        blocks: list[Block] = []
+        calls: list[ToolCall] = []
+        text: list[str] = []
+        reasoning: list[str] = []
+        refusal: list[str] = []
+        for index in self._order:
+            state = self._blocks[index]
+            block = self._block(state, final=final)
+            blocks.append(block)
+            if block.candidate == 0:
+                if block.kind == "text" and block.text:
+                    text.append(block.text)
+                elif block.kind == "reasoning" and block.text:
+                    reasoning.append(block.text)
+                elif block.kind == "refusal" and block.text:
+                    refusal.append(block.text)
+            if block.kind == "tool_call":
+                calls.append(
+                    ToolCall(
+                        id=block.call_id or block.id,
+                        name=block.name,
+                        arguments=block.arguments,
+                        arguments_json=block.arguments_json or "",
+                        index=block.index,
+                        error=block.error,
+                    )
+                )
+        finish = self._finish
+        error = None
+        if finish is not None and finish.error is not None:
+            error = finish.error
+        elif self._errors:
+            error = self._errors[0]
+        return Result(
+            dialect=self._dialect,
+            id=self._id,
+            model=self._model,
+            status=self._status,
+            finish_reason=None if finish is None else finish.reason,
+            text="".join(text),
+            reasoning="".join(reasoning),
+            refusal="".join(refusal) if refusal else None,
+            tool_calls=calls,
+            usage=self._usage,
+            error=error,
+            blocks=blocks,
+            citations=list(self._citations),
+            metadata=dict(self._metadata),
+            warnings=list(self._warnings),
+            errors=list(self._errors),
+            unknown=self._unknown,
+        )
+
+    def _block(self, state: _BlockState, *, final: bool) -> Block:
+        start = state.start
+        kind = start.kind
+        block = Block(
+            index=start.index,
+            kind=kind,
+            id=start.id,
+            call_id=start.call_id,
+            name=start.name,
+            candidate=start.candidate,
+            citations=list(state.citations),
+            status=state.status,
+            complete=state.ended,
+        )
+        joined = "".join(state.parts) if state.parts else None
+        value = state.end_value if state.end_value is not None else start.value
+        if kind in _TOOL_KINDS:
+            if joined is not None:
+                block.arguments_json = joined
+            elif isinstance(value, str):
+                block.arguments_json = value
+            elif value is not None:
+                block.arguments_json = msgspec.json.encode(value).decode()
+                block.arguments = value
+            else:
+                block.arguments_json = ""
+            if block.arguments is None:
+                if state.ended:
+                    block.arguments, block.error = _parse_arguments(block.arguments_json)
+                    if block.error is not None and self.strict and final:
+                        raise ToolArgumentsError(
+                            block.error, block_index=start.index, arguments=block.arguments_json
+                        )
+                else:
+                    block.error = "incomplete: the tool call's block never ended"
+        elif kind in _TEXTUAL_KINDS:
+            if joined is not None:
+                block.text = joined
+            elif isinstance(value, str):
+                block.text = value
+            elif value is not None:
+                block.value = value
+        else:
+            if joined is not None:
+                block.text = joined
+            if value is not None:
+                block.value = value
+        if state.data_parts:
+            block.data = "".join(state.data_parts)
+            block.mime_type = state.mime_type
+        if state.signature_parts:
+            block.signature = "".join(state.signature_parts)
+        return block
+
+
+def _ignore(event: Event) -> None:
+    return None
+
+
+def accumulate(events: Iterable[Event], *, strict: bool = False) -> Result:
+    """Fold a whole sequence of events into a :class:`Result`."""
+    acc = Accumulator(strict=strict)
+    acc.feed_all(events)
+    return acc.result()
+

@@ -1,0 +1,183 @@
+"""The library's entry points: decode a whole stream, or decode incrementally.
+
+``decode(data)`` turns the bytes of a whole stream into a :class:`~polystream.Result`;
+:class:`StreamDecoder` does the same incrementally (``feed`` / ``close`` / ``result``),
+detecting the dialect from the first bytes when asked to (``dialect="auto"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+from polystream.accumulate import Accumulator, Result
+from polystream.dialects import DialectDecoder, detect, get_dialect
+from polystream.dialects._detect import MAX_DETECT_BYTES
+from polystream.errors import LocalProtocolError, RemoteProtocolError
+from polystream.events import Event
+
+__all__ = ["StreamDecoder", "decode", "decode_events"]
+
+AUTO: Final = "auto"
+
+
+class StreamDecoder:
+    """Decode one stream incrementally into unified events, and rebuild its reply.
+
+    Args:
+        dialect: A dialect name, or ``"auto"`` to detect it from the content
+            (see :mod:`polystream.dialects._detect` for the rules).
+        strict: Raise typed protocol errors instead of emitting error events; unknown
+            events become errors too.
+        keep_raw: Emit :class:`~polystream.events.Raw` events with each native event.
+        keep_events: Keep every event so that :meth:`native` can rebuild the
+            provider's own final object (costs memory proportional to the stream).
+        framing: For ``gemini_generate``: ``"sse"``, ``"json_array"`` or ``"auto"``.
+
+    Usage::
+
+        decoder = StreamDecoder("anthropic_messages")
+        for chunk in chunks:
+            for event in decoder.feed(chunk):
+                ...
+        decoder.close()
+        print(decoder.result().text)
+    """
+
+    def __init__(
+        self,
+        dialect: str = AUTO,
+        *,
+        strict: bool = False,
+        keep_raw: bool = False,
+        keep_events: bool = False,
+        framing: str = AUTO,
+        **options: Any,
+    ) -> None:
+        self.strict = strict
+        self._options: dict[str, Any] = {"strict": strict, "keep_raw": keep_raw, **options}
+        if framing != AUTO:
+            self._options["framing"] = framing
+        self._dialect_name: str | None = None
+        self._decoder: DialectDecoder | None = None
+        self._prefix: list[bytes] = []
+        self._prefix_size = 0
+        self._accumulator = Accumulator(strict=strict)
+        self._events: list[Event] | None = [] if keep_events else None
+        self._closed = False
+        if dialect != AUTO:
+            self._start(dialect)
+
+    @property
+    def dialect(self) -> str | None:
+        """The dialect being decoded (None until ``auto`` has detected it)."""
+        return self._dialect_name
+
+    @property
+    def events(self) -> list[Event]:
+        """Every event so far (only with ``keep_events=True``)."""
+        if self._events is None:
+            raise LocalProtocolError("events are kept only with keep_events=True")
+        return self._events
+
+    def _start(self, dialect: str) -> None:
+        info = get_dialect(dialect)
+        self._dialect_name = info.name
+        self._decoder = info.decoder(**self._options)
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Consume a chunk; return the unified events it completed.
+
+        Raises:
+            RemoteProtocolError: Framing errors; dialect errors in strict mode;
+                detection failure.
+        """
+        if self._closed:
+            raise LocalProtocolError("feed() after close()")
+        if self._decoder is None:
+            self._prefix.append(data)
+            self._prefix_size += len(data)
+            joined = b"".join(self._prefix)
+            found = detect(joined[:MAX_DETECT_BYTES])
+            if found is None:
+                self._prefix = [joined]
+                return []
+            self._prefix = []
+            self._dialect_name = found[0]
+            if found[0] == "gemini_generate":
+                self._options.setdefault("framing", found[1])
+            self._start(found[0])
+            data = joined
+        assert self._decoder is not None
+        events = self._decoder.feed(data)
+        self._absorb(events)
+        return events
+
+    def close(self) -> list[Event]:
+        """End of input; returns the remaining events (the last is the Finish).
+
+        Raises:
+            RemoteProtocolError: ``auto`` could not detect any dialect.
+        """
+        if self._closed:
+            return []
+        self._closed = True
+        if self._decoder is None:
+            joined = b"".join(self._prefix)
+            if not joined.strip():
+                raise RemoteProtocolError("empty input: no stream to decode", byte_offset=0)
+            raise RemoteProtocolError(
+                "could not detect the dialect of this input "
+                "(not a stream of any known dialect)",
+                byte_offset=0,
+            )
+        events = self._decoder.close()
+        self._absorb(events)
+        return events
+
+    def _absorb(self, events: list[Event]) -> None:
+        self._accumulator.feed_all(events)
+        if self._events is not None:
+            self._events.extend(events)
+
+    @property
+    def snapshot(self) -> Result:
+        """The reply so far."""
+        return self._accumulator.snapshot
+
+    def result(self) -> Result:
+        """The reply (final once :meth:`close` has been called)."""
+        return self._accumulator.result()
+
+    def native(self) -> dict[str, Any]:
+        """The provider's own final object (needs ``keep_events=True``)."""
+        if self._dialect_name is None:
+            raise LocalProtocolError("no dialect detected yet")
+        return get_dialect(self._dialect_name).rebuild(self.events)
+
+
+def decode_events(data: bytes, dialect: str = AUTO, **options: Any) -> list[Event]:
+    """Decode a whole stream held in memory into its list of unified events."""
+    decoder = StreamDecoder(dialect, **options)
+    return decoder.feed(data) + decoder.close()
+
+
+def decode(data: bytes | Iterable[bytes], dialect: str = AUTO, **options: Any) -> Result:
+    """Decode a whole stream and rebuild its reply.
+
+    Args:
+        data: The stream's bytes, whole or as an iterable of chunks.
+        dialect: A dialect name or ``"auto"``.
+        **options: As for :class:`StreamDecoder` (``strict``, ``framing``, ...).
+
+    Returns:
+        The unified :class:`~polystream.Result`.
+    """
+    decoder = StreamDecoder(dialect, **options)
+    if isinstance(data, bytes | bytearray | memoryview):
+        decoder.feed(bytes(data))
+    else:
+        for chunk in data:
+            decoder.feed(chunk)
+    decoder.close()
+    return decoder.result()

@@ -1,0 +1,7 @@
+"""The ``polystream`` command line. ``main(argv) -> int``; see ``polystream --help``."""
+
+from __future__ import annotations
+
+from polystream.cli._main import main
+
+__all__ = ["main"]

@@ -1,0 +1,386 @@
+"""What every dialect decoder and encoder shares: framing, locating errors,
+strict versus tolerant decoding, and the one-finish contract.
+
+A dialect decoder subclasses :class:`FramedDecoder` and implements the hooks
+``_on_event`` (an SSE event), ``_on_element`` (a JSON-array element, Gemini only) and
+``_on_close`` (end of input: emit the Finish if the terminal event never came). Inside a
+hook, raise :class:`~polystream.errors.RemoteProtocolError` (or call :meth:`protocol_error`)
+for anything malformed: the base class attaches the dialect, the framing event index and
+the byte offset, then either raises it (strict) or turns it into a typed
+:class:`~polystream.events.ErrorEvent` and carries on (tolerant). Events already returned
+are never taken back.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from polystream.errors import LocalProtocolError, RemoteProtocolError, StreamTruncated
+from polystream.events import (
+    ErrorEvent,
+    ErrorInfo,
+    Event,
+    Finish,
+    FinishReason,
+    KeepAlive,
+    Raw,
+    Warning,
+)
+from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
+from polystream.wire.sse import (
+    DEFAULT_MAX_EVENT_SIZE,
+    DEFAULT_MAX_LINE_SIZE,
+    SSEComment,
+    SSEDecoder,
+    ServerSentEvent,
+)
+
+__all__ = [
+    "DialectDecoder",
+    "DialectEncoder",
+    "FramedDecoder",
+    "Framing",
+    "Loss",
+]
+
+Framing = Literal["sse", "json_array"]
+
+
+class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One thing an encoder could not carry into its target dialect.
+
+    Fields:
+        what: What was lost (``signature``, ``citation``, ``usage.cache_write_tokens``,
+            ``event:unknown``, ...).
+        event_index: Index of the unified event (in the encoder's input) that held it.
+        event_type: That event's ``type`` tag.
+        reason: Why the target cannot carry it.
+        carried: True when it was put in a documented carrier instead, so that a hop
+            back to the source dialect through polystream restores it.
+    """
+
+    what: str
+    event_index: int
+    event_type: str
+    reason: str
+    carried: bool = False
+
+
+class DialectDecoder(abc.ABC):
+    """The decoder contract: bytes in any chunking -> unified events.
+
+    Args:
+        strict: Raise typed protocol errors instead of emitting error events, and
+            treat unknown events and enum values as errors (conformance checking).
+        keep_raw: Emit a :class:`~polystream.events.Raw` event before the unified
+            events of each native event.
+    """
+
+    dialect: ClassVar[str]
+
+    def __init__(self, *, strict: bool = False, keep_raw: bool = False) -> None:
+        self.strict = strict
+        self.keep_raw = keep_raw
+
+    @abc.abstractmethod
+    def feed(self, data: bytes) -> list[Event]:
+        """Consume a chunk of the stream; return the unified events it completed."""
+
+    @abc.abstractmethod
+    def close(self) -> list[Event]:
+        """End of input: return the remaining events, ending with the one Finish."""
+
+
+class FramedDecoder(DialectDecoder):
+    """A dialect decoder over SSE or JSON-array framing (see the module docstring).
+
+    Args:
+        framing: ``"sse"``, ``"json_array"`` or ``"auto"`` (decided by the first
+            non-blank byte: ``[`` means a JSON array). Dialects that only speak SSE
+            ignore it.
+        max_line_size: SSE line limit in bytes.
+        max_event_size: SSE event / JSON element limit in bytes.
+    """
+
+    framings: ClassVar[tuple[Framing, ...]] = ("sse",)
+
+    def __init__(
+        self,
+        *,
+        strict: bool = False,
+        keep_raw: bool = False,
+        framing: Framing | Literal["auto"] = "auto",
+        max_line_size: int = DEFAULT_MAX_LINE_SIZE,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    ) -> None:
+        super().__init__(strict=strict, keep_raw=keep_raw)
+        if framing != "auto" and framing not in self.framings:
+            raise LocalProtocolError(
+                f"{self.dialect} has no {framing} framing", dialect=self.dialect
+            )
+        self._framing: Framing | None = (
+            framing if framing != "auto" else (self.framings[0] if len(self.framings) == 1 else None)
+        )
+        self._max_line = max_line_size
+        self._max_event = max_event_size
+        self._sse: SSEDecoder | None = None
+        self._array: JSONArrayDecoder | None = None
+        self._pending = b""  # bytes held until the framing is known
+        self.finished = False  # the Finish event has been emitted
+        self.frame_index = 0  # index of the framing event being handled
+        self.frame_offset = 0  # its byte offset
+        self._closed = False
+        if self._framing is not None:
+            self._make_framer(self._framing)
+
+    @property
+    def framing(self) -> Framing | None:
+        """The framing in use (None until ``auto`` has seen the first byte)."""
+        return self._framing
+
+    def _make_framer(self, framing: Framing) -> None:
+        self._framing = framing
+        if framing == "sse":
+            self._sse = SSEDecoder(max_line_size=self._max_line, max_event_size=self._max_event)
+        else:
+            self._array = JSONArrayDecoder(max_element_size=self._max_event)
+
+    # -- the contract ------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Consume a chunk of the stream and return the unified events it completed.
+
+        Raises:
+            RemoteProtocolError: Framing errors always; dialect errors in strict mode.
+            BufferLimitExceeded: A framing limit was exceeded.
+            LocalProtocolError: ``feed`` after ``close``.
+        """
+        if self._closed:
+            raise LocalProtocolError("feed() after close()", dialect=self.dialect)
+        if self._framing is None:
+            data = self._pending + data
+            stripped = data.lstrip(b" \t\r\n\xef\xbb\xbf")
+            if not stripped:
+                self._pending = data
+                return []
+            self._pending = b""
+            self._make_framer("json_array" if stripped[:1] == b"[" else "sse")
+        out: list[Event] = []
+        try:
+            if self._sse is not None:
+                for frame in self._sse.feed(data):
+                    self._handle_sse(frame, out)
+            else:
+                assert self._array is not None
+                for element in self._array.feed(data):
+                    self._handle_element(element, out)
+        except RemoteProtocolError as exc:
+            raise exc.located(dialect=self.dialect) from None
+        return out
+
+    def close(self) -> list[Event]:
+        """End of input. Returns the remaining events; the last is always a Finish.
+
+        A stream without the dialect's terminal event ends ``truncated``.
+        """
+        if self._closed:
+            return []
+        self._closed = True
+        out: list[Event] = []
+        truncation: StreamTruncated | None = None
+        try:
+            if self._sse is not None:
+                for frame in self._sse.close():
+                    self._handle_sse(frame, out)
+            elif self._array is not None:
+                self._array.close()
+        except StreamTruncated as exc:
+            truncation = exc
+        self._on_close(out, truncation)
+        if not self.finished:
+            self.finish_truncated(out, truncation)
+        return out
+
+    # -- helpers for subclasses ----------------------------------------------------------
+
+    def protocol_error(self, message: str) -> RemoteProtocolError:
+        """Build a protocol error located at the current framing event."""
+        return RemoteProtocolError(
+            message,
+            dialect=self.dialect,
+            event_index=self.frame_index,
+            byte_offset=self.frame_offset,
+        )
+
+    def decode_json(self, data: str | bytes, decoder: msgspec.json.Decoder[Any]) -> Any:
+        """Decode a payload with ``decoder``; malformed JSON becomes a located error."""
+        try:
+            return decoder.decode(data)
+        except msgspec.DecodeError as exc:
+            raise self.protocol_error(f"malformed JSON payload: {exc}") from None
+
+    def warn(self, out: list[Event], code: str, message: str) -> None:
+        """Report an anomaly: a Warning event when tolerant, a protocol error when strict."""
+        if self.strict:
+            raise self.protocol_error(message)
+        out.append(
+            Warning(
+                code=code,
+                message=message,
+                event_index=self.frame_index,
+                byte_offset=self.frame_offset,
+            )
+        )
+
+    def emit_finish(self, out: list[Event], finish: Finish) -> None:
+        """Emit the stream's one Finish (a second one is ignored)."""
+        if not self.finished:
+            self.finished = True
+            out.append(finish)
+
+    def finish_truncated(self, out: list[Event], cause: StreamTruncated | None = None) -> None:
+        """Emit a ``truncated`` Finish: the input ended without the terminal event."""
+        message = (
+            cause.message
+            if cause is not None
+            else f"stream ended without the {self.dialect} terminal event"
+        )
+        self.emit_finish(
+            out,
+            Finish(
+                status="truncated",
+                reason=FinishReason(unified="error", raw=None),
+                error=ErrorInfo(
+                    kind="truncated",
+                    message=message,
+                    retryable=True,
+                    dialect=self.dialect,
+                    event_index=cause.event_index if cause is not None else self.frame_index,
+                    byte_offset=cause.byte_offset if cause is not None else None,
+                ),
+            ),
+        )
+
+    def raw_event(self, out: list[Event], name: str | None, data: Any) -> None:
+        """Emit a Raw event when ``keep_raw`` is on."""
+        if self.keep_raw:
+            out.append(Raw(dialect=self.dialect, name=name, data=data))
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
+        """Handle one SSE event (dialects framed as SSE override this)."""
+        raise self.protocol_error(f"{self.dialect} does not use SSE framing")
+
+    def _on_element(self, element: JSONElement, out: list[Event]) -> None:
+        """Handle one JSON-array element (Gemini only)."""
+        raise self.protocol_error(f"{self.dialect} does not use JSON-array framing")
+
+    def _on_comment(self, comment: SSEComment, out: list[Event]) -> None:
+        """Handle an SSE comment line: a keep-alive by default."""
+        out.append(KeepAlive(comment=comment.text))
+
+    def _on_close(self, out: list[Event], truncation: StreamTruncated | None) -> None:
+        """End of input: flush state; emit the Finish if the dialect ends by closing.
+
+        If no Finish was emitted when this returns, the base emits ``truncated``.
+        """
+
+    def _after_finish(self, event: ServerSentEvent, out: list[Event]) -> None:
+        """An event arrived after the terminal event."""
+        self.warn(out, "after_terminal", "event after the stream's terminal event")
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    def _handle_sse(self, frame: ServerSentEvent | SSEComment, out: list[Event]) -> None:
+        if type(frame) is SSEComment:
+            self._on_comment(frame, out)
+            return
+        assert type(frame) is ServerSentEvent
+        self.frame_index = frame.index
+        self.frame_offset = frame.offset
+        try:
+            if self.finished:
+                self._after_finish(frame, out)
+            else:
+                self._on_event(frame, out)
+        except RemoteProtocolError as exc:
+            self._tolerate(exc, out)
+
+    def _handle_element(self, element: JSONElement, out: list[Event]) -> None:
+        self.frame_index = element.index
+        self.frame_offset = element.offset
+        try:
+            self._on_element(element, out)
+        except RemoteProtocolError as exc:
+            self._tolerate(exc, out)
+
+    def _tolerate(self, exc: RemoteProtocolError, out: list[Event]) -> None:
+        located = exc.located(
+            dialect=self.dialect, event_index=self.frame_index, byte_offset=self.frame_offset
+        )
+        if self.strict:
+            raise located from None
+        out.append(
+            ErrorEvent(
+                error=ErrorInfo(
+                    kind="protocol",
+                    message=located.message,
+                    dialect=located.dialect,
+                    event_index=located.event_index,
+                    byte_offset=located.byte_offset,
+                )
+            )
+        )
+
+
+class DialectEncoder(abc.ABC):
+    """The encoder contract: unified events -> the dialect's exact wire bytes.
+
+    Call :meth:`encode` for each event (bytes may be empty when an event produces no
+    output yet), then :meth:`close` once. What the target cannot carry is recorded in
+    :attr:`losses`.
+    """
+
+    dialect: ClassVar[str]
+    content_type: ClassVar[str] = "text/event-stream"
+
+    def __init__(self) -> None:
+        self.losses: list[Loss] = []
+        self.event_index = 0  # index of the unified event being encoded
+
+    def encode(self, event: Event) -> bytes:
+        """Encode one unified event; returns the bytes to send now (maybe none)."""
+        data = self._encode(event)
+        self.event_index += 1
+        return data
+
+    def close(self) -> bytes:
+        """End of the event stream: returns any final bytes (``[DONE]``, ``]``)."""
+        return b""
+
+    def encode_all(self, events: Iterable[Event]) -> bytes:
+        """Encode a whole stream and close it."""
+        parts = [self.encode(event) for event in events]
+        parts.append(self.close())
+        return b"".join(parts)
+
+    def lose(self, what: str, event: Event, reason: str, *, carried: bool = False) -> None:
+        """Record a loss (or a carrier use) for the event being encoded."""
+        self.losses.append(
+            Loss(
+                what=what,
+                event_index=self.event_index,
+                event_type=type(event).__struct_config__.tag or type(event).__name__,  # type: ignore[attr-defined]
+                reason=reason,
+                carried=carried,
+            )
+        )
+
+    @abc.abstractmethod
+    def _encode(self, event: Event) -> bytes:
+        """Encode one event (subclasses)."""

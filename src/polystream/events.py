@@ -1,0 +1,597 @@
+"""The unified event model: one closed, tagged union for every dialect.
+
+Every dialect decoder turns its provider's wire events into these, and every
+encoder turns these back into wire bytes. The union :data:`Event` is the contract
+between the two halves; changing it is a breaking change.
+
+The model in brief
+------------------
+* A stream opens with :class:`StreamStart` and ends with exactly one :class:`Finish`.
+* Every output unit is a **block** with a stable integer ``index`` that is unique in
+  the stream (never reused, even when the provider reuses its own index): it opens
+  with :class:`BlockStart`, receives deltas (:class:`TextDelta`,
+  :class:`ReasoningDelta`, :class:`ToolInputDelta`, :class:`DataDelta`,
+  :class:`SignatureDelta`, :class:`Citation`) and closes with :class:`BlockEnd`.
+  Parallel tool calls are distinct blocks keyed by the provider's own identity.
+* Opaque state (Anthropic ``signature`` and ``redacted_thinking`` data, Gemini
+  ``thoughtSignature``, OpenAI/xAI ``encrypted_content``) travels in
+  :class:`SignatureDelta` or in a block's ``value``; citations in :class:`Citation`;
+  Gemini grounding and other response-level annotations in :class:`Metadata`.
+* Fields the model does not name travel in each event's ``extra`` mapping, so that
+  re-encoding to the same dialect reproduces the stream. ``raw`` optionally holds the
+  native event (off by default); same-dialect round trips never depend on it.
+* ``cursor`` carries the provider's resume cursor for the native event that produced
+  this event (OpenAI ``sequence_number``, Gemini Interactions ``event_id``).
+
+Events are frozen, keyword-only ``msgspec.Struct`` values; serialise them with
+:func:`dump_event` / :func:`load_event` (JSON with a ``"type"`` tag).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "RETRYABLE_KINDS",
+    "BlockEnd",
+    "BlockKind",
+    "BlockStart",
+    "Citation",
+    "DataDelta",
+    "ErrorEvent",
+    "ErrorInfo",
+    "ErrorKind",
+    "Event",
+    "EventBase",
+    "Finish",
+    "FinishReason",
+    "FinishStatus",
+    "KeepAlive",
+    "Metadata",
+    "Raw",
+    "ReasoningDelta",
+    "SignatureDelta",
+    "StatusUpdate",
+    "StreamStart",
+    "TextDelta",
+    "ToolInputDelta",
+    "UnifiedFinishReason",
+    "Unknown",
+    "Usage",
+    "UsageUpdate",
+    "Warning",
+    "dump_event",
+    "event_to_builtins",
+    "load_event",
+]
+
+BlockKind: TypeAlias = Literal[
+    "text",  # visible output text
+    "reasoning",  # reasoning / thinking / thought text (summaries included)
+    "tool_call",  # a client-side function or custom tool call
+    "server_tool_call",  # a provider-executed tool call (web search, code execution, MCP, ...)
+    "server_tool_result",  # the result of a provider-executed tool
+    "image",  # image output (base64 data deltas)
+    "audio",  # audio output (base64 data deltas)
+    "refusal",  # a refusal message
+    "compaction",  # a context-compaction block
+    "code",  # executable code produced by the model
+    "code_result",  # the result of executing code
+    "other",  # anything else, described by its ``name`` and ``value``
+]
+"""The kinds of output block."""
+
+FinishStatus: TypeAlias = Literal["completed", "incomplete", "failed", "truncated"]
+"""How a stream ended.
+
+``completed``: the dialect's terminal event arrived and the reply is whole.
+``incomplete``: the provider stopped early on purpose (token limit, content filter, pause).
+``failed``: the provider reported an error (in-band after HTTP 200, or a failed status).
+``truncated``: the input ended without the dialect's terminal event. Never success.
+"""
+
+UnifiedFinishReason: TypeAlias = Literal[
+    "stop",  # natural end of turn or a stop sequence
+    "length",  # a token limit was hit
+    "tool_calls",  # the model wants tool results
+    "content_filter",  # output was filtered or blocked
+    "refusal",  # the model refused
+    "pause",  # the provider paused a long turn (Anthropic ``pause_turn``)
+    "context_window",  # the context window was exhausted
+    "error",  # the stream failed
+    "cancelled",  # the request was cancelled
+    "other",  # anything else; ``raw`` says what
+]
+"""Unified finish reasons. Every dialect maps its own values here; ``raw`` keeps the original."""
+
+ErrorKind: TypeAlias = Literal[
+    "overloaded",
+    "rate_limit",
+    "invalid_request",
+    "authentication",
+    "permission",
+    "not_found",
+    "request_too_large",
+    "server",
+    "timeout",
+    "content_filter",
+    "quota",
+    "protocol",  # the stream itself was malformed (tolerant-mode decode errors)
+    "truncated",  # the stream ended without its terminal event
+    "cancelled",
+    "unknown",
+]
+"""The cause of an error, across providers."""
+
+RETRYABLE_KINDS: Final[frozenset[str]] = frozenset(
+    {"overloaded", "rate_limit", "server", "timeout"}
+)
+"""Error kinds that are safe to retry (before any output was delivered)."""
+
+
+class FinishReason(msgspec.Struct, frozen=True, kw_only=True):
+    """A finish reason: the unified value and the provider's own.
+
+    Fields:
+        unified: The unified reason.
+        raw: The provider's value exactly as sent (``None`` when it sent none).
+    """
+
+    unified: UnifiedFinishReason
+    raw: str | None = None
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Canonical token usage, plus the provider's own object.
+
+    The arithmetic is the same for every dialect (each dialect's ``usage`` module
+    documents its conversion):
+
+    * ``input_tokens``: every prompt token the request processed, *including* cache
+      reads, cache writes and tool-prompt tokens.
+    * ``output_tokens``: every generated token, *including* reasoning/thought tokens.
+    * ``total_tokens``: ``input_tokens + output_tokens`` unless the provider states a
+      different total (then the provider's total, unchanged).
+    * The other counts are *parts* of the two above, never additions to them.
+
+    ``None`` means "not reported", which is different from 0.
+
+    Fields:
+        input_tokens: All prompt tokens (see above).
+        output_tokens: All generated tokens (see above).
+        reasoning_tokens: Part of ``output_tokens`` spent on reasoning/thoughts.
+        cache_read_tokens: Part of ``input_tokens`` read from a prompt cache.
+        cache_write_tokens: Part of ``input_tokens`` written to a prompt cache.
+        tool_prompt_tokens: Part of ``input_tokens`` from tool-use prompts (Gemini).
+        audio_input_tokens: Part of ``input_tokens`` that was audio.
+        audio_output_tokens: Part of ``output_tokens`` that was audio.
+        total_tokens: The total (see above).
+        raw: The provider's usage object as sent.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    tool_prompt_tokens: int | None = None
+    audio_input_tokens: int | None = None
+    audio_output_tokens: int | None = None
+    total_tokens: int | None = None
+    raw: Any = None
+
+    def is_empty(self) -> bool:
+        """True when no count is reported or every reported count is 0.
+
+        An empty usage never overwrites an earlier non-empty one (a later chunk
+        without usage, or with zeros, is not authoritative).
+        """
+        return not any(
+            (
+                self.input_tokens,
+                self.output_tokens,
+                self.reasoning_tokens,
+                self.cache_read_tokens,
+                self.cache_write_tokens,
+                self.tool_prompt_tokens,
+                self.audio_input_tokens,
+                self.audio_output_tokens,
+                self.total_tokens,
+            )
+        )
+
+    def merged(self, newer: Usage) -> Usage:
+        """Return this usage updated by ``newer``: each count ``newer`` reports wins.
+
+        Counts that ``newer`` leaves as ``None`` keep their earlier value; an empty
+        ``newer`` (see :meth:`is_empty`) changes nothing.
+        """
+        if newer.is_empty():
+            return self
+        return Usage(
+            input_tokens=_pick(newer.input_tokens, self.input_tokens),
+            output_tokens=_pick(newer.output_tokens, self.output_tokens),
+            reasoning_tokens=_pick(newer.reasoning_tokens, self.reasoning_tokens),
+            cache_read_tokens=_pick(newer.cache_read_tokens, self.cache_read_tokens),
+            cache_write_tokens=_pick(newer.cache_write_tokens, self.cache_write_tokens),
+            tool_prompt_tokens=_pick(newer.tool_prompt_tokens, self.tool_prompt_tokens),
+            audio_input_tokens=_pick(newer.audio_input_tokens, self.audio_input_tokens),
+            audio_output_tokens=_pick(newer.audio_output_tokens, self.audio_output_tokens),
+            total_tokens=_pick(newer.total_tokens, self.total_tokens),
+            raw=newer.raw if newer.raw is not None else self.raw,
+        )
+
+
+def _pick(newer: int | None, older: int | None) -> int | None:
+    return older if newer is None else newer
+
+
+class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A typed error: what failed, why, and whether retrying can help.
+
+    Fields:
+        kind: The unified cause.
+        message: The provider's message, or ours for protocol errors.
+        retryable: Whether the same request may succeed if retried. For in-band
+            errors this holds only while no output was delivered to the consumer.
+        code: The provider's own error type or code (``overloaded_error``,
+            ``rate_limit_exceeded``, ``RESOURCE_EXHAUSTED``, ...).
+        http_status: The HTTP status the provider associated with the error.
+        dialect: The dialect being decoded (protocol errors).
+        event_index: 0-based framing event index at fault (protocol errors).
+        byte_offset: Input offset of that event (protocol errors).
+        raw: The provider's error object as sent.
+    """
+
+    kind: ErrorKind
+    message: str
+    retryable: bool = False
+    code: str | None = None
+    http_status: int | None = None
+    dialect: str | None = None
+    event_index: int | None = None
+    byte_offset: int | None = None
+    raw: Any = None
+
+
+# --------------------------------------------------------------------------------------
+# The events
+# --------------------------------------------------------------------------------------
+
+
+class EventBase(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"
+):
+    """Fields every event has.
+
+    Fields:
+        extra: Native fields this event does not model, keyed as the dialect chooses,
+            so that the dialect's encoder can reproduce the original exactly.
+        cursor: The provider's resume cursor for the native event that produced
+            this one (OpenAI ``sequence_number``, Interactions ``event_id``).
+        raw: The native event, when the decoder was asked to keep it.
+    """
+
+    extra: dict[str, Any] | None = None
+    cursor: int | str | None = None
+    raw: Any = None
+
+
+class StreamStart(EventBase, tag="stream-start"):
+    """The stream began: the provider's identity for the reply.
+
+    Fields:
+        dialect: The dialect name (see :mod:`polystream.dialects`).
+        id: The response / message / interaction id, when known.
+        model: The model that answers, as the provider names it.
+        created: Creation time in Unix seconds, as sent (xAI sends 0).
+    """
+
+    dialect: str
+    id: str | None = None
+    model: str | None = None
+    created: int | None = None
+
+
+class StatusUpdate(EventBase, tag="status"):
+    """A lifecycle status from the provider (``queued``, ``in_progress``, ...).
+
+    Fields:
+        status: The provider's status word.
+    """
+
+    status: str
+
+
+class BlockStart(EventBase, tag="block-start"):
+    """An output block opened.
+
+    Fields:
+        index: The unified block index: unique in the stream, in order of opening.
+        kind: What the block holds.
+        id: The provider's identity for the block (OpenAI item id, Anthropic tool
+            use id, Gemini function call id), when it has one.
+        call_id: The tool call id used to send a result back, when it differs from
+            ``id`` (OpenAI ``call_id``).
+        name: Tool name for tool blocks; the provider's block type for ``other``.
+        candidate: The candidate / choice this block belongs to (Gemini
+            ``candidateCount``, Chat ``n``); 0 for single-answer streams.
+        value: The block's initial content when the provider sends it whole at the
+            start (a server tool result, ``redacted_thinking`` data, complete
+            function-call arguments as an object).
+    """
+
+    index: int
+    kind: BlockKind
+    id: str | None = None
+    call_id: str | None = None
+    name: str | None = None
+    candidate: int = 0
+    value: Any = None
+
+
+class TextDelta(EventBase, tag="text-delta"):
+    """Text appended to a ``text`` or ``refusal`` block.
+
+    Fields:
+        index: The block index.
+        delta: The text fragment.
+        part: The provider's sub-part index within the block, when it has several
+            (OpenAI ``content_index``).
+    """
+
+    index: int
+    delta: str
+    part: int | None = None
+
+
+class ReasoningDelta(EventBase, tag="reasoning-delta"):
+    """Reasoning text appended to a ``reasoning`` block.
+
+    Fields:
+        index: The block index.
+        delta: The text fragment.
+        part: The provider's sub-part index (OpenAI ``summary_index`` or
+            ``content_index``).
+        summary: True for a reasoning *summary*, False for raw reasoning text.
+    """
+
+    index: int
+    delta: str
+    part: int | None = None
+    summary: bool = False
+
+
+class ToolInputDelta(EventBase, tag="tool-input-delta"):
+    """A fragment of a tool call's input (partial JSON text, or code for code tools).
+
+    Fragments concatenate; the whole is parsed once, when the block ends.
+
+    Fields:
+        index: The block index.
+        delta: The fragment.
+    """
+
+    index: int
+    delta: str
+
+
+class DataDelta(EventBase, tag="data-delta"):
+    """Binary content (base64) appended to an ``image`` or ``audio`` block.
+
+    Fields:
+        index: The block index.
+        delta: Base64 text.
+        mime_type: The media type, when the provider states it.
+        replace: True when this chunk *replaces* earlier data (a partial image
+            refined by a later one) rather than extending it.
+    """
+
+    index: int
+    delta: str
+    mime_type: str | None = None
+    replace: bool = False
+
+
+class SignatureDelta(EventBase, tag="signature-delta"):
+    """Opaque provider state for a block, to be sent back verbatim on the next turn.
+
+    Anthropic ``signature``, Gemini ``thoughtSignature``, OpenAI/xAI
+    ``encrypted_content``. Fragments concatenate (a provider usually sends one).
+
+    Fields:
+        index: The block index the state belongs to.
+        delta: The opaque text, byte for byte.
+    """
+
+    index: int
+    delta: str
+
+
+class Citation(EventBase, tag="citation"):
+    """A citation or annotation on a block (or, with ``index`` None, on the reply).
+
+    Fields:
+        index: The block index, or None for reply-level citations.
+        citation: The provider's citation object as sent.
+        part: The provider's sub-part index, when it has one.
+    """
+
+    citation: Any
+    index: int | None = None
+    part: int | None = None
+
+
+class Metadata(EventBase, tag="metadata"):
+    """Reply-level information: Gemini grounding, URL context, safety ratings,
+    prompt feedback, and similar.
+
+    Fields:
+        name: What it is (``grounding``, ``url_context``, ``safety_ratings``, ...).
+        value: The provider's object as sent.
+        candidate: The candidate it belongs to.
+        merge: When True and ``value`` is a mapping, lists in it extend the lists
+            already accumulated under ``name`` and other keys replace (Gemini sends
+            only the *new* grounding chunks); when False it replaces.
+    """
+
+    name: str
+    value: Any
+    candidate: int = 0
+    merge: bool = False
+
+
+class BlockEnd(EventBase, tag="block-end"):
+    """An output block closed.
+
+    Fields:
+        index: The block index.
+        status: The provider's status for the block, when it states one.
+        value: The block's final content when the provider restates it whole at
+            the end (the accumulator uses it only when no deltas arrived).
+    """
+
+    index: int
+    status: str | None = None
+    value: Any = None
+
+
+class UsageUpdate(EventBase, tag="usage"):
+    """Token usage reported mid-stream. Counts a later update reports win; an
+    empty update never overwrites (see :meth:`Usage.merged`).
+
+    Fields:
+        usage: The usage as reported by this native event.
+    """
+
+    usage: Usage
+
+
+class ErrorEvent(EventBase, tag="error"):
+    """An error inside the stream: a provider error after HTTP 200, or (in tolerant
+    mode) a protocol error that the decoder skipped over.
+
+    Fields:
+        error: What failed.
+    """
+
+    error: ErrorInfo
+
+
+class Finish(EventBase, tag="finish"):
+    """The stream ended. Exactly one per stream, always last.
+
+    Fields:
+        status: ``completed``, ``incomplete``, ``failed`` or ``truncated``.
+        reason: The unified and raw finish reason.
+        usage: Final usage, when the terminal event carries it.
+        error: The error that ended the stream (``failed`` and ``truncated``).
+    """
+
+    status: FinishStatus
+    reason: FinishReason
+    usage: Usage | None = None
+    error: ErrorInfo | None = None
+
+
+class KeepAlive(EventBase, tag="keep-alive"):
+    """A keep-alive: an SSE comment line or a provider ``ping`` event.
+
+    Fields:
+        comment: The comment text (without the leading colon), if it was a comment.
+        name: The native event name, if it was an event (``ping``, ``keepalive``).
+    """
+
+    comment: str | None = None
+    name: str | None = None
+
+
+class Warning(EventBase, tag="warning"):
+    """Something odd that did not stop decoding (a sequence-number gap, a repeated
+    event). Strict mode raises instead.
+
+    Fields:
+        code: A stable machine-readable code (``sequence_gap``, ...).
+        message: What was seen, and where.
+        event_index: 0-based framing event index.
+        byte_offset: Input offset of that event.
+    """
+
+    code: str
+    message: str
+    event_index: int | None = None
+    byte_offset: int | None = None
+
+
+class Unknown(EventBase, tag="unknown"):
+    """A native event this version does not know, passed through untouched.
+
+    Fields:
+        name: The native event name or type, if any.
+        data: The native payload, as text, exactly as received.
+    """
+
+    data: str
+    name: str | None = None
+
+
+class Raw(EventBase, tag="raw"):
+    """A native event, emitted before its unified events when raw output is requested.
+
+    Fields:
+        dialect: The dialect.
+        data: The native event as parsed JSON (or text when it is not JSON).
+        name: The native event name, if any.
+    """
+
+    dialect: str
+    data: Any
+    name: str | None = None
+
+
+Event: TypeAlias = (
+    StreamStart
+    | StatusUpdate
+    | BlockStart
+    | TextDelta
+    | ReasoningDelta
+    | ToolInputDelta
+    | DataDelta
+    | SignatureDelta
+    | Citation
+    | Metadata
+    | BlockEnd
+    | UsageUpdate
+    | ErrorEvent
+    | Finish
+    | KeepAlive
+    | Warning
+    | Unknown
+    | Raw
+)
+"""Every unified event. This union is the contract of the library."""
+
+_ENCODER: Final = msgspec.json.Encoder()
+_DECODER: Final = msgspec.json.Decoder(Event)
+
+
+def dump_event(event: Event) -> bytes:
+    """Serialise an event to compact JSON with its ``"type"`` tag."""
+    return _ENCODER.encode(event)
+
+
+def load_event(data: bytes | str) -> Event:
+    """Parse JSON produced by :func:`dump_event` back into an event.
+
+    Raises:
+        msgspec.ValidationError: The JSON is not a valid event.
+    """
+    return _DECODER.decode(data)
+
+
+def event_to_builtins(event: Event) -> dict[str, Any]:
+    """Return an event as plain JSON-compatible Python values (with ``"type"``)."""
+    out: dict[str, Any] = msgspec.to_builtins(event)
+    return out

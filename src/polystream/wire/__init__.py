@@ -1,0 +1,21 @@
+"""Framing, sans-I/O: server-sent events and Gemini's streamed JSON array.
+
+Each decoder has the same shape: ``feed(bytes) -> list[frame]`` and ``close() ->
+list[frame]``; each encoder is its exact inverse.
+"""
+
+from __future__ import annotations
+
+from polystream.wire.jsonarray import JSONArrayDecoder, JSONArrayEncoder, JSONElement
+from polystream.wire.sse import SSEComment, SSEDecoder, SSEEncoder, SSEFrame, ServerSentEvent
+
+__all__ = [
+    "JSONArrayDecoder",
+    "JSONArrayEncoder",
+    "JSONElement",
+    "SSEComment",
+    "SSEDecoder",
+    "SSEEncoder",
+    "SSEFrame",
+    "ServerSentEvent",
+]

@@ -1,0 +1,430 @@
+"""Server-sent events: a sans-I/O decoder and encoder that follow the WHATWG
+EventSource rules (HTML Living Standard, "9.2.6 Interpreting an event stream").
+
+The decoder takes bytes in any chunking and returns complete frames::
+
+    decoder = SSEDecoder()
+    for chunk in chunks:
+        for frame in decoder.feed(chunk):
+            ...            # ServerSentEvent or SSEComment
+    decoder.close()        # raises StreamTruncated if the input stopped mid-event
+
+Deliberate choices (each noted where it happens):
+
+* Comment lines are *surfaced* as :class:`SSEComment` frames instead of being
+  ignored, so keep-alives (``: ping``, ``: OPENROUTER PROCESSING``) are visible.
+  They never start or end an event.
+* An event with no ``event`` field reports ``event=None`` (the spec's default type
+  is ``"message"``); an empty ``event:`` value also reports ``None``.
+* ``close()`` with an event still open (a field line seen, no blank line yet, or an
+  unterminated line) raises :class:`~polystream.errors.StreamTruncated` instead of
+  silently discarding it as a browser would: a stream that stops mid-event is not
+  complete. A trailing unterminated *comment* line is returned as a comment.
+* Lines are split on bytes (CR, LF and CRLF are ASCII and never occur inside a
+  multi-byte UTF-8 sequence), then each value is decoded with invalid sequences
+  replaced by U+FFFD. A character split across chunks therefore decodes whole.
+"""
+
+from __future__ import annotations
+
+from typing import Final, TypeAlias
+
+import msgspec
+
+from polystream.errors import BufferLimitExceeded, LocalProtocolError, StreamTruncated
+
+__all__ = [
+    "DEFAULT_MAX_EVENT_SIZE",
+    "DEFAULT_MAX_LINE_SIZE",
+    "SSEComment",
+    "SSEDecoder",
+    "SSEEncoder",
+    "SSEFrame",
+    "ServerSentEvent",
+]
+
+DEFAULT_MAX_LINE_SIZE: Final = 32 * 1024 * 1024
+"""Longest line accepted (32 MiB). One ``data:`` line can carry a whole base64 image
+(OpenAI partial images, Gemini ``inlineData``), a few MiB in practice; 32 MiB leaves
+room while keeping a runaway line without a newline from exhausting memory."""
+
+DEFAULT_MAX_EVENT_SIZE: Final = 64 * 1024 * 1024
+"""Largest ``data`` payload of one event, all its ``data:`` lines together (64 MiB)."""
+
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+class ServerSentEvent(msgspec.Struct, frozen=True, gc=False):
+    """One dispatched event.
+
+    Fields:
+        data: The data lines joined with LF (the spec's data buffer, final LF removed).
+        event: The ``event`` field, or None when the block named none.
+        id: The last event ID at dispatch (it persists across events, per the spec).
+        retry: The value of a valid ``retry`` field in this block, else None.
+        offset: Byte offset in the input where this event's first line began.
+        index: 0-based position of this event among the dispatched events.
+    """
+
+    data: str
+    event: str | None = None
+    id: str | None = None
+    retry: int | None = None
+    offset: int = 0
+    index: int = 0
+
+
+class SSEComment(msgspec.Struct, frozen=True, gc=False):
+    """A comment line (``:`` first). Keep-alives arrive this way.
+
+    Fields:
+        text: The text after the colon, with one leading space removed.
+        offset: Byte offset of the line.
+    """
+
+    text: str
+    offset: int = 0
+
+
+SSEFrame: TypeAlias = ServerSentEvent | SSEComment
+
+
+class SSEDecoder:
+    """Incremental WHATWG event-stream parser. Sans-I/O: bytes in, frames out.
+
+    Args:
+        max_line_size: Longest line accepted, in bytes; see :data:`DEFAULT_MAX_LINE_SIZE`.
+        max_event_size: Largest data payload of one event; see
+            :data:`DEFAULT_MAX_EVENT_SIZE`.
+
+    After a :class:`~polystream.errors.BufferLimitExceeded`, the decoder is unusable
+    and raises the same error again; memory stays bounded by the limits.
+    """
+
+    __slots__ = (
+        "_bom_buffer",
+        "_bom_done",
+        "_closed",
+        "_count",
+        "_data",
+        "_data_size",
+        "_event_start",
+        "_event_type",
+        "_failed",
+        "_last_id",
+        "_max_event",
+        "_max_line",
+        "_offset",
+        "_retry",
+        "_skip_lf",
+        "_tail",
+        "_tail_size",
+        "_tail_start",
+    )
+
+    def __init__(
+        self,
+        *,
+        max_line_size: int = DEFAULT_MAX_LINE_SIZE,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+    ) -> None:
+        if max_line_size < 1 or max_event_size < 1:
+            raise ValueError("limits must be positive")
+        self._max_line = max_line_size
+        self._max_event = max_event_size
+        self._offset = 0  # absolute offset of the next byte to scan
+        self._bom_done = False
+        self._bom_buffer = b""
+        self._skip_lf = False  # a CR ended the previous chunk: drop an LF that follows
+        self._tail: list[bytes] = []  # pieces of an unterminated line
+        self._tail_size = 0
+        self._tail_start = 0
+        self._data: list[bytes] = []
+        self._data_size = 0
+        self._event_type: str | None = None
+        self._last_id: str | None = None
+        self._retry: int | None = None
+        self._event_start: int | None = None
+        self._count = 0
+        self._closed = False
+        self._failed: BufferLimitExceeded | None = None
+
+    @property
+    def last_event_id(self) -> str | None:
+        """The last event ID buffer (what a reconnect would send as ``Last-Event-ID``)."""
+        return self._last_id
+
+    @property
+    def events_dispatched(self) -> int:
+        """How many events have been dispatched so far."""
+        return self._count
+
+    @property
+    def bytes_consumed(self) -> int:
+        """How many input bytes have been fed so far."""
+        return self._offset + len(self._bom_buffer)
+
+    def feed(self, data: bytes) -> list[SSEFrame]:
+        """Consume a chunk of the stream and return every frame it completed.
+
+        Args:
+            data: Any number of bytes, split anywhere.
+
+        Returns:
+            Events and comments completed by this chunk, in order (possibly none).
+
+        Raises:
+            BufferLimitExceeded: A line or an event grew past its limit.
+            LocalProtocolError: ``feed`` after ``close``.
+        """
+        if self._closed:
+            raise LocalProtocolError("feed() after close()", dialect="sse")
+        if self._failed is not None:
+            raise self._failed
+        if not data:
+            return []
+        if not self._bom_done:
+            # WHATWG: one U+FEFF at the very start of the stream is ignored; we may
+            # need up to three bytes to decide.
+            data = self._bom_buffer + data
+            if len(data) < 3 and _BOM.startswith(data):
+                self._bom_buffer = data
+                return []
+            self._bom_buffer = b""
+            self._bom_done = True
+            if data.startswith(_BOM):
+                data = data[3:]
+                self._offset += 3
+                if not data:
+                    return []
+        out: list[SSEFrame] = []
+        base = self._offset
+        self._offset += len(data)
+        start = 0
+        if self._skip_lf:
+            self._skip_lf = False
+            if data[0] == 10:  # CRLF split across chunks: the LF belongs to that CR
+                start = 1
+        n = len(data)
+        has_cr = b"\r" in data
+        while start < n:
+            lf = data.find(b"\n", start)
+            if has_cr:
+                cr = data.find(b"\r", start)
+                if cr != -1 and (lf == -1 or cr < lf):
+                    end = cr
+                    if cr + 1 < n:
+                        nxt = cr + 2 if data[cr + 1] == 10 else cr + 1
+                    else:
+                        # A CR at the end of a chunk: the LF may come in the next one.
+                        nxt = n
+                        self._skip_lf = True
+                else:
+                    end = lf
+                    nxt = lf + 1
+            else:
+                end = lf
+                nxt = lf + 1
+            if end == -1:
+                # No line end in the rest of this chunk: keep it as the tail.
+                piece = data[start:]
+                if not self._tail:
+                    self._tail_start = base + start
+                self._tail_size += len(piece)
+                if self._tail_size > self._max_line:
+                    self._fail_line()
+                self._tail.append(piece)
+                break
+            if self._tail:
+                self._tail.append(data[start:end])
+                line = b"".join(self._tail)
+                line_start = self._tail_start
+                self._tail = []
+                self._tail_size = 0
+                if len(line) > self._max_line:
+                    self._fail_line()
+            else:
+                line = data[start:end]
+                line_start = base + start
+                if end - start > self._max_line:
+                    self._tail_start = line_start
+                    self._fail_line()
+            self._line(line, line_start, out)
+            start = nxt
+        return out
+
+    def close(self) -> list[SSEFrame]:
+        """Signal the end of input. Safe to call twice.
+
+        Returns:
+            A trailing unterminated comment line, if there was one.
+
+        Raises:
+            StreamTruncated: The input ended inside an event (a field line without the
+                blank line that dispatches it, or an unterminated field line).
+        """
+        if self._closed:
+            return []
+        self._closed = True
+        out: list[SSEFrame] = []
+        if self._bom_buffer:
+            raise StreamTruncated(
+                "stream ended inside a partial first line", dialect="sse", byte_offset=0
+            )
+        if self._tail:
+            line = b"".join(self._tail)
+            if line[:1] == b":" and self._event_start is None:
+                self._line(line, self._tail_start, out)
+                self._tail = []
+                return out
+            start = self._event_start if self._event_start is not None else self._tail_start
+            raise StreamTruncated(
+                "stream ended inside an unterminated line",
+                dialect="sse",
+                event_index=self._count,
+                byte_offset=start,
+            )
+        if self._event_start is not None:
+            raise StreamTruncated(
+                "stream ended inside an event that was never dispatched (no blank line)",
+                dialect="sse",
+                event_index=self._count,
+                byte_offset=self._event_start,
+            )
+        return out
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _fail_line(self) -> None:
+        self._tail = []
+        self._failed = BufferLimitExceeded(
+            f"line longer than max_line_size={self._max_line} bytes",
+            dialect="sse",
+            event_index=self._count,
+            byte_offset=self._tail_start,
+        )
+        raise self._failed
+
+    def _line(self, line: bytes, line_start: int, out: list[SSEFrame]) -> None:
+        if not line:
+            # WHATWG: a blank line dispatches the event.
+            self._dispatch(out)
+            return
+        if line[0] == 58:  # ":" -> comment
+            text = line[1:]
+            if text[:1] == b" ":
+                text = text[1:]
+            out.append(SSEComment(text.decode("utf-8", "replace"), line_start))
+            return
+        if self._event_start is None:
+            self._event_start = line_start
+        colon = line.find(b":")
+        if colon == -1:
+            # WHATWG: a line without a colon is a field name with an empty value.
+            name = line
+            value = b""
+        else:
+            name = line[:colon]
+            value = line[colon + 1 :]
+            if value[:1] == b" ":
+                value = value[1:]
+        if name == b"data":
+            self._data_size += len(value) + 1
+            if self._data_size > self._max_event:
+                self._failed = BufferLimitExceeded(
+                    f"event data larger than max_event_size={self._max_event} bytes",
+                    dialect="sse",
+                    event_index=self._count,
+                    byte_offset=self._event_start,
+                )
+                self._data = []
+                raise self._failed
+            self._data.append(value)
+        elif name == b"event":
+            self._event_type = value.decode("utf-8", "replace") or None
+        elif name == b"id":
+            # WHATWG: an id containing U+0000 NULL is ignored.
+            if b"\x00" not in value:
+                self._last_id = value.decode("utf-8", "replace")
+        elif name == b"retry":
+            # WHATWG: only ASCII digits set the reconnection time (bytes.isdigit is ASCII-only).
+            if value.isdigit():
+                self._retry = int(value)
+        # Any other field name is ignored (WHATWG).
+
+    def _dispatch(self, out: list[SSEFrame]) -> None:
+        if self._data:
+            data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
+            out.append(
+                ServerSentEvent(
+                    data.decode("utf-8", "replace"),
+                    self._event_type,
+                    self._last_id,
+                    self._retry,
+                    self._event_start if self._event_start is not None else 0,
+                    self._count,
+                )
+            )
+            self._count += 1
+            self._data = []
+            self._data_size = 0
+        # WHATWG: with an empty data buffer nothing is dispatched, but the event type
+        # buffer is reset all the same.
+        self._event_type = None
+        self._retry = None
+        self._event_start = None
+
+
+class SSEEncoder:
+    """Writes server-sent events, the exact inverse of :class:`SSEDecoder`.
+
+    Lines end with LF. Multi-line data becomes several ``data:`` lines. A CR or LF in
+    ``event`` or ``id`` (or NUL in ``id``) cannot be represented and raises
+    :class:`~polystream.errors.LocalProtocolError` (tolerance belongs to decoders).
+    """
+
+    __slots__ = ()
+
+    def event(
+        self,
+        data: str,
+        *,
+        event: str | None = None,
+        id: str | None = None,
+        retry: int | None = None,
+    ) -> bytes:
+        """Encode one event.
+
+        Args:
+            data: The payload; any CR, LF or CRLF in it starts a new ``data:`` line.
+            event: The event name, or None for no ``event:`` line.
+            id: The event id, or None for no ``id:`` line.
+            retry: A reconnection time in milliseconds, or None.
+
+        Returns:
+            The event's bytes, ending with the blank line that dispatches it.
+        """
+        head = ""
+        if event is not None:
+            if "\n" in event or "\r" in event:
+                raise LocalProtocolError("SSE event name contains CR or LF", dialect="sse")
+            head = f"event: {event}\n"
+        if id is not None:
+            if "\n" in id or "\r" in id or "\x00" in id:
+                raise LocalProtocolError("SSE id contains CR, LF or NUL", dialect="sse")
+            head += f"id: {id}\n"
+        if retry is not None:
+            if retry < 0:
+                raise LocalProtocolError("SSE retry must be >= 0", dialect="sse")
+            head += f"retry: {retry}\n"
+        if "\n" in data or "\r" in data:
+            lines = data.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            body = "".join(f"data: {line}\n" for line in lines)
+        else:
+            body = f"data: {data}\n"
+        return (head + body + "\n").encode("utf-8")
+
+    def comment(self, text: str = "") -> bytes:
+        """Encode a comment line (a keep-alive). Multi-line text becomes several lines."""
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return "".join(f": {line}\n" if line else ":\n" for line in lines).encode("utf-8")
