@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -102,10 +103,8 @@ def native_frames(data: bytes) -> list[Any]:
         return out
     sse = SSEDecoder()
     frames = sse.feed(data)
-    try:
+    with contextlib.suppress(Exception):
         frames += sse.close()
-    except Exception:
-        pass
     for frame in frames:
         if isinstance(frame, SSEComment):
             out.append(("comment", frame.text))

@@ -14,16 +14,40 @@ import pytest
 import polystream
 
 SRC = Path(polystream.__file__).parent
-IO_MODULES = ("asyncio", "anyio", "httpx", "httpx2", "websockets", "socket", "starlette",
-              "uvicorn", "rich", "redis", "sqlite3", "threading", "time", "ssl", "select")
+IO_MODULES = (
+    "asyncio",
+    "anyio",
+    "httpx",
+    "httpx2",
+    "websockets",
+    "socket",
+    "starlette",
+    "uvicorn",
+    "rich",
+    "redis",
+    "sqlite3",
+    "threading",
+    "time",
+    "ssl",
+    "select",
+)
 
 # Layer of each top-level part of the package (DESIGN.md "Layers").
 LAYERS = {
-    "events": 1, "errors": 1,
+    "events": 1,
+    "errors": 1,
     "wire": 2,
     "dialects": 3,
-    "accumulate": 4, "api": 4, "journal": 4, "realtime": 4, "transcode": 4, "scenario": 4,
-    "client": 5, "server": 5, "cli": 5, "__main__": 5,
+    "accumulate": 4,
+    "api": 4,
+    "journal": 4,
+    "realtime": 4,
+    "transcode": 4,
+    "scenario": 4,
+    "client": 5,
+    "server": 5,
+    "cli": 5,
+    "__main__": 5,
 }
 CORE_MAX_LAYER = 4
 
@@ -81,7 +105,9 @@ def test_imports_go_downward(name: str, path: Path) -> None:
                     f"{name} (sans-I/O core) imports {imported}"
                 )
             continue
-        assert LAYERS[target] <= own, f"{name} (layer {own}) imports {imported} (layer {LAYERS[target]})"
+        assert LAYERS[target] <= own, (
+            f"{name} (layer {own}) imports {imported} (layer {LAYERS[target]})"
+        )
         if part == "dialects" and target == "dialects":
             mine = name.split(".")[2:3]
             theirs = imported.split(".")[2:3]

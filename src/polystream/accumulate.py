@@ -234,8 +234,8 @@ class _BlockState:
     __slots__ = (
         "citations",
         "data_parts",
-        "ended",
         "end_value",
+        "ended",
         "mime_type",
         "parts",
         "signature_parts",
@@ -412,9 +412,7 @@ class Accumulator:
         if event.index is not None:
             state = self._blocks.get(event.index)
             if state is None:
-                raise EventOrderError(
-                    f"citation for block {event.index}, which was never started"
-                )
+                raise EventOrderError(f"citation for block {event.index}, which was never started")
             state.citations.append(event.citation)
         self._citations.append(event.citation)
 
@@ -581,4 +579,3 @@ def accumulate(events: Iterable[Event], *, strict: bool = False) -> Result:
     acc = Accumulator(strict=strict)
     acc.feed_all(events)
     return acc.result()
-

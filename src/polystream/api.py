@@ -127,8 +127,7 @@ class StreamDecoder:
             if not joined.strip():
                 raise RemoteProtocolError("empty input: no stream to decode", byte_offset=0)
             raise RemoteProtocolError(
-                "could not detect the dialect of this input "
-                "(not a stream of any known dialect)",
+                "could not detect the dialect of this input (not a stream of any known dialect)",
                 byte_offset=0,
             )
         events = self._decoder.close()

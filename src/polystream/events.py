@@ -261,9 +261,7 @@ class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 # --------------------------------------------------------------------------------------
 
 
-class EventBase(
-    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"
-):
+class EventBase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"):
     """Fields every event has.
 
     Fields:
@@ -279,7 +277,7 @@ class EventBase(
     raw: Any = None
 
 
-class StreamStart(EventBase, tag="stream-start"):
+class StreamStart(EventBase, frozen=True, tag="stream-start"):
     """The stream began: the provider's identity for the reply.
 
     Fields:
@@ -295,7 +293,7 @@ class StreamStart(EventBase, tag="stream-start"):
     created: int | None = None
 
 
-class StatusUpdate(EventBase, tag="status"):
+class StatusUpdate(EventBase, frozen=True, tag="status"):
     """A lifecycle status from the provider (``queued``, ``in_progress``, ...).
 
     Fields:
@@ -305,7 +303,7 @@ class StatusUpdate(EventBase, tag="status"):
     status: str
 
 
-class BlockStart(EventBase, tag="block-start"):
+class BlockStart(EventBase, frozen=True, tag="block-start"):
     """An output block opened.
 
     Fields:
@@ -332,7 +330,7 @@ class BlockStart(EventBase, tag="block-start"):
     value: Any = None
 
 
-class TextDelta(EventBase, tag="text-delta"):
+class TextDelta(EventBase, frozen=True, tag="text-delta"):
     """Text appended to a ``text`` or ``refusal`` block.
 
     Fields:
@@ -347,7 +345,7 @@ class TextDelta(EventBase, tag="text-delta"):
     part: int | None = None
 
 
-class ReasoningDelta(EventBase, tag="reasoning-delta"):
+class ReasoningDelta(EventBase, frozen=True, tag="reasoning-delta"):
     """Reasoning text appended to a ``reasoning`` block.
 
     Fields:
@@ -364,7 +362,7 @@ class ReasoningDelta(EventBase, tag="reasoning-delta"):
     summary: bool = False
 
 
-class ToolInputDelta(EventBase, tag="tool-input-delta"):
+class ToolInputDelta(EventBase, frozen=True, tag="tool-input-delta"):
     """A fragment of a tool call's input (partial JSON text, or code for code tools).
 
     Fragments concatenate; the whole is parsed once, when the block ends.
@@ -378,7 +376,7 @@ class ToolInputDelta(EventBase, tag="tool-input-delta"):
     delta: str
 
 
-class DataDelta(EventBase, tag="data-delta"):
+class DataDelta(EventBase, frozen=True, tag="data-delta"):
     """Binary content (base64) appended to an ``image`` or ``audio`` block.
 
     Fields:
@@ -395,7 +393,7 @@ class DataDelta(EventBase, tag="data-delta"):
     replace: bool = False
 
 
-class SignatureDelta(EventBase, tag="signature-delta"):
+class SignatureDelta(EventBase, frozen=True, tag="signature-delta"):
     """Opaque provider state for a block, to be sent back verbatim on the next turn.
 
     Anthropic ``signature``, Gemini ``thoughtSignature``, OpenAI/xAI
@@ -410,7 +408,7 @@ class SignatureDelta(EventBase, tag="signature-delta"):
     delta: str
 
 
-class Citation(EventBase, tag="citation"):
+class Citation(EventBase, frozen=True, tag="citation"):
     """A citation or annotation on a block (or, with ``index`` None, on the reply).
 
     Fields:
@@ -424,7 +422,7 @@ class Citation(EventBase, tag="citation"):
     part: int | None = None
 
 
-class Metadata(EventBase, tag="metadata"):
+class Metadata(EventBase, frozen=True, tag="metadata"):
     """Reply-level information: Gemini grounding, URL context, safety ratings,
     prompt feedback, and similar.
 
@@ -443,7 +441,7 @@ class Metadata(EventBase, tag="metadata"):
     merge: bool = False
 
 
-class BlockEnd(EventBase, tag="block-end"):
+class BlockEnd(EventBase, frozen=True, tag="block-end"):
     """An output block closed.
 
     Fields:
@@ -458,7 +456,7 @@ class BlockEnd(EventBase, tag="block-end"):
     value: Any = None
 
 
-class UsageUpdate(EventBase, tag="usage"):
+class UsageUpdate(EventBase, frozen=True, tag="usage"):
     """Token usage reported mid-stream. Counts a later update reports win; an
     empty update never overwrites (see :meth:`Usage.merged`).
 
@@ -469,7 +467,7 @@ class UsageUpdate(EventBase, tag="usage"):
     usage: Usage
 
 
-class ErrorEvent(EventBase, tag="error"):
+class ErrorEvent(EventBase, frozen=True, tag="error"):
     """An error inside the stream: a provider error after HTTP 200, or (in tolerant
     mode) a protocol error that the decoder skipped over.
 
@@ -480,7 +478,7 @@ class ErrorEvent(EventBase, tag="error"):
     error: ErrorInfo
 
 
-class Finish(EventBase, tag="finish"):
+class Finish(EventBase, frozen=True, tag="finish"):
     """The stream ended. Exactly one per stream, always last.
 
     Fields:
@@ -496,7 +494,7 @@ class Finish(EventBase, tag="finish"):
     error: ErrorInfo | None = None
 
 
-class KeepAlive(EventBase, tag="keep-alive"):
+class KeepAlive(EventBase, frozen=True, tag="keep-alive"):
     """A keep-alive: an SSE comment line or a provider ``ping`` event.
 
     Fields:
@@ -508,7 +506,7 @@ class KeepAlive(EventBase, tag="keep-alive"):
     name: str | None = None
 
 
-class Warning(EventBase, tag="warning"):
+class Warning(EventBase, frozen=True, tag="warning"):
     """Something odd that did not stop decoding (a sequence-number gap, a repeated
     event). Strict mode raises instead.
 
@@ -525,7 +523,7 @@ class Warning(EventBase, tag="warning"):
     byte_offset: int | None = None
 
 
-class Unknown(EventBase, tag="unknown"):
+class Unknown(EventBase, frozen=True, tag="unknown"):
     """A native event this version does not know, passed through untouched.
 
     Fields:
@@ -537,7 +535,7 @@ class Unknown(EventBase, tag="unknown"):
     name: str | None = None
 
 
-class Raw(EventBase, tag="raw"):
+class Raw(EventBase, frozen=True, tag="raw"):
     """A native event, emitted before its unified events when raw output is requested.
 
     Fields:

@@ -26,8 +26,10 @@ def _read_chunks(path: str) -> Iterator[bytes]:
     """Yield the input in chunks, so that huge inputs fail fast and stay bounded."""
     if path == "-":
         stream: IO[bytes] = sys.stdin.buffer
-        while chunk := stream.read1(CHUNK_SIZE) if hasattr(stream, "read1") else stream.read(
-            CHUNK_SIZE
+        while (
+            chunk := stream.read1(CHUNK_SIZE)
+            if hasattr(stream, "read1")
+            else stream.read(CHUNK_SIZE)
         ):
             yield chunk
         return
@@ -68,7 +70,12 @@ def _cmd_frames(args: argparse.Namespace) -> int:
             else:
                 _write(
                     out,
-                    {"event": frame.event, "data": frame.data, "id": frame.id, "retry": frame.retry},
+                    {
+                        "event": frame.event,
+                        "data": frame.data,
+                        "id": frame.id,
+                        "retry": frame.retry,
+                    },
                 )
 
     try:
@@ -170,7 +177,9 @@ def _parser() -> argparse.ArgumentParser:
     decode.add_argument("--strict", action="store_true", help="protocol anomalies are errors")
     decode.add_argument("--raw", action="store_true", help="include raw native events")
     decode.add_argument(
-        "--framing", choices=["auto", "sse", "json_array"], default="auto",
+        "--framing",
+        choices=["auto", "sse", "json_array"],
+        default="auto",
         help="framing for gemini_generate (default: detect)",
     )
     decode.add_argument("file", metavar="FILE|-", help="input file, or - for stdin")

@@ -34,9 +34,9 @@ from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
 from polystream.wire.sse import (
     DEFAULT_MAX_EVENT_SIZE,
     DEFAULT_MAX_LINE_SIZE,
+    ServerSentEvent,
     SSEComment,
     SSEDecoder,
-    ServerSentEvent,
 )
 
 __all__ = [
@@ -123,7 +123,9 @@ class FramedDecoder(DialectDecoder):
                 f"{self.dialect} has no {framing} framing", dialect=self.dialect
             )
         self._framing: Framing | None = (
-            framing if framing != "auto" else (self.framings[0] if len(self.framings) == 1 else None)
+            framing
+            if framing != "auto"
+            else (self.framings[0] if len(self.framings) == 1 else None)
         )
         self._max_line = max_line_size
         self._max_event = max_event_size
@@ -375,7 +377,7 @@ class DialectEncoder(abc.ABC):
             Loss(
                 what=what,
                 event_index=self.event_index,
-                event_type=type(event).__struct_config__.tag or type(event).__name__,  # type: ignore[attr-defined]
+                event_type=str(type(event).__struct_config__.tag or type(event).__name__),
                 reason=reason,
                 carried=carried,
             )

@@ -27,7 +27,7 @@ from typing import Any, Final
 import msgspec
 
 from polystream.errors import RemoteProtocolError
-from polystream.wire.sse import SSEDecoder, ServerSentEvent
+from polystream.wire.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["MAX_DETECT_BYTES", "detect"]
 
@@ -55,9 +55,10 @@ def _classify(event: ServerSentEvent) -> str | None:
         return None
     if not isinstance(obj, dict):
         return None
-    name = event.event or ""
-    kind = obj.get("type") if isinstance(obj.get("type"), str) else ""
-    tag = name or kind
+    name: str = event.event or ""
+    raw_kind = obj.get("type")
+    kind: str = raw_kind if isinstance(raw_kind, str) else ""
+    tag: str = name or kind
     if "event_type" in obj or tag.startswith(("interaction.", "step.", "content.")):
         return "gemini_interactions"
     if tag.startswith("response.") or kind.startswith("response."):

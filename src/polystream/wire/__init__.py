@@ -7,7 +7,7 @@ list[frame]``; each encoder is its exact inverse.
 from __future__ import annotations
 
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONArrayEncoder, JSONElement
-from polystream.wire.sse import SSEComment, SSEDecoder, SSEEncoder, SSEFrame, ServerSentEvent
+from polystream.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEEncoder, SSEFrame
 
 __all__ = [
     "JSONArrayDecoder",

@@ -342,14 +342,12 @@ class SSEDecoder:
             self._data.append(value)
         elif name == b"event":
             self._event_type = value.decode("utf-8", "replace") or None
-        elif name == b"id":
+        elif name == b"id" and b"\x00" not in value:
             # WHATWG: an id containing U+0000 NULL is ignored.
-            if b"\x00" not in value:
-                self._last_id = value.decode("utf-8", "replace")
-        elif name == b"retry":
+            self._last_id = value.decode("utf-8", "replace")
+        elif name == b"retry" and value.isdigit():
             # WHATWG: only ASCII digits set the reconnection time (bytes.isdigit is ASCII-only).
-            if value.isdigit():
-                self._retry = int(value)
+            self._retry = int(value)
         # Any other field name is ignored (WHATWG).
 
     def _dispatch(self, out: list[SSEFrame]) -> None:
