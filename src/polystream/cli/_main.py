@@ -190,7 +190,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_EXTRA_COMMANDS: list[Callable[[Any], None]] = []
+def _register_convert(sub: Any) -> None:
+    from polystream.cli._convert import register
+
+    register(sub)
+
+
+_EXTRA_COMMANDS: list[Callable[[Any], None]] = [_register_convert]
 
 
 def main(argv: list[str] | None = None) -> int:
