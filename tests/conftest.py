@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -8,4 +10,4 @@ settings.register_profile(
 settings.register_profile(
     "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.load_profile("default")
+settings.load_profile("ci" if os.environ.get("CI") else "default")
