@@ -136,6 +136,9 @@ class FramedDecoder(DialectDecoder):
         self.frame_index = 0  # index of the framing event being handled
         self.frame_offset = 0  # its byte offset
         self._closed = False
+        self.last_cursor: int | str | None = None
+        """The resume cursor of the last native event handled (dialects that have one,
+        OpenAI ``sequence_number`` and Interactions ``event_id``, set it)."""
         if self._framing is not None:
             self._make_framer(self._framing)
 
@@ -206,6 +209,20 @@ class FramedDecoder(DialectDecoder):
         if not self.finished:
             self.finish_truncated(out, truncation)
         return out
+
+    def reset_framing(self) -> None:
+        """Forget a partial framing event and start framing afresh, keeping the
+        dialect's state (open blocks, indices, usage).
+
+        Used to resume a dropped stream: the resumed bytes (``starting_after`` /
+        ``last_event_id``) are fed to the *same* decoder, so unified block indices
+        continue, and the partial event cut by the drop is discarded (the provider
+        sends it again whole, after the cursor).
+        """
+        if self._closed:
+            raise LocalProtocolError("reset_framing() after close()", dialect=self.dialect)
+        if self._framing is not None:
+            self._make_framer(self._framing)
 
     # -- helpers for subclasses ----------------------------------------------------------
 
