@@ -2,9 +2,10 @@
 
 :class:`Accumulator` consumes the events of one stream (``feed``) and builds a
 :class:`Result`. ``snapshot`` gives the reply so far at any moment; ``result()`` the
-final one. Text and argument fragments are kept in lists and joined once, so the
-total cost is linear in the stream's size; tool arguments are parsed once, when their
-block ends.
+final one. Text and argument fragments are kept in lists and joined once, when their
+block ends, so the total cost is linear in the stream's size; tool arguments are
+parsed once, at the block's end. (A ``snapshot`` of a block still open joins what it
+has so far; that cost is the caller's choice.)
 
 Rules (each one a bug class of today's tools):
 
@@ -26,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-import jiter
 import msgspec
 
 from polystream.errors import EventOrderError, ToolArgumentsError
@@ -232,11 +232,14 @@ class _BlockState:
     """Mutable state of one block while it streams."""
 
     __slots__ = (
+        "arguments",
         "citations",
         "data_parts",
         "end_value",
         "ended",
+        "error",
         "mime_type",
+        "parsed",
         "parts",
         "signature_parts",
         "start",
@@ -253,21 +256,37 @@ class _BlockState:
         self.ended = False
         self.end_value: Any = None
         self.status: str | None = None
+        # Tool blocks: the arguments parsed once, at the block's end.
+        self.parsed = False
+        self.arguments: Any = None
+        self.error: str | None = None
+
+
+def _join(parts: list[str]) -> str:
+    """Join fragments (the one place the accumulator concatenates text)."""
+    return parts[0] if len(parts) == 1 else "".join(parts)
 
 
 def _parse_arguments(text: str) -> tuple[Any, str | None]:
-    """Parse tool arguments once. Returns (value, error)."""
+    """Parse tool arguments once. Returns (value, error).
+
+    An empty or all-blank text is a tool without arguments: ``{}``. Otherwise the
+    text must be one JSON value. When it is not, the error says ``incomplete`` if the
+    text is a valid JSON *prefix* (cut off: msgspec stops at the end of the input, or
+    inside a number that ends the input) and ``invalid`` otherwise.
+    """
     if not text.strip():
         return {}, None
+    data = text.encode("utf-8", "surrogatepass")
     try:
-        return _DECODE_ANY.decode(text), None
+        return _DECODE_ANY.decode(data), None
     except msgspec.DecodeError as exc:
-        try:
-            # A valid *prefix* of JSON: the arguments were cut off.
-            jiter.from_json(text.encode(), partial_mode="trailing-strings")
-        except ValueError:
-            return None, f"invalid JSON in tool arguments: {exc}"
-        return None, "incomplete JSON in tool arguments (cut off before the end)"
+        message = str(exc)
+        if message.startswith("Input data was truncated") or message.endswith(
+            f"invalid number (byte {len(data)})"
+        ):
+            return None, "incomplete JSON in tool arguments (cut off before the end)"
+        return None, f"invalid JSON in tool arguments: {message}"
 
 
 class Accumulator:
@@ -334,10 +353,12 @@ class Accumulator:
         Raises:
             EventOrderError: The event cannot happen now (see the module docstring).
         """
+        self._final = None  # a Warning or KeepAlive may follow the Finish
         self._handlers[type(event)](event)
 
     def feed_all(self, events: Iterable[Event]) -> None:
         """Feed every event of an iterable."""
+        self._final = None
         handlers = self._handlers
         for event in events:
             handlers[type(event)](event)
@@ -382,7 +403,6 @@ class Accumulator:
             raise EventOrderError(f"block {event.index} started twice")
         self._blocks[event.index] = _BlockState(event)
         self._order.append(event.index)
-        self._final = None
 
     def _text(self, event: TextDelta | ReasoningDelta | ToolInputDelta) -> None:
         state = self._blocks.get(event.index)
@@ -436,6 +456,13 @@ class Accumulator:
         state.ended = True
         state.end_value = event.value
         state.status = event.status
+        # No more fragments can come: join them once, and parse tool arguments once.
+        if len(state.parts) > 1:
+            state.parts = [_join(state.parts)]
+        if len(state.data_parts) > 1:
+            state.data_parts = [_join(state.data_parts)]
+        if state.start.kind in _TOOL_KINDS:
+            self._tool_arguments(state)
 
     def _usage_update(self, event: UsageUpdate) -> None:
         self._usage = self._usage.merged(event.usage)
@@ -529,26 +556,21 @@ class Accumulator:
             status=state.status,
             complete=state.ended,
         )
-        joined = "".join(state.parts) if state.parts else None
+        joined: str | None = None
+        if state.parts:
+            joined = _join(state.parts)
+            state.parts = [joined]  # later snapshots start from the joined text
         value = state.end_value if state.end_value is not None else start.value
         if kind in _TOOL_KINDS:
-            if joined is not None:
-                block.arguments_json = joined
-            elif isinstance(value, str):
-                block.arguments_json = value
-            elif value is not None:
-                block.arguments_json = msgspec.json.encode(value).decode()
-                block.arguments = value
+            if state.parsed:
+                block.arguments_json, block.arguments, block.error = self._tool_arguments(state)
+                if block.error is not None and self.strict and final:
+                    raise ToolArgumentsError(
+                        block.error, block_index=start.index, arguments=block.arguments_json
+                    )
             else:
-                block.arguments_json = ""
-            if block.arguments is None:
-                if state.ended:
-                    block.arguments, block.error = _parse_arguments(block.arguments_json)
-                    if block.error is not None and self.strict and final:
-                        raise ToolArgumentsError(
-                            block.error, block_index=start.index, arguments=block.arguments_json
-                        )
-                else:
+                block.arguments_json, block.arguments = _arguments_json(joined, value)
+                if block.arguments is None:
                     block.error = "incomplete: the tool call's block never ended"
         elif kind in _TEXTUAL_KINDS:
             if joined is not None:
@@ -563,11 +585,36 @@ class Accumulator:
             if value is not None:
                 block.value = value
         if state.data_parts:
-            block.data = "".join(state.data_parts)
+            block.data = _join(state.data_parts)
             block.mime_type = state.mime_type
         if state.signature_parts:
-            block.signature = "".join(state.signature_parts)
+            block.signature = _join(state.signature_parts)
         return block
+
+    @staticmethod
+    def _tool_arguments(state: _BlockState) -> tuple[str, Any, str | None]:
+        """A finished tool block's (arguments_json, arguments, error), parsed once."""
+        joined = state.parts[0] if state.parts else None  # joined at the block's end
+        value = state.end_value if state.end_value is not None else state.start.value
+        text, arguments = _arguments_json(joined, value)
+        if not state.parsed:
+            state.parsed = True
+            if arguments is None:
+                state.arguments, state.error = _parse_arguments(text)
+            else:
+                state.arguments = arguments
+        return text, state.arguments, state.error
+
+
+def _arguments_json(joined: str | None, value: Any) -> tuple[str, Any]:
+    """A tool block's argument text, and its arguments when sent whole as an object."""
+    if joined is not None:
+        return joined, None
+    if isinstance(value, str):
+        return value, None
+    if value is not None:
+        return msgspec.json.encode(value).decode(), value
+    return "", None
 
 
 def _ignore(event: Event) -> None:

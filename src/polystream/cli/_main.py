@@ -10,7 +10,12 @@ from typing import IO, Any
 
 import msgspec
 
-from polystream.errors import PolystreamError, ProtocolError
+from polystream.errors import (
+    LocalProtocolError,
+    PolystreamError,
+    ProtocolError,
+    RemoteProtocolError,
+)
 
 __all__ = ["main"]
 
@@ -52,21 +57,33 @@ def _fail(message: str) -> int:
 
 
 def _cmd_frames(args: argparse.Namespace) -> int:
-    from polystream.wire.jsonarray import JSONArrayDecoder
+    from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
     from polystream.wire.sse import SSEComment, SSEDecoder
 
     out = sys.stdout.buffer
-    framing: str | None = None if args.framing == "auto" else args.framing
-    sse: SSEDecoder | None = None
-    array: JSONArrayDecoder | None = None
+    decoder: SSEDecoder | JSONArrayDecoder | None = None
     pending = b""
 
+    def start(framing: str) -> SSEDecoder | JSONArrayDecoder:
+        return JSONArrayDecoder() if framing == "json_array" else SSEDecoder()
+
     def emit(frames: list[Any]) -> None:
+        # One line per frame as soon as it is decoded, so that the frames before an
+        # error are printed before the error message.
         for frame in frames:
             if isinstance(frame, SSEComment):
                 _write(out, {"comment": frame.text})
-            elif array is not None:
-                _write(out, {"element": msgspec.json.decode(frame.data)})
+            elif isinstance(frame, JSONElement):
+                try:
+                    value = msgspec.json.decode(frame.data)
+                except msgspec.DecodeError as exc:
+                    raise RemoteProtocolError(
+                        f"array element is not valid JSON: {exc}",
+                        dialect="json_array",
+                        event_index=frame.index,
+                        byte_offset=frame.offset,
+                    ) from None
+                _write(out, {"element": value})
             else:
                 _write(
                     out,
@@ -78,31 +95,26 @@ def _cmd_frames(args: argparse.Namespace) -> int:
                     },
                 )
 
+    if args.framing != "auto":
+        decoder = start(args.framing)
     try:
         for chunk in _read_chunks(args.file):
-            if framing is None:
+            if decoder is None:
+                # auto: the first non-blank byte decides ("[" is a JSON array).
                 pending += chunk
                 stripped = pending.lstrip(b" \t\r\n\xef\xbb\xbf")
                 if not stripped:
                     continue
-                framing = "json_array" if stripped[:1] == b"[" else "sse"
+                decoder = start("json_array" if stripped[:1] == b"[" else "sse")
                 chunk, pending = pending, b""
-            if sse is None and array is None:
-                if framing == "sse":
-                    sse = SSEDecoder()
-                else:
-                    array = JSONArrayDecoder()
-            emit(sse.feed(chunk) if sse is not None else array.feed(chunk))  # type: ignore[union-attr]
-        if sse is not None:
-            emit(sse.close())
-        elif array is not None:
-            array.close()
-        elif framing == "json_array" or pending.strip():
-            return _fail("input ended before any frame")
+            emit(decoder.feed(chunk))
+        if decoder is None:
+            # Blank (or empty) input: read as SSE, where blank lines are valid.
+            decoder = SSEDecoder()
+            emit(decoder.feed(pending))
+        emit(decoder.close())
     except ProtocolError as exc:
         return _fail(str(exc))
-    except msgspec.DecodeError as exc:
-        return _fail(f"array element is not valid JSON: {exc}")
     return EXIT_OK
 
 
@@ -117,7 +129,12 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"strict": args.strict, "keep_raw": args.raw}
     if args.framing != "auto":
         options["framing"] = args.framing
-    decoder = StreamDecoder(args.dialect, **options)
+    try:
+        decoder = StreamDecoder(args.dialect, **options)
+    except LocalProtocolError as exc:
+        # A dialect not available in this build, or a framing it does not have.
+        print(f"polystream: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     show_events = not args.result
     try:
         for chunk in _read_chunks(args.file):
@@ -211,9 +228,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         status: int = args.run(args)
+    except BrokenPipeError:
+        return EXIT_OK
     except FileNotFoundError as exc:
         print(f"polystream: error: no such file: {exc.filename}", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:
-        return EXIT_OK
+    except OSError as exc:
+        # A directory, no permission...: the command line named something unreadable.
+        print(f"polystream: error: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
     return status

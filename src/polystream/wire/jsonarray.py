@@ -14,8 +14,18 @@ Without ``?alt=sse`` Gemini answers with one JSON array whose elements (partial
     ]
 
 :class:`JSONArrayDecoder` returns each element's exact bytes as soon as the element
-is complete, whatever the chunking. It checks the array's *structure* (brackets,
-commas, strings, nesting); the elements' own JSON is parsed by the caller, once.
+is complete, whatever the chunking. It checks the array's *structure* (matching
+brackets, commas, strings, nesting, and top-level scalars such as ``12`` or ``true``);
+the inside of an object or array element (its colons and commas) is parsed by the
+caller, once.
+
+Deliberate choices:
+
+* One UTF-8 BOM is accepted before the array (RFC 8259 §8.1 lets parsers ignore it),
+  also after leading whitespace, even when the BOM is split across chunks.
+* When a chunk completes some elements and then hits an error, ``feed`` returns those
+  elements and the error is raised by the next ``feed`` or ``close``: the elements
+  before an error are the same whatever the chunking, and none is lost.
 
 The scanner jumps between structural characters with compiled regular expressions,
 so its cost is per string and bracket, not per byte.
@@ -50,21 +60,27 @@ DEFAULT_MAX_DEPTH: Final = 256
 """Deepest nesting accepted inside one element. Real chunks nest fewer than 20 levels."""
 
 _BOM: Final = b"\xef\xbb\xbf"
-_WS: Final = frozenset(b" \t\r\n")
+_WHITESPACE: Final = b" \t\r\n"  # RFC 8259 §2: the only insignificant whitespace
 # Inside an element outside strings, only these bytes change the scanner's state.
 _STRUCTURAL: Final = re.compile(rb'["{}\[\]]')
 # Inside a string, only the closing quote and escapes matter.
 _IN_STRING: Final = re.compile(rb'["\\]')
-# A scalar element ends at whitespace, a comma or the closing bracket.
-_SCALAR_END: Final = re.compile(rb"[\s,\]]")
+# A scalar element ends at whitespace, a comma, the closing bracket, or a byte that
+# cannot be part of it (then the structure check after it reports the error).
+_SCALAR_END: Final = re.compile(rb'[ \t\r\n,\]\[{}"]')
+# RFC 8259 §6 (number) and §3 (literals): what a complete scalar element must be.
+_SCALAR: Final = re.compile(
+    rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null"
+)
 _NOT_WS: Final = re.compile(rb"[^ \t\r\n]")
+_CLOSER: Final = {123: 125, 91: 93}  # "{" -> "}", "[" -> "]"
 
 # Scanner states.
 _BEFORE_ARRAY: Final = 0  # waiting for "["
 _FIRST: Final = 1  # after "[": an element or "]"
 _NEXT: Final = 2  # after ",": an element
 _AFTER: Final = 3  # after an element: "," or "]"
-_IN_ELEMENT: Final = 4  # inside an object/array element
+_IN_ELEMENT: Final = 4  # inside an object/array/string element
 _IN_SCALAR: Final = 5  # inside a top-level scalar element (number, literal)
 _DONE: Final = 6  # after "]": only whitespace
 
@@ -87,22 +103,27 @@ class JSONArrayDecoder:
     """Incremental decoder for a streamed JSON array.
 
     Args:
-        max_element_size: Largest element accepted, in bytes.
-        max_depth: Deepest nesting accepted inside an element.
+        max_element_size: Largest element accepted, in bytes; see
+            :data:`DEFAULT_MAX_ELEMENT_SIZE`.
+        max_depth: Deepest nesting accepted inside an element (the element's own
+            brackets count as depth 1); see :data:`DEFAULT_MAX_DEPTH`.
 
     Raises (from :meth:`feed` and :meth:`close`):
         RemoteProtocolError: A syntax error (names the byte offset).
         BufferLimitExceeded: An element grew past ``max_element_size`` or nested
             deeper than ``max_depth``.
         StreamTruncated: :meth:`close` before the closing ``]``.
+
+    After an error the decoder is unusable and raises the same error again; memory
+    stays bounded by the limits.
     """
 
     __slots__ = (
         "_closed",
         "_count",
-        "_depth",
         "_elem_start",
         "_failed",
+        "_head",
         "_in_string",
         "_max_depth",
         "_max_size",
@@ -111,6 +132,7 @@ class JSONArrayDecoder:
         "_parts_size",
         "_pending_escape",
         "_seen_any",
+        "_stack",
         "_state",
     )
 
@@ -120,14 +142,17 @@ class JSONArrayDecoder:
         max_element_size: int = DEFAULT_MAX_ELEMENT_SIZE,
         max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
+        if max_element_size < 1 or max_depth < 1:
+            raise ValueError("limits must be positive")
         self._max_size = max_element_size
         self._max_depth = max_depth
         self._state = _BEFORE_ARRAY
-        self._offset = 0  # absolute offset of the next chunk's first byte
+        self._offset = 0  # absolute offset of the next byte to scan
+        self._head = b""  # a possible partial BOM before the array, held back
         self._parts: list[bytes] = []  # pieces of the element in progress
         self._parts_size = 0
         self._elem_start = 0
-        self._depth = 0
+        self._stack = bytearray()  # open brackets of the element in progress
         self._in_string = False
         self._pending_escape = False  # a backslash ended the previous chunk
         self._count = 0
@@ -141,39 +166,67 @@ class JSONArrayDecoder:
         return self._count
 
     def feed(self, data: bytes) -> list[JSONElement]:
-        """Consume a chunk and return every element it completed."""
+        """Consume a chunk and return every element it completed.
+
+        Args:
+            data: Any number of bytes, split anywhere.
+
+        Returns:
+            The elements this chunk completed, in order (possibly none). An object,
+            array or string element is returned by the call that brings its last
+            byte; a scalar (``12``, ``true``) by the call that brings the byte after it.
+
+        Raises:
+            RemoteProtocolError: A syntax error. If the same chunk completed elements
+                before it, they are returned instead and the error is raised by the
+                next call to ``feed`` or ``close``.
+            BufferLimitExceeded: A limit was exceeded (same rule).
+            LocalProtocolError: ``feed`` after ``close``.
+        """
         if self._closed:
             raise LocalProtocolError("feed() after close()", dialect="json_array")
         if self._failed is not None:
             raise self._failed
         if not data:
             return []
+        out: list[JSONElement] = []
         try:
-            return self._feed(data)
+            self._feed(data, out)
         except RemoteProtocolError as exc:
             self._failed = exc
             self._parts = []
-            raise
+            if not out:
+                raise
+        return out
 
     def close(self) -> list[JSONElement]:
         """Signal the end of input. Safe to call twice.
 
+        Returns:
+            Always an empty list (every element was returned by ``feed``).
+
         Raises:
-            StreamTruncated: The array was not closed (or was empty input).
+            StreamTruncated: The array was not closed (or the input held no array).
+            RemoteProtocolError: An error found by the last ``feed`` (raised again).
         """
         if self._closed:
             return []
         self._closed = True
         if self._failed is not None:
             raise self._failed
+        if self._head:
+            # A partial BOM and nothing after it: it is garbage before the array.
+            head, self._head = self._head, b""
+            self._seen_any = True
+            self._feed(head, [])
         if self._state != _DONE:
-            where = "inside an element" if self._state in (_IN_ELEMENT, _IN_SCALAR) else ""
-            what = "no JSON array in the input" if not self._seen_any else "JSON array not closed"
+            inside = self._state in (_IN_ELEMENT, _IN_SCALAR)
+            what = "JSON array not closed" if self._seen_any else "no JSON array in the input"
             raise StreamTruncated(
-                f"{what}{' (' + where + ')' if where else ''}",
+                f"{what} (inside an element)" if inside else what,
                 dialect="json_array",
                 event_index=self._count,
-                byte_offset=self._elem_start if where else self._offset,
+                byte_offset=self._elem_start if inside else self._offset,
             )
         return []
 
@@ -184,17 +237,25 @@ class JSONArrayDecoder:
             message, dialect="json_array", event_index=self._count, byte_offset=offset
         )
 
-    def _feed(self, data: bytes) -> list[JSONElement]:
-        out: list[JSONElement] = []
+    def _feed(self, data: bytes, out: list[JSONElement]) -> None:
+        if not self._seen_any:
+            data = self._head + data
+            self._head = b""
+            stripped = data.lstrip(_WHITESPACE)
+            if not stripped:
+                self._offset += len(data)
+                return
+            if len(stripped) < 3 and _BOM.startswith(stripped):
+                # Maybe a BOM split across chunks: hold it until it is decided.
+                self._offset += len(data) - len(stripped)
+                self._head = stripped
+                return
+            self._seen_any = True
+            if stripped.startswith(_BOM):  # tolerated once, before the array
+                self._offset += len(data) - len(stripped) + 3
+                data = stripped[3:]
         base = self._offset
         self._offset += len(data)
-        if not self._seen_any:
-            stripped = data.lstrip(b" \t\r\n")
-            if stripped:
-                self._seen_any = True
-                if stripped.startswith(_BOM):  # tolerate a BOM before the array
-                    data = stripped[3:]
-                    base = self._offset - len(data)
         pos = 0
         n = len(data)
         while pos < n:
@@ -207,14 +268,13 @@ class JSONArrayDecoder:
                 end = m.start() if m else n
                 self._append(data[pos:end], base)
                 if m is None:
-                    return out
-                self._emit(out)
-                self._state = _AFTER
+                    return
+                self._emit_scalar(out)
                 pos = end
                 continue
             m = _NOT_WS.search(data, pos)
             if m is None:
-                return out
+                return
             pos = m.start()
             c = data[pos]
             if state == _BEFORE_ARRAY:
@@ -228,13 +288,12 @@ class JSONArrayDecoder:
                     pos += 1
                 elif c in (123, 91):  # "{" or "["
                     self._start_element(base + pos)
-                    self._depth = 1
+                    self._stack.append(c)
                     self._state = _IN_ELEMENT
                     self._append(data[pos : pos + 1], base)
                     pos += 1
                 elif c == 34:  # '"' : a string element
                     self._start_element(base + pos)
-                    self._depth = 0
                     self._in_string = True
                     self._state = _IN_ELEMENT
                     self._append(data[pos : pos + 1], base)
@@ -242,6 +301,8 @@ class JSONArrayDecoder:
                 elif c in b"-0123456789tfn":
                     self._start_element(base + pos)
                     self._state = _IN_SCALAR
+                elif c == 93:  # "]" right after ","
+                    raise self._error("trailing comma before ']'", base + pos)
                 else:
                     raise self._error(f"expected an array element, got {chr(c)!r}", base + pos)
             elif state == _AFTER:
@@ -256,12 +317,12 @@ class JSONArrayDecoder:
                 pos += 1
             else:  # _DONE
                 raise self._error("data after the closing ']'", base + pos)
-        return out
 
     def _start_element(self, offset: int) -> None:
         self._elem_start = offset
         self._parts = []
         self._parts_size = 0
+        self._stack.clear()
         self._in_string = False
         self._pending_escape = False
 
@@ -283,12 +344,21 @@ class JSONArrayDecoder:
         self._count += 1
         self._parts = []
         self._parts_size = 0
+        self._state = _AFTER
+
+    def _emit_scalar(self, out: list[JSONElement]) -> None:
+        data = b"".join(self._parts)
+        if _SCALAR.fullmatch(data) is None:
+            shown = data[:40].decode("utf-8", "replace")
+            raise self._error(f"invalid JSON value {shown!r}", self._elem_start)
+        self._parts = [data]
+        self._emit(out)
 
     def _scan_element(self, data: bytes, pos: int, base: int, out: list[JSONElement]) -> int:
         """Scan inside an element from ``pos``; return where scanning stopped."""
         n = len(data)
         start = pos
-        depth = self._depth
+        stack = self._stack
         in_string = self._in_string
         if self._pending_escape:
             # The escaped character is the first byte of this chunk.
@@ -310,12 +380,10 @@ class JSONArrayDecoder:
                     continue
                 in_string = False
                 pos = p + 1
-                if depth == 0:  # a string element ended
-                    self._depth = 0
+                if not stack:  # a string element ended
                     self._in_string = False
                     self._append(data[start:pos], base)
                     self._emit(out)
-                    self._state = _AFTER
                     return pos
                 continue
             m = _STRUCTURAL.search(data, pos)
@@ -327,8 +395,8 @@ class JSONArrayDecoder:
             if c == 34:
                 in_string = True
             elif c in (123, 91):
-                depth += 1
-                if depth > self._max_depth:
+                stack.append(c)
+                if len(stack) > self._max_depth:
                     raise BufferLimitExceeded(
                         f"element nested deeper than max_depth={self._max_depth}",
                         dialect="json_array",
@@ -336,34 +404,34 @@ class JSONArrayDecoder:
                         byte_offset=base + p,
                     )
             else:
-                depth -= 1
-                if depth == 0:
+                if _CLOSER[stack[-1]] != c:
+                    raise self._error(f"{chr(c)!r} does not close {chr(stack[-1])!r}", base + p)
+                stack.pop()
+                if not stack:
                     pos = p + 1
-                    self._depth = 0
                     self._in_string = False
                     self._append(data[start:pos], base)
                     self._emit(out)
-                    self._state = _AFTER
                     return pos
             pos = p + 1
-        self._depth = depth
         self._in_string = in_string
         self._append(data[start:n], base)
         return n
 
 
 class JSONArrayEncoder:
-    """Writes a streamed JSON array, element by element.
+    """Writes a streamed JSON array, element by element: the inverse of
+    :class:`JSONArrayDecoder`.
 
     Args:
-        separator: Bytes written between elements (after the comma is part of it).
+        separator: Bytes written between elements (the comma is part of it).
             The default reproduces Gemini's wire form: each element on its own lines,
             separated by a line holding only a comma, with CRLF line ends.
         prefix: Bytes that open the array.
         suffix: Bytes that close the array.
     """
 
-    __slots__ = ("_count", "_prefix", "_separator", "_suffix")
+    __slots__ = ("_closed", "_count", "_prefix", "_separator", "_suffix")
 
     def __init__(
         self,
@@ -376,16 +444,27 @@ class JSONArrayEncoder:
         self._prefix = prefix
         self._suffix = suffix
         self._count = 0
+        self._closed = False
 
     def element(self, data: bytes) -> bytes:
-        """Encode one element (already-serialised JSON)."""
+        """Encode one element (already-serialised JSON).
+
+        Raises:
+            LocalProtocolError: The array was already closed.
+        """
+        if self._closed:
+            raise LocalProtocolError("element() after close()", dialect="json_array")
         self._count += 1
         if self._count == 1:
             return self._prefix + data
         return self._separator + data
 
     def close(self) -> bytes:
-        """Close the array (an empty array if no element was written)."""
+        """Close the array (an empty array if no element was written). A second call
+        returns nothing."""
+        if self._closed:
+            return b""
+        self._closed = True
         if self._count == 0:
             return self._prefix + b"]"
         return self._suffix

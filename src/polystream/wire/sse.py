@@ -23,10 +23,16 @@ Deliberate choices (each noted where it happens):
 * Lines are split on bytes (CR, LF and CRLF are ASCII and never occur inside a
   multi-byte UTF-8 sequence), then each value is decoded with invalid sequences
   replaced by U+FFFD. A character split across chunks therefore decodes whole.
+* When a chunk completes some frames and then exceeds a limit, ``feed`` returns those
+  frames and the error is raised by the next ``feed`` or ``close``: the frames before
+  an error are the same whatever the chunking, and none is lost.
+* A ``retry`` value too long for Python's integer parsing (over 4300 digits) is
+  ignored, like any other unusable ``retry`` value.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Final, TypeAlias
 
 import msgspec
@@ -174,7 +180,9 @@ class SSEDecoder:
             Events and comments completed by this chunk, in order (possibly none).
 
         Raises:
-            BufferLimitExceeded: A line or an event grew past its limit.
+            BufferLimitExceeded: A line or an event grew past its limit. If the same
+                chunk completed frames before that, they are returned instead and the
+                error is raised by the next call to ``feed`` or ``close``.
             LocalProtocolError: ``feed`` after ``close``.
         """
         if self._closed:
@@ -183,21 +191,32 @@ class SSEDecoder:
             raise self._failed
         if not data:
             return []
+        out: list[SSEFrame] = []
+        try:
+            self._feed(data, out)
+        except BufferLimitExceeded:
+            # Frames completed before the limit was hit are delivered now (a chunking
+            # that split the input just before the fault would deliver them too);
+            # ``self._failed`` raises at the next call.
+            if not out:
+                raise
+        return out
+
+    def _feed(self, data: bytes, out: list[SSEFrame]) -> None:
         if not self._bom_done:
             # WHATWG: one U+FEFF at the very start of the stream is ignored; we may
             # need up to three bytes to decide.
             data = self._bom_buffer + data
             if len(data) < 3 and _BOM.startswith(data):
                 self._bom_buffer = data
-                return []
+                return
             self._bom_buffer = b""
             self._bom_done = True
             if data.startswith(_BOM):
                 data = data[3:]
                 self._offset += 3
                 if not data:
-                    return []
-        out: list[SSEFrame] = []
+                    return
         base = self._offset
         self._offset += len(data)
         start = 0
@@ -251,7 +270,6 @@ class SSEDecoder:
                     self._fail_line()
             self._line(line, line_start, out)
             start = nxt
-        return out
 
     def close(self) -> list[SSEFrame]:
         """Signal the end of input. Safe to call twice.
@@ -262,10 +280,14 @@ class SSEDecoder:
         Raises:
             StreamTruncated: The input ended inside an event (a field line without the
                 blank line that dispatches it, or an unterminated field line).
+            BufferLimitExceeded: A limit was exceeded before (raised again, once).
         """
         if self._closed:
             return []
         self._closed = True
+        if self._failed is not None:
+            # The input was not decoded to its end: never report a clean close.
+            raise self._failed
         out: list[SSEFrame] = []
         if self._bom_buffer:
             raise StreamTruncated(
@@ -347,7 +369,10 @@ class SSEDecoder:
             self._last_id = value.decode("utf-8", "replace")
         elif name == b"retry" and value.isdigit():
             # WHATWG: only ASCII digits set the reconnection time (bytes.isdigit is ASCII-only).
-            self._retry = int(value)
+            # More digits than int() accepts (sys.get_int_max_str_digits) is unusable,
+            # so it is ignored like any invalid value instead of failing the stream.
+            with contextlib.suppress(ValueError):
+                self._retry = int(value)
         # Any other field name is ignored (WHATWG).
 
     def _dispatch(self, out: list[SSEFrame]) -> None:
