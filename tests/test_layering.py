@@ -44,6 +44,7 @@ LAYERS = {
     "request": 4,
     "retry": 4,
     "resume": 4,
+    "call": 4,
     "realtime": 4,
     "transcode": 4,
     "scenario": 4,

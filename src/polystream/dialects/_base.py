@@ -85,6 +85,13 @@ class DialectDecoder(abc.ABC):
     def __init__(self, *, strict: bool = False, keep_raw: bool = False) -> None:
         self.strict = strict
         self.keep_raw = keep_raw
+        self.last_cursor: int | str | None = None
+        """The resume cursor of the last native event handled (dialects that have one,
+        OpenAI ``sequence_number`` and Interactions ``event_id``, set it)."""
+
+    def reset_framing(self) -> None:
+        """Forget a partial framing event, keeping the dialect state (for resuming)."""
+        raise LocalProtocolError("this decoder cannot resume", dialect=self.dialect)
 
     @abc.abstractmethod
     def feed(self, data: bytes) -> list[Event]:
@@ -136,9 +143,6 @@ class FramedDecoder(DialectDecoder):
         self.frame_index = 0  # index of the framing event being handled
         self.frame_offset = 0  # its byte offset
         self._closed = False
-        self.last_cursor: int | str | None = None
-        """The resume cursor of the last native event handled (dialects that have one,
-        OpenAI ``sequence_number`` and Interactions ``event_id``, set it)."""
         if self._framing is not None:
             self._make_framer(self._framing)
 
