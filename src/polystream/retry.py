@@ -8,8 +8,8 @@ output would duplicate it).
 
 from __future__ import annotations
 
-import email.utils
 import random
+from datetime import UTC, datetime
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -66,8 +66,10 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     if now is None:
         return None
     try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        # RFC 9110 IMF-fixdate, the form servers send: "Sun, 06 Nov 1994 08:49:37 GMT".
+        # (email.utils would parse it too, but it imports socket into the core.)
+        when = datetime.strptime(value.strip(), "%a, %d %b %Y %H:%M:%S GMT").replace(tzinfo=UTC)
+    except ValueError:
         return None
     return max(0.0, when.timestamp() - now)
 
