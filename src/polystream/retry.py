@@ -9,8 +9,8 @@ output would duplicate it).
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Final
 
 import msgspec
