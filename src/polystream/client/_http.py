@@ -1,0 +1,386 @@
+"""The HTTP shells: carry out a :class:`~polystream.call.StreamCall`'s decisions over
+httpx, synchronously or asynchronously. No protocol logic lives here."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from polystream.accumulate import Result
+from polystream.call import HttpRequest, StreamCall
+from polystream.errors import LocalProtocolError
+from polystream.events import Event
+from polystream.request import (
+    Message,
+    ReasoningConfig,
+    Request,
+    TextPart,
+    Tool,
+    provider_of,
+)
+from polystream.retry import RetryPolicy
+
+__all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream"]
+
+_DROPS = (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError)
+_CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def _build_request(
+    request: Request | None,
+    *,
+    model: str | None,
+    prompt: str | None,
+    system: str | None,
+    tools: list[Tool] | None,
+    max_tokens: int | None,
+    temperature: float | None,
+    reasoning: ReasoningConfig | None,
+    background: bool,
+) -> Request:
+    if request is not None:
+        return request
+    if model is None or prompt is None:
+        raise LocalProtocolError("pass a Request, or model= and prompt=")
+    return Request(
+        model=model,
+        messages=[Message(role="user", content=[TextPart(text=prompt)])],
+        system=system,
+        tools=tools or [],
+        max_tokens=max_tokens,
+        temperature=temperature,
+        reasoning=reasoning,
+        background=background,
+    )
+
+
+class _Base:
+    def __init__(
+        self,
+        *,
+        api_key: str | Mapping[str, str] | None = None,
+        base_url: str | Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        connect_timeout: float = 10.0,
+        idle_timeout: float = 120.0,
+        resume: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._api_key = api_key
+        self._base_url = base_url
+        self.retry = retry or RetryPolicy()
+        self.idle_timeout = idle_timeout
+        self.resume = resume
+        self._headers = dict(headers or {})
+        self._timeout = httpx.Timeout(
+            connect=connect_timeout, read=idle_timeout, write=30.0, pool=connect_timeout
+        )
+
+    def _call(self, dialect: str, request: Request, framing: str) -> StreamCall:
+        provider = provider_of(dialect)
+        key = self._api_key
+        if isinstance(key, Mapping):
+            key = key.get(provider.name)
+        key = key or os.environ.get(provider.env_key)
+        if not key:
+            raise LocalProtocolError(
+                f"no API key for {provider.name}: pass api_key= or set {provider.env_key}"
+            )
+        base = self._base_url
+        if isinstance(base, Mapping):
+            base = base.get(provider.name)
+        return StreamCall(
+            dialect,
+            request,
+            api_key=key,
+            base_url=base,
+            policy=self.retry,
+            resume=self.resume,
+            framing=framing,
+            extra_headers=self._headers,
+        )
+
+
+class EventStream:
+    """A streaming call in progress (sync): iterate it for unified events.
+
+    Attributes:
+        call: The underlying :class:`~polystream.call.StreamCall` (headers, request id,
+            rate limits, attempts, resumes).
+    """
+
+    def __init__(self, http: httpx.Client, call: StreamCall) -> None:
+        self._http = http
+        self.call = call
+        self._iterator: Iterator[Event] | None = None
+        self._response: httpx.Response | None = None
+
+    def __iter__(self) -> Iterator[Event]:
+        if self._iterator is None:
+            self._iterator = self._run()
+        return self._iterator
+
+    def __enter__(self) -> EventStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self) -> Iterator[Event]:
+        call = self.call
+        request = call.next_request()
+        while request is not None:
+            try:
+                yield from self._attempt(request)
+            except _CONNECT as exc:
+                yield from call.on_connect_error(str(exc) or type(exc).__name__)
+            if not call.pending:
+                return
+            time.sleep(call.pending_delay)
+            request = call.next_request()
+
+    def _attempt(self, request: HttpRequest) -> Iterator[Event]:
+        call = self.call
+        with self._http.stream(
+            request.method, request.url, headers=request.headers, content=request.body
+        ) as response:
+            self._response = response
+            if response.status_code != 200:
+                body = response.read()
+                yield from call.on_error_status(
+                    response.status_code, response.headers, body, now=time.time()
+                )
+                return
+            call.on_open(response.status_code, response.headers)
+            try:
+                for chunk in response.iter_raw():
+                    yield from call.feed(chunk)
+                    if call.pending or call.finished:
+                        break
+                else:
+                    yield from call.on_eof()
+            except httpx.ReadTimeout:
+                yield from call.on_disconnect(f"no data for {call_idle(self)} s")
+            except _DROPS as exc:
+                yield from call.on_disconnect(f"connection dropped: {exc or type(exc).__name__}")
+            finally:
+                self._response = None
+
+    def close(self) -> None:
+        """Stop now: close the upstream connection; the result says ``cancelled``."""
+        if self._iterator is not None:
+            self._iterator.close()  # type: ignore[attr-defined]
+        self.call.cancelled()
+
+    def until_done(self) -> EventStream:
+        """Consume the rest of the stream."""
+        for _ in self:
+            pass
+        return self
+
+    def result(self) -> Result:
+        """The unified result (consumes the rest of the stream first)."""
+        if not self.call.finished:
+            self.until_done()
+        return self.call.result()
+
+    def native(self) -> dict[str, Any]:
+        """The provider's own final object (consumes the rest of the stream first)."""
+        if not self.call.finished:
+            self.until_done()
+        return self.call.native()
+
+
+def call_idle(stream: EventStream | AsyncEventStream) -> float:
+    timeout = stream._http.timeout.read
+    return float(timeout) if timeout is not None else float("inf")
+
+
+class Client(_Base):
+    """A synchronous client for every SSE dialect.
+
+    Args:
+        api_key: A key, or keys by provider (``{"openai": ..., "gemini": ...}``);
+            default: ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``XAI_API_KEY``,
+            ``GEMINI_API_KEY``.
+        base_url: A base URL, or base URLs by provider (default: the official ones).
+        retry: Retry settings.
+        connect_timeout: Seconds to connect.
+        idle_timeout: Seconds without a byte before a stream counts as stalled (it
+            is then resumed where possible, else ends ``truncated``).
+        resume: Resume dropped streams where the provider allows it.
+        transport: An ``httpx`` transport (tests pass ``httpx.MockTransport``).
+    """
+
+    def __init__(self, *, transport: httpx.BaseTransport | None = None, **options: Any) -> None:
+        super().__init__(**options)
+        self._http = httpx.Client(transport=transport, timeout=self._timeout)
+
+    def stream(
+        self,
+        dialect: str,
+        request: Request | None = None,
+        *,
+        model: str | None = None,
+        prompt: str | None = None,
+        system: str | None = None,
+        tools: list[Tool] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        reasoning: ReasoningConfig | None = None,
+        background: bool = False,
+        framing: str = "sse",
+    ) -> EventStream:
+        """Start a streaming call; iterate the result for unified events."""
+        built = _build_request(
+            request, model=model, prompt=prompt, system=system, tools=tools,
+            max_tokens=max_tokens, temperature=temperature, reasoning=reasoning,
+            background=background,
+        )  # fmt: skip
+        return EventStream(self._http, self._call(dialect, built, framing))
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncEventStream:
+    """A streaming call in progress (async): ``async for`` it for unified events."""
+
+    def __init__(self, http: httpx.AsyncClient, call: StreamCall) -> None:
+        self._http = http
+        self.call = call
+        self._iterator: AsyncIterator[Event] | None = None
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        if self._iterator is None:
+            self._iterator = self._run()
+        return self._iterator
+
+    async def __aenter__(self) -> AsyncEventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _run(self) -> AsyncIterator[Event]:
+        call = self.call
+        request = call.next_request()
+        while request is not None:
+            try:
+                async for event in self._attempt(request):
+                    yield event
+            except _CONNECT as exc:
+                for event in call.on_connect_error(str(exc) or type(exc).__name__):
+                    yield event
+            if not call.pending:
+                return
+            await asyncio.sleep(call.pending_delay)
+            request = call.next_request()
+
+    async def _attempt(self, request: HttpRequest) -> AsyncIterator[Event]:
+        call = self.call
+        async with self._http.stream(
+            request.method, request.url, headers=request.headers, content=request.body
+        ) as response:
+            if response.status_code != 200:
+                body = await response.aread()
+                for event in call.on_error_status(
+                    response.status_code, response.headers, body, now=time.time()
+                ):
+                    yield event
+                return
+            call.on_open(response.status_code, response.headers)
+            events: list[Event] = []
+            try:
+                async for chunk in response.aiter_raw():
+                    for event in call.feed(chunk):
+                        yield event
+                    if call.pending or call.finished:
+                        break
+                else:
+                    events = call.on_eof()
+            except httpx.ReadTimeout:
+                events = call.on_disconnect(f"no data for {call_idle(self)} s")
+            except _DROPS as exc:
+                events = call.on_disconnect(f"connection dropped: {exc or type(exc).__name__}")
+            for event in events:
+                yield event
+
+    async def aclose(self) -> None:
+        """Stop now: close the upstream connection; the result says ``cancelled``."""
+        if self._iterator is not None:
+            await self._iterator.aclose()  # type: ignore[attr-defined]
+        self.call.cancelled()
+
+    async def until_done(self) -> AsyncEventStream:
+        """Consume the rest of the stream."""
+        async for _ in self:
+            pass
+        return self
+
+    async def result(self) -> Result:
+        """The unified result (consumes the rest of the stream first)."""
+        if not self.call.finished:
+            await self.until_done()
+        return self.call.result()
+
+    async def native(self) -> dict[str, Any]:
+        """The provider's own final object (consumes the rest of the stream first)."""
+        if not self.call.finished:
+            await self.until_done()
+        return self.call.native()
+
+
+class AsyncClient(_Base):
+    """The asynchronous twin of :class:`Client` (same options, same core)."""
+
+    def __init__(
+        self, *, transport: httpx.AsyncBaseTransport | None = None, **options: Any
+    ) -> None:
+        super().__init__(**options)
+        self._http = httpx.AsyncClient(transport=transport, timeout=self._timeout)
+
+    def stream(
+        self,
+        dialect: str,
+        request: Request | None = None,
+        *,
+        model: str | None = None,
+        prompt: str | None = None,
+        system: str | None = None,
+        tools: list[Tool] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        reasoning: ReasoningConfig | None = None,
+        background: bool = False,
+        framing: str = "sse",
+    ) -> AsyncEventStream:
+        """Start a streaming call; ``async for`` the result for unified events."""
+        built = _build_request(
+            request, model=model, prompt=prompt, system=system, tools=tools,
+            max_tokens=max_tokens, temperature=temperature, reasoning=reasoning,
+            background=background,
+        )  # fmt: skip
+        return AsyncEventStream(self._http, self._call(dialect, built, framing))
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
