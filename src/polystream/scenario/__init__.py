@@ -1,0 +1,108 @@
+"""The emulator's sans-I/O core (layer 4): scenarios, request summaries, fault plans.
+
+* :mod:`~polystream.scenario._format` — the scenario format (JSON, or YAML with PyYAML):
+  match rules, the reply in unified terms, chunking, timing and faults.
+* :mod:`~polystream.scenario._request` — request summaries per dialect, from the
+  native request JSON; malformed requests raise :class:`RequestError`.
+* :mod:`~polystream.scenario._reply` — reply -> unified events; recorded captures
+  retargeted to another dialect.
+* :mod:`~polystream.scenario._plan` — unified events -> wire frames (through the
+  dialect encoders) -> a timed delivery plan with the transport faults applied.
+* :mod:`~polystream.scenario._errors` — error bodies in each provider's shape.
+* :mod:`~polystream.scenario._emulator` — :class:`Emulator`: request bytes in, an
+  :class:`Answer` (status, headers, timed chunks) out.
+
+Nothing here does I/O: the ASGI shell in :mod:`polystream.server` reads bodies, sleeps
+and writes. See ``docs/emulator.md``.
+"""
+
+from __future__ import annotations
+
+from polystream.scenario._emulator import (
+    MAX_BODY_SIZE,
+    MAX_STORED,
+    Answer,
+    Emulator,
+    StoredReply,
+    error_to_answer,
+    json_answer,
+)
+from polystream.scenario._errors import ErrorAnswer, error_answer, provider_of_path
+from polystream.scenario._format import (
+    Chunking,
+    Faults,
+    FinishSpec,
+    HttpError,
+    InBandError,
+    Match,
+    ReasoningSpec,
+    Reply,
+    Scenario,
+    ScenarioError,
+    ServerToolSpec,
+    Timing,
+    ToolCallSpec,
+    UsageSpec,
+    load_scenarios,
+    parse_scenarios,
+)
+from polystream.scenario._plan import (
+    KEEPALIVE,
+    RESUMABLE,
+    Chunk,
+    DeliveryPlan,
+    Frame,
+    frames_after,
+    plan_delivery,
+    render_frames,
+    schedule,
+)
+from polystream.scenario._reply import default_reply, reply_events, reply_id, retarget, split_text
+from polystream.scenario._request import MODEL_PATTERNS, RequestError, RequestSummary, summarize
+
+__all__ = [
+    "KEEPALIVE",
+    "MAX_BODY_SIZE",
+    "MAX_STORED",
+    "MODEL_PATTERNS",
+    "RESUMABLE",
+    "Answer",
+    "Chunk",
+    "Chunking",
+    "DeliveryPlan",
+    "Emulator",
+    "ErrorAnswer",
+    "Faults",
+    "FinishSpec",
+    "Frame",
+    "HttpError",
+    "InBandError",
+    "Match",
+    "ReasoningSpec",
+    "Reply",
+    "RequestError",
+    "RequestSummary",
+    "Scenario",
+    "ScenarioError",
+    "ServerToolSpec",
+    "StoredReply",
+    "Timing",
+    "ToolCallSpec",
+    "UsageSpec",
+    "default_reply",
+    "error_answer",
+    "error_to_answer",
+    "frames_after",
+    "json_answer",
+    "load_scenarios",
+    "parse_scenarios",
+    "plan_delivery",
+    "provider_of_path",
+    "render_frames",
+    "reply_events",
+    "reply_id",
+    "retarget",
+    "schedule",
+    "split_text",
+    "summarize",
+]

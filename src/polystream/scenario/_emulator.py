@@ -1,0 +1,503 @@
+"""The emulator's decisions, sans-I/O: request bytes in, an :class:`Answer` out.
+
+:class:`Emulator` holds the scenarios, the recorded captures, the per-scenario request
+counters (for ``http_error.times``) and the store of replies that can be fetched again
+or resumed (OpenAI/xAI ``GET /v1/responses/{id}``, Interactions
+``GET /v1beta/interactions/{id}``). For each request it decides everything: the status,
+the headers, and a :class:`~polystream.scenario.DeliveryPlan` of timed chunks. The
+ASGI shell (:mod:`polystream.server`) only reads the body, calls :meth:`Emulator.answer`,
+sleeps and writes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from polystream.api import StreamDecoder
+from polystream.dialects import DIALECTS, get_dialect
+from polystream.errors import PolystreamError
+from polystream.events import Event
+from polystream.scenario._errors import ErrorAnswer, error_answer, provider_of_path
+from polystream.scenario._format import Faults, Scenario, ScenarioError, Timing
+from polystream.scenario._plan import (
+    RESUMABLE,
+    Chunk,
+    DeliveryPlan,
+    Frame,
+    frames_after,
+    plan_delivery,
+    render_frames,
+)
+from polystream.scenario._reply import reply_events, reply_id, retarget, strip_usage
+from polystream.scenario._request import MODEL_PATTERNS, RequestError, RequestSummary, summarize
+
+__all__ = [
+    "MAX_BODY_SIZE",
+    "MAX_STORED",
+    "Answer",
+    "Emulator",
+    "StoredReply",
+    "error_to_answer",
+    "json_answer",
+]
+
+MAX_BODY_SIZE: Final = 8 * 1024 * 1024
+"""Largest request body accepted (8 MiB); larger gets 413 in the provider's shape.
+Generous for text prompts; inline images and files belong in the providers' file APIs."""
+
+MAX_STORED: Final = 256
+"""Replies kept for ``GET`` and resume (oldest dropped first), bounding memory."""
+
+_KIND_STATUS: Final = {
+    "rate_limit": 429,
+    "quota": 429,
+    "server": 500,
+    "invalid_request": 400,
+    "authentication": 401,
+    "permission": 403,
+    "not_found": 404,
+    "request_too_large": 413,
+    "timeout": 504,
+    "content_filter": 400,
+}
+_decode_json: Final = msgspec.json.Decoder()
+_encode_json: Final = msgspec.json.Encoder()
+_SSE_HEADERS: Final = {
+    # Every event must leave at once: no caching, and no buffering by a proxy in
+    # front of the server (nginx honours X-Accel-Buffering).
+    "cache-control": "no-cache",
+    "x-accel-buffering": "no",
+}
+
+
+class Answer(msgspec.Struct, kw_only=True):
+    """What to send back.
+
+    Fields:
+        status: The HTTP status.
+        headers: Response headers (content type included).
+        plan: The body, as timed chunks (one chunk for a JSON body).
+    """
+
+    status: int
+    headers: dict[str, str]
+    plan: DeliveryPlan
+
+
+class StoredReply(msgspec.Struct, kw_only=True):
+    """A reply kept for ``GET`` and resume.
+
+    Fields:
+        dialect: Its dialect.
+        frames: Its complete stream, as wire events with cursors.
+        native: The provider's final object (the non-streaming body).
+        timing: The timing to replay it with.
+    """
+
+    dialect: str
+    frames: list[Frame]
+    native: dict[str, Any]
+    timing: Timing
+
+
+def error_to_answer(answer: ErrorAnswer) -> Answer:
+    """An error body as an :class:`Answer` sent at once."""
+    return Answer(
+        status=answer.status,
+        headers=answer.headers,
+        plan=DeliveryPlan(chunks=[Chunk(at=0.0, data=answer.body)], frames=1),
+    )
+
+
+class Emulator:
+    """The provider emulator's state and decisions.
+
+    Args:
+        scenarios: Scenarios, tried in order; the first that matches answers.
+        captures: Recorded streams by name, for scenarios whose ``reply.replay``
+            names them (bytes of any dialect, detected automatically).
+        replays: Recorded streams answering, in turn, every request no scenario
+            matches (``polystream serve --replay FILE``).
+        any_model: Accept every model name (otherwise a model outside the
+            provider's families, and not named by a scenario, is a 404).
+        seed: Seed of the deterministic ids.
+
+    Raises:
+        ScenarioError: A scenario names a capture that was not given, or a capture
+            does not decode.
+    """
+
+    def __init__(
+        self,
+        scenarios: Sequence[Scenario] = (),
+        *,
+        captures: Mapping[str, bytes] | None = None,
+        replays: Sequence[bytes] = (),
+        any_model: bool = False,
+        seed: str = "polystream",
+    ) -> None:
+        self.scenarios = list(scenarios)
+        self.any_model = any_model
+        self.seed = seed
+        self._captures = {
+            name: _decode_capture(data, name) for name, data in (captures or {}).items()
+        }
+        self._replays = [_decode_capture(data, f"replay #{n}") for n, data in enumerate(replays)]
+        for scenario in self.scenarios:
+            name = scenario.reply.replay if scenario.reply is not None else None
+            if name is not None and name not in self._captures:
+                raise ScenarioError(f"scenario {scenario.name or '?'}: capture {name!r} not loaded")
+        self._served = [0] * len(self.scenarios)
+        self._serial = 0
+        self._replay_turn = 0
+        self._store: OrderedDict[str, StoredReply] = OrderedDict()
+
+    # -- requests ---------------------------------------------------------------------
+
+    def answer(
+        self,
+        dialect: str,
+        body: bytes,
+        *,
+        content_type: str | None = None,
+        model: str | None = None,
+        stream: bool | None = None,
+        framing: str | None = None,
+        created: int = 0,
+    ) -> Answer:
+        """Answer one request to a generating endpoint.
+
+        Args:
+            dialect: The endpoint's dialect.
+            body: The raw request body.
+            content_type: The request's ``Content-Type`` header.
+            model: The model named in the URL (Gemini).
+            stream: Whether the endpoint streams, when the URL decides (Gemini).
+            framing: ``sse`` or ``json_array`` (Gemini ``alt=sse`` or not).
+            created: The current Unix time, for ``created`` fields.
+        """
+        provider = DIALECTS[dialect].provider
+        self._serial += 1
+        request_id = f"req_{reply_id('', self.seed, self._serial)[:20]}"
+        if content_type is not None and "json" not in content_type.lower():
+            return self._error(
+                provider,
+                dialect,
+                400,
+                f"Invalid Content-Type header ({content_type}), expected application/json.",
+                request_id,
+            )
+        try:
+            parsed = _decode_json.decode(body)
+        except msgspec.DecodeError:
+            return self._error(provider, dialect, 400, _bad_json(dialect), request_id)
+        try:
+            summary = summarize(dialect, parsed, model=model, stream=stream)
+        except RequestError as exc:
+            return error_to_answer(
+                error_answer(
+                    provider,
+                    exc.status,
+                    exc.message,
+                    dialect=dialect,
+                    param=exc.param,
+                    code=exc.code,
+                    request_id=request_id,
+                )
+            )
+        position, scenario = self._select(summary)
+        if not self._model_known(summary.model, provider):
+            return self._error(
+                provider,
+                dialect,
+                404,
+                _unknown_model(dialect, summary.model),
+                request_id,
+                code="model_not_found",
+            )
+        faults = scenario.faults if scenario is not None else Faults()
+        timing = scenario.timing if scenario is not None else Timing()
+        if scenario is not None and position is not None:
+            self._served[position] += 1
+            failure = faults.http_error
+            if failure is not None and (
+                failure.times is None or self._served[position] <= failure.times
+            ):
+                return error_to_answer(
+                    error_answer(
+                        provider,
+                        failure.status,
+                        failure.message,
+                        dialect=dialect,
+                        retry_after=failure.retry_after,
+                        request_id=request_id,
+                    )
+                )
+        response_id = reply_id(dialect, self.seed, self._serial)
+        events = self._events(scenario, summary, response_id, created)
+        headers = {"x-request-id": request_id, "request-id": request_id}
+        if not summary.stream:
+            return self._unary(
+                summary=summary,
+                events=events,
+                response_id=response_id,
+                faults=faults,
+                timing=timing,
+                headers=headers,
+            )
+        if dialect.endswith("_chat") and not summary.include_usage:
+            # Chat Completions sends the usage chunk only when asked
+            # (stream_options.include_usage); the non-streaming body always has usage.
+            events = strip_usage(events)
+        frames = render_frames(
+            dialect, events, framing=framing, error=faults.error, terminal=not faults.no_terminal
+        )
+        if dialect in RESUMABLE:
+            full = frames
+            if faults.no_terminal or faults.error is not None:
+                full = render_frames(dialect, events, framing=framing, error=faults.error)
+            self._keep(
+                response_id,
+                StoredReply(
+                    dialect=dialect, frames=full, native=_rebuild(dialect, events), timing=timing
+                ),
+            )
+        sse = framing != "json_array"
+        headers |= _SSE_HEADERS
+        headers["content-type"] = "text/event-stream" if sse else "application/json"
+        plan = plan_delivery(frames, timing=timing, faults=faults, sse=sse)
+        return Answer(status=200, headers=headers, plan=plan)
+
+    def retrieve(
+        self,
+        dialect: str,
+        response_id: str,
+        *,
+        stream: bool = False,
+        cursor: int | str | None = None,
+    ) -> Answer:
+        """``GET`` a stored reply: the final object, or its stream after ``cursor``.
+
+        Args:
+            dialect: The endpoint's dialect (``*_responses`` or ``gemini_interactions``).
+            response_id: The reply id.
+            stream: Stream the events instead of returning the final object.
+            cursor: OpenAI ``starting_after`` (int) or Interactions ``last_event_id``.
+        """
+        provider = DIALECTS[dialect].provider
+        stored = self._store.get(response_id)
+        if stored is None or stored.dialect != dialect:
+            noun = "Interaction" if dialect == "gemini_interactions" else "Response"
+            return self._error(
+                provider, dialect, 404, f"{noun} with id '{response_id}' not found.", "req_retrieve"
+            )
+        if not stream:
+            return json_answer(stored.native, Timing(), Faults())
+        frames = frames_after(stored.frames, cursor)
+        if frames is None:
+            return self._error(
+                provider,
+                dialect,
+                400,
+                f"last_event_id '{cursor}' is not an event of this interaction.",
+                "req_retrieve",
+            )
+        headers = dict(_SSE_HEADERS)
+        headers["content-type"] = "text/event-stream"
+        plan = plan_delivery(frames, timing=stored.timing, faults=Faults(), sse=True)
+        return Answer(status=200, headers=headers, plan=plan)
+
+    def unknown_path(self, path: str, method: str, *, allowed: bool = False) -> Answer:
+        """Answer a path no endpoint serves (404), or a known path with the wrong
+        method (405), in the shape of the provider whose prefix it has."""
+        provider = provider_of_path(path)
+        if allowed:
+            return error_to_answer(
+                error_answer(provider, 405, f"Method {method} not allowed for {path}.")
+            )
+        message = f"Unknown request URL: {method} {path}. Please check the URL and the method."
+        if provider == "anthropic":
+            message = "Not Found"
+        elif provider == "gemini":
+            message = f"The requested URL {path} was not found on this server."
+        return error_to_answer(error_answer(provider, 404, message, code="unknown_url"))
+
+    def too_large(self, provider: str | None, dialect: str | None) -> Answer:
+        """Answer a body over :data:`MAX_BODY_SIZE` (413, provider's shape)."""
+        return error_to_answer(
+            error_answer(
+                provider,
+                413,
+                f"Request too large: the body exceeds the limit of {MAX_BODY_SIZE} bytes.",
+                dialect=dialect,
+            )
+        )
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _error(
+        self,
+        provider: str,
+        dialect: str,
+        status: int,
+        message: str,
+        request_id: str,
+        *,
+        code: str | None = None,
+    ) -> Answer:
+        return error_to_answer(
+            error_answer(
+                provider, status, message, dialect=dialect, code=code, request_id=request_id
+            )
+        )
+
+    def _select(self, summary: RequestSummary) -> tuple[int | None, Scenario | None]:
+        for position, scenario in enumerate(self.scenarios):
+            if scenario.matches(
+                dialect=summary.dialect,
+                provider=summary.provider,
+                model=summary.model,
+                user_text=summary.user_text,
+                has_tools=summary.has_tools,
+                has_tool_result=summary.has_tool_result,
+            ):
+                return position, scenario
+        return None, None
+
+    def _model_known(self, model: str, provider: str) -> bool:
+        if self.any_model or self._replays:
+            return True
+        if model.startswith(MODEL_PATTERNS.get(provider, ())):
+            return True
+        return any(
+            s.match.model is not None and fnmatch.fnmatchcase(model, s.match.model)
+            for s in self.scenarios
+        )
+
+    def _events(
+        self, scenario: Scenario | None, summary: RequestSummary, response_id: str, created: int
+    ) -> list[Event]:
+        reply = scenario.reply if scenario is not None else None
+        recorded: list[Event] | None = None
+        if reply is not None and reply.replay is not None:
+            recorded = self._captures[reply.replay]
+        elif scenario is None and self._replays:
+            recorded = self._replays[self._replay_turn % len(self._replays)]
+            self._replay_turn += 1
+        if recorded is not None:
+            return retarget(
+                recorded, dialect=summary.dialect, response_id=response_id, model=summary.model
+            )
+        chunking = scenario.chunking if scenario is not None else None
+        return reply_events(
+            reply, summary, response_id=response_id, created=created, chunking=chunking
+        )
+
+    def _unary(
+        self,
+        *,
+        summary: RequestSummary,
+        events: list[Event],
+        response_id: str,
+        faults: Faults,
+        timing: Timing,
+        headers: dict[str, str],
+    ) -> Answer:
+        dialect = summary.dialect
+        if faults.error is not None:
+            # A non-streaming call cannot fail after its 200: it fails with the
+            # status the provider uses for that cause.
+            status = _KIND_STATUS.get(faults.error.kind, 500)
+            if faults.error.kind == "overloaded":
+                status = 529 if summary.provider == "anthropic" else 503
+            return error_to_answer(
+                error_answer(summary.provider, status, faults.error.message, dialect=dialect)
+            )
+        native = _rebuild(dialect, events)
+        if dialect in RESUMABLE:
+            frames = render_frames(dialect, events)
+            self._keep(
+                response_id,
+                StoredReply(dialect=dialect, frames=frames, native=native, timing=timing),
+            )
+            if summary.background:
+                native = _pending(native, dialect)
+        answer = json_answer(native, timing, faults)
+        answer.headers |= headers
+        return answer
+
+    def _keep(self, response_id: str, stored: StoredReply) -> None:
+        self._store[response_id] = stored
+        native_id = stored.native.get("id")
+        if isinstance(native_id, str) and native_id != response_id:
+            self._store[native_id] = stored
+        while len(self._store) > MAX_STORED:
+            self._store.popitem(last=False)
+
+
+def json_answer(
+    native: dict[str, Any], timing: Timing | None = None, faults: Faults | None = None
+) -> Answer:
+    """A JSON body as an :class:`Answer` (timing and drop faults applied)."""
+    body = _encode_json.encode(native)
+    plan = plan_delivery(
+        [Frame(data=body)], timing=timing or Timing(), faults=faults or Faults(), sse=False
+    )
+    return Answer(status=200, headers={"content-type": "application/json"}, plan=plan)
+
+
+def _rebuild(dialect: str, events: Iterable[Event]) -> dict[str, Any]:
+    return get_dialect(dialect).rebuild(events)
+
+
+def _pending(native: dict[str, Any], dialect: str) -> dict[str, Any]:
+    """The object a ``background: true`` create returns before the reply exists."""
+    pending = dict(native)
+    if dialect == "gemini_interactions":
+        pending["status"] = "in_progress"
+        for key in ("outputs", "steps", "usage"):
+            pending.pop(key, None)
+        return pending
+    pending["status"] = "queued"
+    pending["output"] = []
+    pending["usage"] = None
+    if "completed_at" in pending:
+        pending["completed_at"] = None
+    return pending
+
+
+def _decode_capture(data: bytes, name: str) -> list[Event]:
+    decoder = StreamDecoder("auto")
+    try:
+        events = decoder.feed(data) + decoder.close()
+    except PolystreamError as exc:
+        raise ScenarioError(f"capture {name}: {exc}") from None
+    return events
+
+
+def _bad_json(dialect: str) -> str:
+    if dialect.startswith("gemini"):
+        return "Invalid JSON payload received. Unexpected token."
+    if dialect.endswith("_messages"):
+        return "There was an error parsing the body of your request: invalid JSON."
+    return (
+        "We could not parse the JSON body of your request. (HINT: This likely means you "
+        "aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, "
+        "but what was sent was not valid JSON."
+    )
+
+
+def _unknown_model(dialect: str, model: str) -> str:
+    if dialect.startswith("gemini"):
+        return (
+            f"models/{model} is not found for API version v1beta, or is not supported for "
+            "this method."
+        )
+    if dialect.endswith("_messages"):
+        return f"model: {model}"
+    return f"The model `{model}` does not exist or you do not have access to it."

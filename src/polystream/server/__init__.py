@@ -1,0 +1,21 @@
+"""The I/O shells around the emulator core (layer 5): the ASGI app and its runner.
+
+``create_app(emulator)`` builds the Starlette app; ``ServerThread`` serves it with
+uvicorn in a background thread (tests, ``polystream demo``); ``load_emulator`` reads
+scenario files and captures. ``polystream serve`` runs it in the foreground. See
+``docs/emulator.md``.
+"""
+
+from __future__ import annotations
+
+from polystream.server._app import ENDPOINTS, ServerStats, create_app, quiet_dropped_connections
+from polystream.server._run import ServerThread, load_emulator
+
+__all__ = [
+    "ENDPOINTS",
+    "ServerStats",
+    "ServerThread",
+    "create_app",
+    "load_emulator",
+    "quiet_dropped_connections",
+]

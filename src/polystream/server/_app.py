@@ -1,0 +1,334 @@
+"""The emulator's ASGI app: routes, body limits, and timed delivery of the core's plans.
+
+Every decision (which reply, which status, which bytes, when) is made by
+:class:`polystream.scenario.Emulator`; this module reads request bodies (bounded by
+:data:`~polystream.scenario.MAX_BODY_SIZE`), calls it, then sends each planned chunk at
+its time with ``more_body=True`` so that every event leaves the server as soon as it is
+produced. A client that disconnects stops the delivery at once; a planned dropped
+connection ends the response without its last chunk, so the client sees a broken
+transfer rather than a clean end.
+
+Base URLs (point the official SDK's ``base_url`` here, change nothing else):
+
+* OpenAI ``http://HOST:PORT/openai/v1``
+* xAI ``http://HOST:PORT/xai/v1`` (OpenAI SDK) and ``http://HOST:PORT/xai`` (Anthropic SDK)
+* Anthropic ``http://HOST:PORT/anthropic``
+* Gemini ``http://HOST:PORT/gemini`` (google-genai ``http_options={"base_url": ...}``)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from polystream.scenario import (
+    MAX_BODY_SIZE,
+    Answer,
+    DeliveryPlan,
+    Emulator,
+    error_answer,
+    error_to_answer,
+    json_answer,
+    provider_of_path,
+)
+
+__all__ = ["ENDPOINTS", "ServerStats", "create_app", "quiet_dropped_connections"]
+
+logger = logging.getLogger("polystream.server")
+
+ENDPOINTS: Final = (
+    ("POST", "/openai/v1/responses", "openai_responses"),
+    ("GET", "/openai/v1/responses/{id}", "openai_responses"),
+    ("POST", "/openai/v1/chat/completions", "openai_chat"),
+    ("POST", "/xai/v1/responses", "xai_responses"),
+    ("GET", "/xai/v1/responses/{id}", "xai_responses"),
+    ("POST", "/xai/v1/chat/completions", "xai_chat"),
+    ("POST", "/xai/v1/messages", "xai_messages"),
+    ("POST", "/anthropic/v1/messages", "anthropic_messages"),
+    ("POST", "/gemini/{version}/models/{model}:streamGenerateContent", "gemini_generate"),
+    ("POST", "/gemini/{version}/models/{model}:generateContent", "gemini_generate"),
+    ("POST", "/gemini/{version}/interactions", "gemini_interactions"),
+    ("GET", "/gemini/{version}/interactions/{id}", "gemini_interactions"),
+)
+"""Every emulated endpoint: method, path, dialect."""
+
+_GEMINI_VERSIONS: Final = frozenset({"v1beta", "v1", "v1alpha"})
+# Every route takes every method, so a wrong method gets 405 in the provider's shape
+# (Starlette would answer a plain-text 405).
+_ALL_METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_DROP_MESSAGE: Final = "ASGI callable returned without completing response."
+
+
+class ServerStats:
+    """Counters of what the server did (read by tests and the demo).
+
+    Attributes:
+        requests: Requests answered.
+        streams: Streamed answers started.
+        completed: Answers delivered to the end.
+        cancelled: Answers stopped because the client disconnected.
+        dropped: Answers ended by a planned dropped connection.
+        chunks: Body chunks sent.
+    """
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.streams = 0
+        self.completed = 0
+        self.cancelled = 0
+        self.dropped = 0
+        self.chunks = 0
+
+
+class _DropFilter(logging.Filter):
+    """Silences uvicorn's error line for connections the emulator drops on purpose
+    (a planned fault, not a failure); any other occurrence is still logged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.pending > 0 and record.getMessage() == _DROP_MESSAGE:
+            self.pending -= 1
+            return False
+        return True
+
+
+_drop_filter = _DropFilter()
+
+
+def quiet_dropped_connections() -> None:
+    """Install the filter that keeps planned connection drops out of uvicorn's error log."""
+    uvicorn_error = logging.getLogger("uvicorn.error")
+    if _drop_filter not in uvicorn_error.filters:
+        uvicorn_error.addFilter(_drop_filter)
+
+
+class _PlanResponse(Response):
+    """Sends an :class:`~polystream.scenario.Answer`: each chunk at its time."""
+
+    def __init__(self, answer: Answer, stats: ServerStats) -> None:
+        self.answer = answer
+        self.stats = stats
+        self.status_code = answer.status
+        self.background = None
+        self.raw_headers = [
+            (name.encode("latin-1"), value.encode("latin-1"))
+            for name, value in answer.headers.items()
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        plan: DeliveryPlan = self.answer.plan
+        stats = self.stats
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            # The body was read already: the next message is the disconnect.
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.create_task(watch())
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        try:
+            for chunk in plan.chunks:
+                if not await _wait_until(start + chunk.at, loop, gone):
+                    stats.cancelled += 1
+                    return
+                await send({"type": "http.response.body", "body": chunk.data, "more_body": True})
+                stats.chunks += 1
+            if plan.drop:
+                stats.dropped += 1
+                _drop_filter.pending += 1
+                return  # the server closes the connection mid-body
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            stats.completed += 1
+        finally:
+            watcher.cancel()
+
+
+async def _wait_until(
+    deadline: float, loop: asyncio.AbstractEventLoop, gone: asyncio.Event
+) -> bool:
+    """Sleep until ``deadline``; False if the client went away first."""
+    delay = deadline - loop.time()
+    if delay > 0:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(gone.wait(), delay)
+    return not gone.is_set()
+
+
+async def _read_body(request: Request) -> bytes | None:
+    """The request body, or None when it exceeds the limit (read no further)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_SIZE:
+        return None
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > MAX_BODY_SIZE:
+            return None
+        parts.append(part)
+    return b"".join(parts)
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def create_app(emulator: Emulator | None = None) -> Starlette:
+    """Build the ASGI app around an emulator (default: no scenarios, default replies).
+
+    ``app.state.emulator`` is the emulator, ``app.state.stats`` its
+    :class:`ServerStats`.
+    """
+    emu = emulator if emulator is not None else Emulator()
+    stats = ServerStats()
+
+    def respond(answer: Answer) -> Response:
+        stats.requests += 1
+        if answer.headers.get("content-type") == "text/event-stream":
+            stats.streams += 1
+        return _PlanResponse(answer, stats)
+
+    def guard(method: str, handler: Handler) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            if request.method != method:
+                return respond(emu.unknown_path(request.url.path, request.method, allowed=True))
+            try:
+                return await handler(request)
+            except Exception as exc:  # the server keeps serving; the client gets a 500
+                logger.error("internal error on %s %s: %r", request.method, request.url.path, exc)
+                return respond(_internal(request.url.path))
+
+        return endpoint
+
+    def generate(dialect: str) -> Handler:
+        async def handler(request: Request) -> Response:
+            model: str | None = None
+            stream: bool | None = None
+            framing: str | None = None
+            if dialect == "gemini_generate":
+                version = request.path_params["version"]
+                model, _, method = request.path_params["target"].rpartition(":")
+                if (
+                    version not in _GEMINI_VERSIONS
+                    or method
+                    not in (
+                        "streamGenerateContent",
+                        "generateContent",
+                    )
+                    or not model
+                ):
+                    return respond(emu.unknown_path(request.url.path, request.method))
+                stream = method == "streamGenerateContent"
+                framing = "sse" if request.query_params.get("alt") == "sse" else "json_array"
+                if not stream:
+                    framing = None
+            elif "version" in request.path_params and (
+                request.path_params["version"] not in _GEMINI_VERSIONS
+            ):
+                return respond(emu.unknown_path(request.url.path, request.method))
+            body = await _read_body(request)
+            if body is None:
+                return respond(emu.too_large(provider_of_path(request.url.path), dialect))
+            answer = emu.answer(
+                dialect,
+                body,
+                content_type=request.headers.get("content-type"),
+                model=model,
+                stream=stream,
+                framing=framing,
+                created=int(time.time()),
+            )
+            return respond(answer)
+
+        return handler
+
+    def retrieve(dialect: str) -> Handler:
+        async def handler(request: Request) -> Response:
+            query = request.query_params
+            stream = query.get("stream", "false").lower() == "true"
+            cursor: int | str | None = None
+            if dialect == "gemini_interactions":
+                if request.path_params["version"] not in _GEMINI_VERSIONS:
+                    return respond(emu.unknown_path(request.url.path, request.method))
+                cursor = query.get("last_event_id") or None
+            elif query.get("starting_after") is not None:
+                raw = query["starting_after"]
+                if not raw.lstrip("-").isdigit():
+                    return respond(_bad_param(request.url.path, "starting_after", raw))
+                cursor = int(raw)
+            return respond(
+                emu.retrieve(dialect, request.path_params["id"], stream=stream, cursor=cursor)
+            )
+
+        return handler
+
+    async def index(request: Request) -> Response:
+        listing = {
+            "service": "polystream provider emulator",
+            "base_urls": {
+                "openai": "/openai/v1",
+                "xai": "/xai/v1",
+                "xai_messages": "/xai",
+                "anthropic": "/anthropic",
+                "gemini": "/gemini",
+            },
+            "endpoints": [{"method": m, "path": p, "dialect": d} for m, p, d in ENDPOINTS],
+        }
+        return respond(json_answer(listing))
+
+    async def unknown(request: Request) -> Response:
+        return respond(emu.unknown_path(request.url.path, request.method))
+
+    routes = [Route("/", guard("GET", index), methods=_ALL_METHODS)]
+    for method, path, dialect in ENDPOINTS:
+        if ":" in path:
+            continue  # Gemini's model:method paths share the route below
+        handler = retrieve(dialect) if method == "GET" else generate(dialect)
+        routes.append(Route(path, guard(method, handler), methods=_ALL_METHODS))
+    routes.append(
+        Route(
+            "/gemini/{version}/models/{target:path}",
+            guard("POST", generate("gemini_generate")),
+            methods=_ALL_METHODS,
+        )
+    )
+    routes.append(Route("/{rest:path}", unknown, methods=_ALL_METHODS))
+    app = Starlette(routes=routes)
+    app.state.emulator = emu
+    app.state.stats = stats
+    return app
+
+
+def _internal(path: str) -> Answer:
+    return error_to_answer(
+        error_answer(provider_of_path(path), 500, "The emulator failed to answer this request.")
+    )
+
+
+def _bad_param(path: str, name: str, value: Any) -> Answer:
+    return error_to_answer(
+        error_answer(
+            provider_of_path(path),
+            400,
+            f"Invalid value for '{name}': {value!r} is not an integer.",
+            param=name,
+        )
+    )

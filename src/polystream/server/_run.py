@@ -1,0 +1,146 @@
+"""Run the emulator with uvicorn: in the foreground (``polystream serve``) or in a
+background thread on a free loopback port (``polystream demo`` and tests)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+
+from polystream.scenario import Emulator, Scenario, ScenarioError, load_scenarios
+from polystream.server._app import create_app, quiet_dropped_connections
+
+__all__ = ["ServerThread", "load_emulator"]
+
+
+def load_emulator(
+    scenario_paths: list[str] | None = None,
+    replay_paths: list[str] | None = None,
+    *,
+    any_model: bool = False,
+) -> Emulator:
+    """Read scenario files (``.json``; ``.yaml``/``.yml`` with PyYAML) and captures,
+    and build the emulator. Captures named by ``reply.replay`` are read relative to
+    their scenario file.
+
+    Raises:
+        ScenarioError: A file is not a valid scenario list or capture.
+        OSError: A file cannot be read.
+    """
+    scenarios: list[Scenario] = []
+    captures: dict[str, bytes] = {}
+    for name in scenario_paths or ():
+        path = Path(name)
+        yaml = path.suffix.lower() in (".yaml", ".yml")
+        loaded = load_scenarios(
+            path.read_bytes(), format="yaml" if yaml else "json", source=str(path)
+        )
+        for scenario in loaded:
+            replay = scenario.reply.replay if scenario.reply is not None else None
+            if replay is not None and replay not in captures:
+                capture = path.parent / replay
+                if not capture.is_file():
+                    raise ScenarioError(f"{path}: capture {replay!r} not found at {capture}")
+                captures[replay] = capture.read_bytes()
+        scenarios.extend(loaded)
+    replays = [Path(name).read_bytes() for name in replay_paths or ()]
+    return Emulator(scenarios, captures=captures, replays=replays, any_model=any_model)
+
+
+class ServerThread:
+    """The emulator served by uvicorn in a background thread.
+
+    Args:
+        emulator: The emulator (default: default replies only).
+        host: The interface to bind.
+        port: The port; 0 picks a free one (see :attr:`port` once started).
+        log_level: uvicorn's log level.
+
+    Usage::
+
+        with ServerThread() as server:
+            client = openai.OpenAI(base_url=server.base_url + "/openai/v1", api_key="x")
+    """
+
+    def __init__(
+        self,
+        emulator: Emulator | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_level: str = "warning",
+    ) -> None:
+        self.app = create_app(emulator)
+        self.host = host
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((host, port))
+        self.port: int = self._socket.getsockname()[1]
+        quiet_dropped_connections()
+        config = uvicorn.Config(
+            self.app,
+            log_level=log_level,
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=1,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [self._socket]},
+            daemon=True,
+            name=f"polystream-emulator-{self.port}",
+        )
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT`` (append a provider prefix: ``/openai/v1``...)."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def stats(self) -> Any:
+        """The app's :class:`~polystream.server.ServerStats`."""
+        return self.app.state.stats
+
+    def start(self, timeout: float = 10.0) -> ServerThread:
+        """Start serving; returns once the server accepts connections.
+
+        Raises:
+            RuntimeError: The server did not start within ``timeout`` seconds.
+        """
+        self._thread.start()
+        started = threading.Event()
+
+        def wait() -> None:
+            while not self._server.started and self._thread.is_alive():
+                started.wait(0.01)
+
+        waiter = threading.Thread(target=wait, daemon=True)
+        waiter.start()
+        waiter.join(timeout)
+        if not self._server.started:
+            self.stop()
+            raise RuntimeError("the emulator did not start")
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving and wait for the thread to end."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        self._socket.close()
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
