@@ -1,0 +1,185 @@
+"""The event journal: what a gateway sent on each stream, so that a client can resume.
+
+A stream's journal is an ordered list of *entries*: one SSE event's exact bytes as sent
+to the client, with its cursor (the ``sequence_number`` for OpenAI Responses, the
+``event_id`` for Interactions, the gateway's own counter, sent as the SSE ``id:``, for
+every other dialect). Resuming means replaying the entries after a cursor, then following
+the stream live while it is still running.
+
+Backends share one interface: :class:`MemoryJournal` here (the default, one process),
+``polystream.server.journal_sqlite.SQLiteJournal`` (a file) and
+``polystream.server.journal_redis.RedisJournal`` (Redis Streams, shared by several
+gateway instances behind a load balancer).
+
+Retention is bounded (documented defaults in :class:`Retention`): the number of streams
+kept, the bytes kept per stream, and how long a stream is kept after it finished. A
+stream that outgrows its byte budget stops being resumable (the journal says so) rather
+than growing without bound.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections import OrderedDict
+from typing import Any
+
+import msgspec
+
+__all__ = ["Entry", "Journal", "JournalMiss", "MemoryJournal", "Retention"]
+
+
+class Entry(msgspec.Struct, frozen=True):
+    """One journalled SSE event.
+
+    Fields:
+        position: 0-based position in the stream.
+        cursor: The client-visible cursor of this event.
+        data: The exact bytes sent.
+    """
+
+    position: int
+    cursor: str
+    data: bytes
+
+
+class Retention(msgspec.Struct, frozen=True, kw_only=True):
+    """Bounds on what a journal keeps.
+
+    Fields:
+        max_streams: Streams kept; the oldest are dropped first (default 10,000).
+        max_stream_bytes: Bytes kept per stream (default 16 MiB); past it the stream
+            is marked overflowed and can no longer be resumed.
+        ttl_seconds: How long a stream is kept after its last write (default 1 hour;
+            enforced by the Redis and SQLite backends, and by the memory backend's
+            ``now`` argument).
+    """
+
+    max_streams: int = 10_000
+    max_stream_bytes: int = 16 * 1024 * 1024
+    ttl_seconds: float = 3600.0
+
+
+class JournalMiss(LookupError):
+    """The stream is unknown, expired, or overflowed its byte budget; or the cursor is
+    not in it."""
+
+
+class Journal(abc.ABC):
+    """The journal interface (see the module docstring).
+
+    All methods are synchronous; backends that do I/O say so with ``blocking = True``
+    so that async shells run them in a worker thread.
+    """
+
+    blocking = False
+
+    def __init__(self, retention: Retention | None = None) -> None:
+        self.retention = retention or Retention()
+
+    @abc.abstractmethod
+    def create(self, stream_id: str, meta: dict[str, Any], *, now: float = 0.0) -> None:
+        """Start a stream's journal with its metadata (dialect, model, ...)."""
+
+    @abc.abstractmethod
+    def append(self, stream_id: str, entries: list[tuple[str, bytes]], *, now: float = 0.0) -> None:
+        """Append ``(cursor, bytes)`` entries, in order."""
+
+    @abc.abstractmethod
+    def finish(self, stream_id: str, *, now: float = 0.0) -> None:
+        """Mark the stream complete (no entry will follow)."""
+
+    @abc.abstractmethod
+    def meta(self, stream_id: str) -> dict[str, Any]:
+        """The stream's metadata. Raises :class:`JournalMiss`."""
+
+    @abc.abstractmethod
+    def read_after(self, stream_id: str, cursor: str | None) -> tuple[list[Entry], bool]:
+        """Entries after ``cursor`` (all when None), and whether the stream finished.
+
+        Raises:
+            JournalMiss: Unknown, expired or overflowed stream, or a cursor that is not
+                in the stream.
+        """
+
+    def read_from(self, stream_id: str, position: int) -> tuple[list[Entry], bool]:
+        """Entries from ``position`` on, and whether the stream finished."""
+        entries, finished = self.read_after(stream_id, None)
+        return entries[position:], finished
+
+
+class _Stream:
+    __slots__ = ("cursors", "entries", "finished", "meta", "overflowed", "size", "touched")
+
+    def __init__(self, meta: dict[str, Any], now: float) -> None:
+        self.meta = meta
+        self.entries: list[Entry] = []
+        self.cursors: dict[str, int] = {}
+        self.size = 0
+        self.finished = False
+        self.overflowed = False
+        self.touched = now
+
+
+class MemoryJournal(Journal):
+    """An in-process journal (the default). Sans-I/O; bounded by :class:`Retention`."""
+
+    def __init__(self, retention: Retention | None = None) -> None:
+        super().__init__(retention)
+        self._streams: OrderedDict[str, _Stream] = OrderedDict()
+
+    def _get(self, stream_id: str, now: float | None = None) -> _Stream:
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            raise JournalMiss(f"no journal for stream {stream_id!r} (unknown or expired)")
+        if now is not None and now - stream.touched > self.retention.ttl_seconds:
+            del self._streams[stream_id]
+            raise JournalMiss(f"the journal of stream {stream_id!r} expired")
+        return stream
+
+    def create(self, stream_id: str, meta: dict[str, Any], *, now: float = 0.0) -> None:
+        self._streams[stream_id] = _Stream(dict(meta), now)
+        self._streams.move_to_end(stream_id)
+        while len(self._streams) > self.retention.max_streams:
+            self._streams.popitem(last=False)
+        # Expire streams idle past the TTL (oldest first).
+        for key in list(self._streams)[:16]:
+            if now - self._streams[key].touched > self.retention.ttl_seconds:
+                del self._streams[key]
+
+    def append(self, stream_id: str, entries: list[tuple[str, bytes]], *, now: float = 0.0) -> None:
+        stream = self._streams.get(stream_id)
+        if stream is None or stream.overflowed:
+            return
+        stream.touched = now
+        for cursor, data in entries:
+            stream.size += len(data)
+            if stream.size > self.retention.max_stream_bytes:
+                stream.overflowed = True
+                stream.entries = []
+                stream.cursors = {}
+                return
+            stream.cursors[cursor] = len(stream.entries)
+            stream.entries.append(Entry(len(stream.entries), cursor, data))
+
+    def finish(self, stream_id: str, *, now: float = 0.0) -> None:
+        stream = self._streams.get(stream_id)
+        if stream is not None:
+            stream.finished = True
+            stream.touched = now
+
+    def meta(self, stream_id: str) -> dict[str, Any]:
+        return dict(self._get(stream_id).meta)
+
+    def read_after(self, stream_id: str, cursor: str | None) -> tuple[list[Entry], bool]:
+        stream = self._get(stream_id)
+        if stream.overflowed:
+            raise JournalMiss(
+                f"stream {stream_id!r} outgrew the journal's byte budget "
+                f"({self.retention.max_stream_bytes} bytes) and cannot be resumed"
+            )
+        if cursor is None:
+            return list(stream.entries), stream.finished
+        position = stream.cursors.get(cursor)
+        if position is None:
+            raise JournalMiss(f"cursor {cursor!r} is not in stream {stream_id!r}")
+        return stream.entries[position + 1 :], stream.finished

@@ -1,0 +1,146 @@
+"""The three journal backends behind one interface, held to the same behaviour."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from polystream.journal import Journal, JournalMiss, MemoryJournal, Retention
+from polystream.server.journal_redis import RedisJournal
+from polystream.server.journal_sqlite import SQLiteJournal
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is missing; .ci/run must install it")
+        pytest.skip("redis-server is not installed here (CI installs it)")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def make(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    def factory(retention: Retention | None = None) -> Journal:
+        if request.param == "memory":
+            return MemoryJournal(retention)
+        if request.param == "sqlite":
+            return SQLiteJournal(str(tmp_path / "journal.db"), retention)
+        url = request.getfixturevalue("redis_url")
+        journal = RedisJournal(url, retention, prefix=f"test:{tmp_path.name}")
+        return journal
+
+    return factory
+
+
+def test_append_and_read_after(make) -> None:  # type: ignore[no-untyped-def]
+    journal = make()
+    journal.create("s1", {"dialect": "anthropic_messages"})
+    journal.append("s1", [("1", b"event: a\ndata: {}\n\n"), ("2", b"event: b\ndata: {}\n\n")])
+    journal.append("s1", [("3", b"event: c\ndata: {}\n\n")])
+    entries, finished = journal.read_after("s1", "1")
+    assert [(e.position, e.cursor, e.data) for e in entries] == [
+        (1, "2", b"event: b\ndata: {}\n\n"),
+        (2, "3", b"event: c\ndata: {}\n\n"),
+    ]
+    assert finished is False
+    journal.finish("s1")
+    entries, finished = journal.read_after("s1", None)
+    assert [e.cursor for e in entries] == ["1", "2", "3"] and finished is True
+    assert journal.read_after("s1", "3") == ([], True)
+    assert journal.meta("s1") == {"dialect": "anthropic_messages"}
+    assert [e.cursor for e in journal.read_from("s1", 2)[0]] == ["3"]
+
+
+def test_unknown_stream_and_cursor(make) -> None:  # type: ignore[no-untyped-def]
+    journal = make()
+    with pytest.raises(JournalMiss, match="no journal"):
+        journal.read_after("nope", None)
+    journal.create("s", {})
+    journal.append("s", [("a", b"x")])
+    with pytest.raises(JournalMiss, match="cursor 'zz'"):
+        journal.read_after("s", "zz")
+
+
+def test_byte_budget_overflow_is_reported_not_grown(make) -> None:  # type: ignore[no-untyped-def]
+    journal = make(Retention(max_stream_bytes=10))
+    journal.create("s", {})
+    journal.append("s", [("1", b"12345")])
+    journal.append("s", [("2", b"123456")])
+    with pytest.raises(JournalMiss, match="byte budget"):
+        journal.read_after("s", None)
+
+
+def test_streams_are_independent(make) -> None:  # type: ignore[no-untyped-def]
+    journal = make()
+    journal.create("a", {"n": 1})
+    journal.create("b", {"n": 2})
+    journal.append("a", [("1", b"A")])
+    journal.append("b", [("1", b"B")])
+    assert journal.read_after("a", None)[0][0].data == b"A"
+    assert journal.read_after("b", None)[0][0].data == b"B"
+
+
+def test_memory_retention_bounds() -> None:
+    journal = MemoryJournal(Retention(max_streams=2, ttl_seconds=10))
+    journal.create("a", {}, now=0)
+    journal.create("b", {}, now=1)
+    journal.create("c", {}, now=2)
+    with pytest.raises(JournalMiss):
+        journal.read_after("a", None)
+    journal.create("d", {}, now=100)  # b and c are past the TTL now
+    with pytest.raises(JournalMiss):
+        journal.meta("b")
+    assert journal.meta("d") == {}
+
+
+def test_sqlite_survives_reopen(tmp_path: Path) -> None:
+    path = str(tmp_path / "j.db")
+    first = SQLiteJournal(path)
+    first.create("s", {"k": "v"})
+    first.append("s", [("1", b"one")])
+    first.finish("s")
+    first.close()
+    second = SQLiteJournal(path)
+    entries, finished = second.read_after("s", None)
+    assert [e.data for e in entries] == [b"one"] and finished
+
+
+def test_redis_shared_between_instances(redis_url: str) -> None:
+    writer = RedisJournal(redis_url, prefix="shared")
+    reader = RedisJournal(redis_url, prefix="shared")
+    writer.create("s", {"dialect": "openai_chat"})
+    writer.append("s", [("1", b"data: {}\n\n")])
+    entries, finished = reader.read_after("s", None)
+    assert [e.data for e in entries] == [b"data: {}\n\n"] and not finished
