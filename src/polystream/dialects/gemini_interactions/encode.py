@@ -1,0 +1,467 @@
+"""Unified events -> Gemini Interactions SSE bytes.
+
+Two modes, chosen by the stream's :class:`~polystream.events.StreamStart`:
+
+* **native** (``dialect == "gemini_interactions"``): the events came from this dialect's
+  decoder. Each *primary* event is rebuilt into its native event from its fields and
+  ``extra`` (``event_id`` = ``cursor``); events marked ``extra["derived"]`` produce nothing
+  (their content is already in the primary event). The schema (steps or legacy) is the
+  source's (``StreamStart.extra["schema"]``). The round trip reproduces every native
+  event with the same JSON values.
+* **foreign** (any other dialect): a valid current-schema stream is synthesised:
+  ``event_id`` values ``evt_<n>``, an interaction id (``StreamStart.id`` or ``int_<n>``),
+  one step per unified block (provider step indices from 0), ``interaction.completed``
+  with the final status and usage, then ``done``.
+
+Carriers and losses (foreign mode; each recorded with :meth:`DialectEncoder.lose`):
+
+* a SignatureDelta of a non-reasoning block is carried as a ``thought_signature`` delta on
+  that step (``carried=True``): the decoder gives it back as the same block's signature;
+* a server tool this API does not have becomes a ``<name>_call`` / ``<name>_result`` step
+  (``carried=True``; the SDK parses it as an unknown step);
+* refusal / code / code-result blocks become ``model_output`` text (``block-kind`` lost);
+* ``compaction`` and ``other`` blocks, reply-level citations, Metadata (grounding, safety),
+  cache-write token counts, named keep-alives and Unknown events cannot be carried.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from polystream.dialects._base import DialectEncoder
+from polystream.errors import LocalProtocolError
+from polystream.events import (
+    BlockEnd,
+    BlockStart,
+    Citation,
+    DataDelta,
+    ErrorEvent,
+    Event,
+    Finish,
+    KeepAlive,
+    Metadata,
+    ReasoningDelta,
+    SignatureDelta,
+    StatusUpdate,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+    Usage,
+    UsageUpdate,
+)
+from polystream.wire.sse import SSEEncoder
+
+from .decode import DIALECT, data_delta_type
+from .finish_reason import native_status
+from .usage import usage_to_native
+from .wire import (
+    NAMED_STEP_TYPES,
+    SERVER_TOOL_FAMILIES,
+    decode_any,
+    encode_json,
+    main_field,
+    step_type_of,
+)
+
+__all__ = ["Encoder"]
+
+_SSE: Final = SSEEncoder()
+_DONE: Final = b"event: done\ndata: [DONE]\n\n"
+_FOREIGN_TEXT_KINDS: Final = frozenset({"refusal", "code", "code_result"})
+
+
+class _Block:
+    __slots__ = ("kind", "provider", "stype")
+
+    def __init__(self, provider: int, kind: str, stype: str) -> None:
+        self.provider = provider
+        self.kind = kind
+        self.stype = stype
+
+
+class Encoder(DialectEncoder):
+    """Encode unified events as a Gemini Interactions SSE stream (see the module docstring).
+
+    Call :meth:`encode` per event and :meth:`close` once; ``losses`` lists what a foreign
+    stream could not carry.
+    """
+
+    dialect = DIALECT
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._native = True
+        self._legacy = False
+        self._interaction_id: str | None = None
+        self._model: str | None = None
+        self._blocks: dict[int, _Block] = {}
+        self._skipped: set[int] = set()
+        self._next_step = 0
+        self._next_event = 0
+        self._usage: Usage | None = None
+        self._final_sent = False
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _emit(self, name: str, payload: dict[str, Any], event: Event) -> bytes:
+        """One native event: payload + ``event_type`` + ``event_id``."""
+        extra = event.extra or {}
+        if not extra.get("no_event_type"):
+            payload["event_type"] = name
+        if self._native:
+            if event.cursor is not None:
+                payload["event_id"] = event.cursor
+        else:
+            payload["event_id"] = f"evt_{self._next_event:06d}"
+            self._next_event += 1
+        return _SSE.event(encode_json(payload), event=None if extra.get("no_event_name") else name)
+
+    def _ensure_id(self) -> str:
+        if self._interaction_id is None:
+            self._interaction_id = "int_000001"
+        return self._interaction_id
+
+    # -- dispatch --------------------------------------------------------------------------
+
+    def _encode(self, event: Event) -> bytes:
+        extra = event.extra
+        if self._native and extra is not None and extra.get("derived"):
+            return b""
+        kind = type(event)
+        if kind is TextDelta:
+            return self._text(event)  # type: ignore[arg-type]
+        if kind is ToolInputDelta:
+            return self._tool_input(event)  # type: ignore[arg-type]
+        if kind is ReasoningDelta:
+            return self._reasoning(event)  # type: ignore[arg-type]
+        if kind is SignatureDelta:
+            return self._signature(event)  # type: ignore[arg-type]
+        if kind is DataDelta:
+            return self._data(event)  # type: ignore[arg-type]
+        if kind is BlockStart:
+            return self._block_start(event)  # type: ignore[arg-type]
+        if kind is BlockEnd:
+            return self._block_end(event)  # type: ignore[arg-type]
+        if kind is Citation:
+            return self._citation(event)  # type: ignore[arg-type]
+        if kind is StreamStart:
+            return self._stream_start(event)  # type: ignore[arg-type]
+        if kind is StatusUpdate:
+            return self._status(event)  # type: ignore[arg-type]
+        if isinstance(event, UsageUpdate):
+            usage = event.usage
+            self._usage = usage if self._usage is None else self._usage.merged(usage)
+            return b""
+        if kind is ErrorEvent:
+            return self._error(event)  # type: ignore[arg-type]
+        if kind is Finish:
+            return self._finish(event)  # type: ignore[arg-type]
+        if kind is KeepAlive:
+            if event.comment is not None:  # type: ignore[union-attr]
+                return _SSE.comment(event.comment)  # type: ignore[union-attr]
+            self.lose("keep-alive", event, "Interactions streams have no named keep-alive event")
+            return b""
+        if kind is Unknown:
+            if self._native:
+                return _SSE.event(event.data, event=event.name)  # type: ignore[union-attr]
+            self.lose("event:unknown", event, "an unknown event of another dialect")
+            return b""
+        if kind is Metadata:
+            self.lose(
+                f"metadata:{event.name}",  # type: ignore[union-attr]
+                event,
+                "Interactions has no reply-level metadata event",
+            )
+        return b""
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _stream_start(self, event: StreamStart) -> bytes:
+        extra = event.extra or {}
+        self._native = event.dialect == DIALECT
+        self._legacy = self._native and extra.get("schema") == "legacy"
+        self._interaction_id = event.id
+        self._model = event.model
+        if self._native and extra.get("resumed"):
+            return b""
+        if self._native:
+            interaction: dict[str, Any] = {}
+            if event.id is not None:
+                interaction["id"] = event.id
+            interaction.update(extra.get("interaction") or {})
+            if event.model is not None:
+                interaction["model"] = event.model
+            payload = self._lifecycle(interaction, extra)
+            name = "interaction.start" if self._legacy else "interaction.created"
+            return self._emit(name, payload, event)
+        interaction = {"id": self._ensure_id(), "status": "in_progress", "object": "interaction"}
+        if event.model is not None:
+            interaction["model"] = event.model
+        return self._emit("interaction.created", {"interaction": interaction}, event)
+
+    def _lifecycle(self, interaction: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+        if extra.get("bare"):
+            return dict(interaction)
+        payload = {"interaction": interaction}
+        payload.update(extra.get("p") or {})
+        return payload
+
+    def _status(self, event: StatusUpdate) -> bytes:
+        extra = event.extra or {}
+        if not self._native:
+            payload = {"interaction_id": self._ensure_id(), "status": event.status}
+            return self._emit("interaction.status_update", payload, event)
+        name = extra.get("event", "interaction.status_update")
+        if name in ("interaction.completed", "interaction.complete"):
+            self._final_sent = True
+            interaction = dict(extra.get("interaction") or {})
+            if not extra.get("no_status"):
+                interaction["status"] = event.status
+            return self._emit(name, self._lifecycle(interaction, extra), event)
+        payload = dict(extra.get("p") or {})
+        if not extra.get("no_status"):
+            payload["status"] = event.status
+        return self._emit(name, payload, event)
+
+    def _error(self, event: ErrorEvent) -> bytes:
+        error = event.error
+        if error.kind == "protocol" and error.dialect is not None:
+            self.lose("protocol-error", event, "a decoding error is not a provider event")
+            return b""
+        extra = event.extra or {}
+        payload: dict[str, Any] = {}
+        if isinstance(error.raw, dict) and self._native:
+            payload["error"] = error.raw
+        elif not (self._native and extra.get("no_error")):
+            body: dict[str, Any] = {"code": error.code or error.kind, "message": error.message}
+            payload["error"] = error.raw if self._native and error.raw is not None else body
+        payload.update(extra.get("p") or {})
+        return self._emit("error", payload, event)
+
+    def _finish(self, event: Finish) -> bytes:
+        extra = event.extra or {}
+        if event.status == "truncated":
+            # A stream cut off stays cut off: no terminal events are invented.
+            return b""
+        out = b""
+        if not self._native and not self._final_sent:
+            usage = event.usage if event.usage is not None else self._usage
+            interaction: dict[str, Any] = {
+                "id": self._ensure_id(),
+                "status": native_status(event.status, event.reason),
+                "object": "interaction",
+            }
+            if self._model is not None:
+                interaction["model"] = self._model
+            if usage is not None:
+                native, lost = usage_to_native(usage)
+                interaction["usage"] = native
+                for what in lost:
+                    self.lose(f"usage.{what}", event, "Interactions usage has no such count")
+            self._final_sent = True
+            out = self._emit("interaction.completed", {"interaction": interaction}, event)
+        if self._native and extra.get("done") is False:
+            return out
+        if self._native and ("data" in extra or "event" in extra):
+            return out + _SSE.event(
+                str(extra.get("data", "[DONE]")), event=extra.get("event", "done")
+            )
+        return out + _DONE
+
+    # -- blocks --------------------------------------------------------------------------------
+
+    def _block_start(self, event: BlockStart) -> bytes:
+        extra = event.extra or {}
+        if self._native:
+            provider = extra.get("index", event.index)
+            stype = extra.get("type") or step_type_of(event.kind, event.name, self._legacy)
+            self._blocks[event.index] = _Block(provider, event.kind, stype)
+            if extra.get("implicit"):
+                return b""
+            borrowed = extra.get("from_delta") or ()
+            step: dict[str, Any] = {"type": stype}
+            if event.id is not None and "id" not in borrowed:
+                step["id"] = event.id
+            if event.call_id is not None and "call_id" not in borrowed:
+                step["call_id"] = event.call_id
+            if event.name is not None and stype in NAMED_STEP_TYPES and "name" not in borrowed:
+                step["name"] = event.name
+            if event.value is not None:
+                step[main_field(stype)] = event.value
+            step.update(extra.get("step") or {})
+            key = "content" if self._legacy else "step"
+            payload: dict[str, Any] = {"index": provider, key: step}
+            payload.update(extra.get("p") or {})
+            return self._emit("content.start" if self._legacy else "step.start", payload, event)
+        return self._foreign_block_start(event)
+
+    def _foreign_block_start(self, event: BlockStart) -> bytes:
+        kind = event.kind
+        if event.candidate != 0:
+            self._skipped.add(event.index)
+            self.lose("candidate", event, "Interactions streams have a single candidate")
+            return b""
+        step: dict[str, Any]
+        if kind in ("text", "image", "audio") or kind in _FOREIGN_TEXT_KINDS:
+            if kind in _FOREIGN_TEXT_KINDS:
+                self.lose(f"block-kind:{kind}", event, "sent as model_output text")
+            step = {"type": "model_output"}
+        elif kind == "reasoning":
+            step = {"type": "thought"}
+        elif kind == "tool_call":
+            step = {
+                "type": "function_call",
+                "id": event.call_id or event.id or f"call_{self._next_step}",
+                "name": event.name or "",
+                "arguments": event.value if isinstance(event.value, dict) else {},
+            }
+        elif kind in ("server_tool_call", "server_tool_result"):
+            family = event.name or "tool"
+            suffix = "_call" if kind == "server_tool_call" else "_result"
+            if family not in SERVER_TOOL_FAMILIES:
+                self.lose(
+                    f"server-tool:{family}",
+                    event,
+                    "no such Interactions tool; sent as an unknown step type",
+                    carried=True,
+                )
+            step = {"type": family + suffix}
+            if kind == "server_tool_call":
+                step["id"] = event.id or event.call_id or f"call_{self._next_step}"
+                if event.value is not None:
+                    step["arguments"] = event.value
+            else:
+                step["call_id"] = event.call_id or event.id or ""
+                if event.value is not None:
+                    step["result"] = event.value
+        else:
+            self._skipped.add(event.index)
+            self.lose(f"block-kind:{kind}", event, "Interactions has no such step")
+            return b""
+        provider = self._next_step
+        self._next_step += 1
+        self._blocks[event.index] = _Block(provider, kind, step["type"])
+        return self._emit("step.start", {"index": provider, "step": step}, event)
+
+    def _block(self, event: Event, index: int) -> _Block | None:
+        block = self._blocks.get(index)
+        if block is None:
+            if index in self._skipped:
+                return None
+            if self._native:
+                raise LocalProtocolError(
+                    f"delta for block {index}, which was never started", dialect=DIALECT
+                )
+            self.lose("orphan-delta", event, f"block {index} was never started")
+            return None
+        return block
+
+    def _delta(self, block: _Block, delta: dict[str, Any], event: Event) -> bytes:
+        extra = event.extra or {}
+        if self._native:
+            delta.update(extra.get("d") or {})
+        payload: dict[str, Any] = {"index": block.provider, "delta": delta}
+        if self._native:
+            if extra.get("no_index"):
+                del payload["index"]
+            payload.update(extra.get("p") or {})
+        return self._emit("content.delta" if self._legacy else "step.delta", payload, event)
+
+    def _text(self, event: TextDelta) -> bytes:
+        block = self._block(event, event.index)
+        if block is None:
+            return b""
+        delta: dict[str, Any] = {"type": "text"}
+        if not (self._native and (event.extra or {}).get("absent")):
+            delta["text"] = event.delta
+        return self._delta(block, delta, event)
+
+    def _reasoning(self, event: ReasoningDelta) -> bytes:
+        block = self._block(event, event.index)
+        if block is None:
+            return b""
+        extra = event.extra if self._native and event.extra else {}
+        delta: dict[str, Any] = {"type": "thought_summary"}
+        if "content_raw" in extra:
+            delta["content"] = extra["content_raw"]
+        elif not extra.get("absent"):
+            content = {"type": "text", "text": event.delta}
+            content.update(extra.get("content") or {})
+            delta["content"] = content
+        return self._delta(block, delta, event)
+
+    def _signature(self, event: SignatureDelta) -> bytes:
+        block = self._block(event, event.index)
+        if block is None:
+            return b""
+        if not self._native and block.kind != "reasoning":
+            self.lose(
+                "signature",
+                event,
+                "sent as a thought_signature delta on the step it belongs to",
+                carried=True,
+            )
+        delta: dict[str, Any] = {"type": "thought_signature"}
+        if not (self._native and (event.extra or {}).get("absent")):
+            delta["signature"] = event.delta
+        return self._delta(block, delta, event)
+
+    def _tool_input(self, event: ToolInputDelta) -> bytes:
+        block = self._block(event, event.index)
+        if block is None:
+            return b""
+        extra = event.extra if self._native and event.extra else {}
+        dtype = extra.get("dt")
+        if dtype is None:
+            delta: dict[str, Any] = {"type": "arguments_delta"}
+            if not extra.get("absent"):
+                delta["arguments"] = event.delta
+        else:
+            delta = {"type": dtype}
+            if not extra.get("absent"):
+                delta[main_field(dtype)] = decode_any(event.delta)
+        return self._delta(block, delta, event)
+
+    def _data(self, event: DataDelta) -> bytes:
+        block = self._block(event, event.index)
+        if block is None:
+            return b""
+        extra = event.extra if self._native and event.extra else {}
+        delta: dict[str, Any] = {"type": extra.get("dt") or data_delta_type(block.kind)}
+        if not extra.get("absent"):
+            delta["data"] = event.delta
+        if event.mime_type is not None:
+            delta["mime_type"] = event.mime_type
+        if event.replace and not self._native:
+            self.lose("data.replace", event, "Interactions data deltas only append")
+        return self._delta(block, delta, event)
+
+    def _citation(self, event: Citation) -> bytes:
+        if event.index is None:
+            self.lose("citation", event, "Interactions annotations belong to a step")
+            return b""
+        block = self._block(event, event.index)
+        if block is None:
+            return b""
+        extra = event.extra if self._native and event.extra else {}
+        delta: dict[str, Any] = {"type": "text_annotation_delta"}
+        if "annotations_raw" in extra:
+            delta["annotations"] = extra["annotations_raw"]
+        elif not extra.get("absent"):
+            delta["annotations"] = [event.citation, *(extra.get("more") or ())]
+        return self._delta(block, delta, event)
+
+    def _block_end(self, event: BlockEnd) -> bytes:
+        block = self._block(event, event.index)
+        if block is None:
+            return b""
+        extra = event.extra or {}
+        payload: dict[str, Any] = {"index": block.provider}
+        if self._native:
+            if extra.get("no_index"):
+                del payload["index"]
+            if event.status is not None:
+                payload["status"] = event.status
+            payload.update(extra.get("p") or {})
+        return self._emit("content.stop" if self._legacy else "step.stop", payload, event)
