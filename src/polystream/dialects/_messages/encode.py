@@ -1,0 +1,680 @@
+"""Unified events -> Messages SSE (Anthropic Messages, xAI ``/v1/messages``).
+
+Two cases:
+
+* **Same family** (the events were decoded from ``anthropic_messages`` or
+  ``xai_messages``): every native event is rebuilt from the unified events and their
+  ``extra`` (see :mod:`.decode`), so the output reproduces the source stream event for
+  event with the same JSON values, signatures byte for byte, without ``raw``.
+* **Another dialect**: a valid stream the Anthropic SDK accepts is synthesised:
+  ``message_start`` (a ``msg_…`` id, the model, usage), ``content_block_start`` of the
+  right type (``tool_use`` ids ``toolu_…`` when the source has none), the deltas,
+  ``content_block_stop``, ``message_delta`` (stop reason mapped from the unified
+  reason, usage converted back) and ``message_stop``. A failed source ends with an
+  ``error`` event, a truncated one without ``message_stop``.
+
+What the Messages API cannot carry is reported with :meth:`DialectEncoder.lose`:
+audio, images, reply-level metadata (Gemini grounding), citations of other dialects,
+opaque state on text or tool blocks (a Gemini ``thoughtSignature`` on a text part),
+provider-executed tool blocks of other providers. One documented carrier exists:
+**opaque reasoning state of another dialect** (OpenAI/xAI ``encrypted_content``, a
+Gemini thought signature) travels as the thinking block's ``signature``, prefixed with
+``polystream:v1:<source dialect>:``; the Messages decoder recognises the prefix and
+restores the original :class:`SignatureDelta`, so A -> Messages -> A through
+polystream keeps it (``carried=True`` in the loss report). Anthropic itself rejects such
+a signature if the thinking block is sent back to it; turn the carrier off with
+``carry_signatures=False``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Any, ClassVar, Final
+
+import msgspec
+
+from polystream.dialects._base import DialectEncoder
+from polystream.dialects._messages.error_kind import native_error_type
+from polystream.dialects._messages.finish_reason import stop_reason_for
+from polystream.dialects._messages.quirks import ANTHROPIC, Quirks, next_provider_index
+from polystream.dialects._messages.usage import from_usage
+from polystream.dialects._messages.wire import (
+    CARRIER_PREFIX,
+    TOOL_USE_TYPES,
+    apply_diff,
+    skeleton,
+)
+from polystream.errors import LocalProtocolError
+from polystream.events import (
+    BlockEnd,
+    BlockStart,
+    Citation,
+    DataDelta,
+    ErrorEvent,
+    Event,
+    Finish,
+    KeepAlive,
+    Metadata,
+    Raw,
+    ReasoningDelta,
+    SignatureDelta,
+    StatusUpdate,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+    Usage,
+    UsageUpdate,
+    Warning,
+)
+from polystream.wire.sse import SSEEncoder
+
+__all__ = ["CARRIER_PREFIX", "FAMILY", "MessagesEncoder", "random_id"]
+
+FAMILY: Final = frozenset({"anthropic_messages", "xai_messages"})
+"""Dialects whose ``extra`` fields this encoder understands."""
+
+
+_JSON: Final = msgspec.json.Encoder()
+_SSE: Final = SSEEncoder()
+
+
+def random_id(prefix: str) -> str:
+    """A fresh id like the provider's: ``msg_…`` / ``toolu_…`` with 24 random base62-ish chars."""
+    return f"{prefix}_01{secrets.token_urlsafe(18).replace('-', 'x').replace('_', 'y')}"
+
+
+class _Block:
+    """What the encoder remembers of a block it opened."""
+
+    __slots__ = ("ended", "index", "native", "type")
+
+    def __init__(self, index: int, block_type: str, native: dict[str, Any] | None) -> None:
+        self.index = index  # provider index
+        self.type = block_type  # native block type
+        self.native = native  # the block being built (blocks folded into message_start)
+        self.ended = False
+
+
+def _frame(name: str | None, payload: dict[str, Any]) -> bytes:
+    """One SSE event: ``event: <name>`` + ``data: <compact JSON>``."""
+    data = _JSON.encode(payload)
+    if name is None:
+        return b"data: " + data + b"\n\n"
+    return b"event: " + name.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def _with(payload: dict[str, Any], extra: dict[str, Any] | None) -> dict[str, Any]:
+    """Add the native top-level fields the decoder kept in ``extra["fields"]``."""
+    if extra is not None:
+        fields = extra.get("fields")
+        if isinstance(fields, dict):
+            payload.update(fields)
+    return payload
+
+
+def _name(default: str, extra: dict[str, Any] | None) -> str | None:
+    """The SSE event name: the payload type, unless the source named it otherwise."""
+    if extra is not None and "event" in extra:
+        name = extra["event"]
+        return name if isinstance(name, str) else None
+    return default
+
+
+class MessagesEncoder(DialectEncoder):
+    """Encoder for the Messages SSE stream; subclasses bind ``dialect`` and ``quirks``.
+
+    Args:
+        ping_after_first_block: Emit a ``ping`` after the first ``content_block_start``
+            when the source is another dialect (Anthropic's own streams do; the SDK
+            skips it). Same-family sources keep exactly their own pings.
+        carry_signatures: Carry other dialects' opaque reasoning state in the thinking
+            signature (see the module docstring).
+        id_factory: Makes ids from a prefix (``msg``, ``toolu``); defaults to
+            :func:`random_id`. Pass a deterministic one in tests.
+    """
+
+    dialect: ClassVar[str] = "anthropic_messages"
+    quirks: ClassVar[Quirks] = ANTHROPIC
+
+    def __init__(
+        self,
+        *,
+        ping_after_first_block: bool = False,
+        carry_signatures: bool = True,
+        id_factory: Callable[[str], str] | None = None,
+    ) -> None:
+        super().__init__()
+        self._ping_after_first = ping_after_first_block
+        self._carry = carry_signatures
+        self._new_id = id_factory or random_id
+        self._source: str | None = None
+        self._family = False
+        self._start: StreamStart | None = None
+        self._message: dict[str, Any] | None = None  # message_start being built
+        self._message_usage: dict[str, Any] | None = None
+        self._in_start: list[dict[str, Any]] = []  # blocks folded into message_start
+        self._started = False  # message_start written
+        self._pending: tuple[str | None, dict[str, Any], int, str] | None = None
+        self._blocks: dict[int, _Block] = {}  # unified index -> block
+        self._open: dict[int, int] = {}  # provider index -> unified index
+        self._opened = 0
+        self._skipped: set[int] = set()
+        self._usage: Usage | None = None
+        self._error_sent = False
+        self._pinged = False
+        self._done = False
+
+    # -- the contract ----------------------------------------------------------------------
+
+    def _encode(self, event: Event) -> bytes:
+        extra = event.extra
+        parts: list[bytes] = []
+        if self._pending is not None:
+            if self._fold_pending(event, extra):
+                return b""
+            parts.append(self._flush_pending())
+        if self._message is not None:
+            if self._fold_message(event, extra):
+                return b"".join(parts)
+            parts.append(self._write_message_start())
+        kind = type(event)
+        if kind is TextDelta:
+            parts.append(self._text(event))  # type: ignore[arg-type]
+        elif kind is ToolInputDelta:
+            parts.append(self._tool_input(event))  # type: ignore[arg-type]
+        elif kind is ReasoningDelta:
+            parts.append(self._reasoning(event))  # type: ignore[arg-type]
+        elif kind is SignatureDelta:
+            parts.append(self._signature(event))  # type: ignore[arg-type]
+        elif kind is BlockStart:
+            parts.append(self._block_start(event))  # type: ignore[arg-type]
+        elif kind is BlockEnd:
+            parts.append(self._block_end(event))  # type: ignore[arg-type]
+        elif kind is Citation:
+            parts.append(self._citation(event))  # type: ignore[arg-type]
+        elif kind is StreamStart:
+            self._stream_start(event)  # type: ignore[arg-type]
+        elif kind is UsageUpdate:
+            parts.append(self._usage_update(event))  # type: ignore[arg-type]
+        elif kind is Finish:
+            parts.append(self._finish(event))  # type: ignore[arg-type]
+        elif kind is ErrorEvent:
+            parts.append(self._error(event))  # type: ignore[arg-type]
+        elif kind is KeepAlive:
+            parts.append(self._keep_alive(event))  # type: ignore[arg-type]
+        elif kind is Unknown:
+            parts.append(self._unknown(event))  # type: ignore[arg-type]
+        elif kind is DataDelta:
+            assert isinstance(event, DataDelta)
+            self._lose_block(event, "data", "the Messages API streams no audio or image output")
+        elif kind is Metadata:
+            assert isinstance(event, Metadata)
+            self.lose(
+                f"metadata:{event.name}",
+                event,
+                "the Messages API has no reply-level metadata (grounding, safety ratings)",
+            )
+        elif kind in (StatusUpdate, Warning, Raw):
+            pass  # lifecycle words, decoding anomalies and raw views have no wire form
+        return b"".join(parts)
+
+    def close(self) -> bytes:
+        """End of the events: write whatever is still held back."""
+        parts: list[bytes] = []
+        if self._pending is not None:
+            parts.append(self._flush_pending())
+        if self._message is not None:
+            parts.append(self._write_message_start())
+        return b"".join(parts)
+
+    # -- message_start -----------------------------------------------------------------------
+
+    def _stream_start(self, event: StreamStart) -> None:
+        if self._start is not None or self._started:
+            raise LocalProtocolError("a second StreamStart", dialect=self.dialect)
+        self._source = event.dialect
+        self._family = event.dialect in FAMILY
+        self._start = event
+        self._message = {}
+
+    def _fold_message(self, event: Event, extra: dict[str, Any] | None) -> bool:
+        """Fold the usage and the continuation-form blocks into the held message_start."""
+        kind = type(event)
+        if kind is UsageUpdate:
+            if self._in_start or (extra is not None and "delta" in extra):
+                return False
+            assert isinstance(event, UsageUpdate)
+            raw = event.usage.raw
+            self._message_usage = (
+                dict(raw) if self._family and isinstance(raw, dict) else from_usage(event.usage)
+            )
+            self._usage = event.usage
+            return True
+        if not (self._family and extra is not None and extra.get("in_start")):
+            return False
+        if kind is BlockStart:
+            assert isinstance(event, BlockStart)
+            native = self._native_block(event, extra)
+            if native is None:
+                return True
+            block = _Block(len(self._in_start), str(native.get("type")), native)
+            self._blocks[event.index] = block
+            self._in_start.append(native)
+            self._opened += 1
+            return True
+        if kind is BlockEnd:
+            assert isinstance(event, BlockEnd)
+            if event.index in self._blocks:
+                self._blocks[event.index].ended = True
+            return True
+        index = getattr(event, "index", None)
+        held = self._blocks.get(index) if isinstance(index, int) else None
+        if held is not None and held.native is not None:
+            self._fold_into(held.native, event)
+        return True
+
+    def _write_message_start(self) -> bytes:
+        start = self._start
+        self._message = None
+        self._started = True
+        extra = start.extra if start is not None else None
+        family = self._family
+        if family and start is not None:
+            message_id: Any = start.id
+            model: Any = start.model
+        else:
+            given = start.id if start is not None else None
+            message_id = given if given and given.startswith("msg_") else self._new_id("msg")
+            model = (start.model if start is not None else None) or "unknown"
+        usage = self._message_usage
+        if usage is None:
+            usage = {} if family else from_usage(None)
+        message: dict[str, Any] = {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        if family and extra is not None:
+            apply_diff(message, extra.get("message"))
+        if self._in_start and isinstance(message.get("content"), list):
+            message["content"] = message["content"] + self._in_start
+        payload = _with({"type": "message_start", "message": message}, extra if family else None)
+        return _frame(_name("message_start", extra if family else None), payload)
+
+    def _ensure_started(self) -> bytes:
+        if self._started:
+            return b""
+        if self._message is None:
+            self._message = {}
+        return self._write_message_start()
+
+    # -- held-back events ----------------------------------------------------------------------
+
+    def _fold_pending(self, event: Event, extra: dict[str, Any] | None) -> bool:
+        """Fold content sent inside a held native event (a block start, a compaction delta)."""
+        assert self._pending is not None
+        _, payload, index, what = self._pending
+        if extra is None or getattr(event, "index", None) != index:
+            return False
+        if what == "block" and extra.get("start"):
+            self._fold_into(payload["content_block"], event)
+            return True
+        if what == "compaction" and extra.get("joined") and type(event) is SignatureDelta:
+            payload["delta"]["encrypted_content"] = event.delta
+            return True
+        return False
+
+    def _flush_pending(self) -> bytes:
+        assert self._pending is not None
+        name, payload, _, what = self._pending
+        self._pending = None
+        data = _frame(name, payload)
+        if what == "block":
+            data += self._maybe_ping()
+        return data
+
+    def _fold_into(self, block: dict[str, Any], event: Event) -> None:
+        """Put content that arrived as a unified delta back into a native block object."""
+        kind = type(event)
+        block_type = block.get("type")
+        if kind is TextDelta:
+            assert isinstance(event, TextDelta)
+            key = "content" if block_type == "compaction" else "text"
+            block[key] = (block.get(key) or "") + event.delta
+        elif kind is ReasoningDelta:
+            assert isinstance(event, ReasoningDelta)
+            block["thinking"] = (block.get("thinking") or "") + event.delta
+        elif kind is SignatureDelta:
+            assert isinstance(event, SignatureDelta)
+            key = {"redacted_thinking": "data", "compaction": "encrypted_content"}.get(
+                str(block_type), "signature"
+            )
+            block[key] = (block.get(key) or "") + self._wrap(event)
+        elif kind is Citation:
+            assert isinstance(event, Citation)
+            citations = block.get("citations")
+            block["citations"] = [*citations, event.citation] if citations else [event.citation]
+        elif kind is ToolInputDelta:
+            assert isinstance(event, ToolInputDelta)
+            block["input"] = msgspec.json.decode(event.delta) if event.delta.strip() else {}
+
+    def _maybe_ping(self) -> bytes:
+        if self._ping_after_first and not self._pinged and not self._family:
+            self._pinged = True
+            return _frame("ping", {"type": "ping"})
+        return b""
+
+    # -- blocks -----------------------------------------------------------------------------
+
+    def _native_block(
+        self, event: BlockStart, extra: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The ``content_block`` of a start, or None when the target cannot carry it."""
+        kind = event.kind
+        if self._family:
+            base: dict[str, Any]
+            if kind == "text":
+                base = skeleton("text")
+            elif kind == "reasoning":
+                base = skeleton(
+                    "redacted_thinking" if event.name == "redacted_thinking" else "thinking"
+                )
+            elif kind in ("tool_call", "server_tool_call"):
+                base = skeleton(
+                    "tool_use" if kind == "tool_call" else "server_tool_use", event.id, event.name
+                )
+                if event.value is not None:
+                    base["input"] = event.value
+            elif kind == "compaction":
+                base = skeleton("compaction")
+            elif isinstance(event.value, dict):
+                return dict(event.value)
+            else:
+                self.lose(f"block:{kind}", event, f"a {kind} block without its native object")
+                return None
+            if extra is not None:
+                apply_diff(base, extra.get("block"))
+            return base
+        if kind in ("text", "refusal"):
+            if kind == "refusal":
+                self.lose(
+                    "block:refusal",
+                    event,
+                    "the Messages API has no refusal block; the refusal is sent as text",
+                )
+            return skeleton("text")
+        if kind == "reasoning":
+            return skeleton("thinking")
+        if kind == "tool_call":
+            tool_id = event.call_id or event.id or self._new_id("toolu")
+            return skeleton("tool_use", tool_id, event.name or "")
+        self.lose(
+            f"block:{kind}",
+            event,
+            f"the Messages API cannot carry a {kind} block from {self._source or 'elsewhere'}",
+        )
+        return None
+
+    def _block_start(self, event: BlockStart) -> bytes:
+        extra = event.extra if self._family else None
+        parts = [self._ensure_started()]
+        if event.index in self._blocks or event.index in self._skipped:
+            raise LocalProtocolError(f"block {event.index} started twice", dialect=self.dialect)
+        native = self._native_block(event, extra)
+        if native is None:
+            self._skipped.add(event.index)
+            return b"".join(parts)
+        if extra is not None and isinstance(extra.get("index"), int):
+            index: int = extra["index"]
+        else:
+            index = next_provider_index(self.quirks, self._opened, self._open)
+        self._opened += 1
+        self._open[index] = event.index
+        self._blocks[event.index] = _Block(index, str(native.get("type")), None)
+        payload = _with(
+            {"type": "content_block_start", "index": index, "content_block": native}, extra
+        )
+        name = _name("content_block_start", extra)
+        if self._family:
+            # Held back: content the native start carried follows as marked deltas.
+            self._pending = (name, payload, event.index, "block")
+            return b"".join(parts)
+        parts.append(_frame(name, payload))
+        parts.append(self._maybe_ping())
+        if event.kind == "tool_call" and event.value is not None:
+            # Arguments sent whole by the source (Gemini functionCall): one fragment.
+            value = event.value
+            text = value if isinstance(value, str) else _JSON.encode(value).decode()
+            parts.append(self._delta(index, {"type": "input_json_delta", "partial_json": text}))
+        return b"".join(parts)
+
+    def _block_for(self, event: Event, index: int) -> _Block | None:
+        block = self._blocks.get(index)
+        if block is None:
+            if index in self._skipped:
+                return None
+            raise LocalProtocolError(
+                f"{type(event).__name__} for block {index}, which was never started",
+                dialect=self.dialect,
+            )
+        return block
+
+    def _delta(
+        self, index: int, delta: dict[str, Any], extra: dict[str, Any] | None = None
+    ) -> bytes:
+        if extra is not None:
+            rest = extra.get("delta")
+            if isinstance(rest, dict):
+                delta.update(rest)
+        payload = _with({"type": "content_block_delta", "index": index, "delta": delta}, extra)
+        return _frame(_name("content_block_delta", extra), payload)
+
+    def _text(self, event: TextDelta) -> bytes:
+        block = self._block_for(event, event.index)
+        if block is None:
+            return b""
+        extra = event.extra if self._family else None
+        if block.type == "text":
+            return self._delta(block.index, {"type": "text_delta", "text": event.delta}, extra)
+        if block.type == "compaction" and self._family:
+            delta: dict[str, Any] = {"type": "compaction_delta", "content": event.delta}
+            if extra is not None and isinstance(extra.get("delta"), dict):
+                delta.update(extra["delta"])
+            payload = _with(
+                {"type": "content_block_delta", "index": block.index, "delta": delta}, extra
+            )
+            self._pending = (
+                _name("content_block_delta", extra),
+                payload,
+                event.index,
+                "compaction",
+            )
+            return b""
+        self.lose("text", event, f"text on a {block.type} block")
+        return b""
+
+    def _reasoning(self, event: ReasoningDelta) -> bytes:
+        block = self._block_for(event, event.index)
+        if block is None:
+            return b""
+        if block.type != "thinking":
+            self.lose("reasoning", event, f"reasoning text on a {block.type} block")
+            return b""
+        extra = event.extra if self._family else None
+        return self._delta(block.index, {"type": "thinking_delta", "thinking": event.delta}, extra)
+
+    def _tool_input(self, event: ToolInputDelta) -> bytes:
+        block = self._block_for(event, event.index)
+        if block is None:
+            return b""
+        if block.type not in TOOL_USE_TYPES:
+            self.lose("tool_input", event, f"tool input on a {block.type} block")
+            return b""
+        extra = event.extra if self._family else None
+        delta = {"type": "input_json_delta", "partial_json": event.delta}
+        return self._delta(block.index, delta, extra)
+
+    def _wrap(self, event: SignatureDelta) -> str:
+        """The signature to send: as is (same family, or carried back), else in the carrier."""
+        extra = event.extra
+        if self._family:
+            carrier = extra.get("carrier") if extra is not None else None
+            if isinstance(carrier, str):
+                return f"{CARRIER_PREFIX}{carrier}:{event.delta}"
+            return event.delta
+        return f"{CARRIER_PREFIX}{self._source}:{event.delta}"
+
+    def _signature(self, event: SignatureDelta) -> bytes:
+        block = self._block_for(event, event.index)
+        if block is None:
+            return b""
+        extra = event.extra if self._family else None
+        if self._family:
+            if block.type == "compaction":
+                delta: dict[str, Any] = {
+                    "type": "compaction_delta",
+                    "encrypted_content": event.delta,
+                }
+                return self._delta(block.index, delta, extra)
+            if block.type == "redacted_thinking":
+                self.lose("signature", event, "redacted_thinking data arrives only in its start")
+                return b""
+            delta = {"type": "signature_delta", "signature": self._wrap(event)}
+            return self._delta(block.index, delta, extra)
+        if block.type != "thinking" or not self._carry or block.ended:
+            where = "after the block ended" if block.ended else f"on a {block.type} block"
+            self.lose("signature", event, f"the Messages API cannot carry opaque state {where}")
+            return b""
+        self.lose(
+            "signature",
+            event,
+            f"{self._source} opaque reasoning state is not an Anthropic signature; carried in "
+            f"the thinking signature with the {CARRIER_PREFIX} prefix",
+            carried=True,
+        )
+        return self._delta(block.index, {"type": "signature_delta", "signature": self._wrap(event)})
+
+    def _citation(self, event: Citation) -> bytes:
+        if event.index is None:
+            self.lose("citation", event, "the Messages API has no reply-level citations")
+            return b""
+        block = self._block_for(event, event.index)
+        if block is None:
+            return b""
+        if not self._family or block.type != "text":
+            self.lose("citation", event, "citations of another dialect have no Messages form")
+            return b""
+        extra = event.extra
+        return self._delta(
+            block.index, {"type": "citations_delta", "citation": event.citation}, extra
+        )
+
+    def _block_end(self, event: BlockEnd) -> bytes:
+        block = self._block_for(event, event.index)
+        if block is None:
+            return b""
+        if block.ended:
+            raise LocalProtocolError(f"block {event.index} ended twice", dialect=self.dialect)
+        block.ended = True
+        self._open.pop(block.index, None)
+        extra = event.extra if self._family else None
+        payload = _with({"type": "content_block_stop", "index": block.index}, extra)
+        return _frame(_name("content_block_stop", extra), payload)
+
+    def _lose_block(self, event: DataDelta, what: str, reason: str) -> None:
+        if event.index not in self._skipped:
+            self.lose(what, event, reason)
+
+    # -- message end ----------------------------------------------------------------------------
+
+    def _usage_update(self, event: UsageUpdate) -> bytes:
+        extra = event.extra if self._family else None
+        self._usage = event.usage if self._usage is None else self._usage.merged(event.usage)
+        if extra is None or "delta" not in extra:
+            return b""  # another dialect's usage: sent in the final message_delta
+        payload: dict[str, Any] = {
+            "type": "message_delta",
+            "delta": extra["delta"],
+            "usage": event.usage.raw,
+        }
+        absent = extra.get("absent")
+        if isinstance(absent, list):
+            for key in absent:
+                payload.pop(key, None)
+        return _frame(_name("message_delta", extra), _with(payload, extra))
+
+    def _finish(self, event: Finish) -> bytes:
+        if self._done:
+            raise LocalProtocolError("a second Finish", dialect=self.dialect)
+        self._done = True
+        parts = [self._ensure_started()]
+        if event.status == "truncated":
+            return b"".join(parts)  # no terminal event: the reader sees the truncation
+        if event.status == "failed":
+            if not self._error_sent:
+                error = event.error
+                inner = (
+                    {"type": native_error_type(error), "message": error.message}
+                    if error is not None
+                    else {"type": "api_error", "message": "the stream failed"}
+                )
+                parts.append(_frame("error", {"type": "error", "error": inner}))
+            return b"".join(parts)
+        if not self._family:
+            for provider_index in list(self._open):
+                parts.append(
+                    _frame(
+                        "content_block_stop",
+                        {"type": "content_block_stop", "index": provider_index},
+                    )
+                )
+                self._blocks[self._open.pop(provider_index)].ended = True
+            usage = self._usage
+            if event.usage is not None:
+                usage = event.usage if usage is None else usage.merged(event.usage)
+            delta = {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": stop_reason_for(event.reason, native=False),
+                    "stop_sequence": None,
+                },
+                "usage": from_usage(usage),
+            }
+            parts.append(_frame("message_delta", delta))
+            parts.append(_frame("message_stop", {"type": "message_stop"}))
+            return b"".join(parts)
+        extra = event.extra
+        parts.append(_frame(_name("message_stop", extra), _with({"type": "message_stop"}, extra)))
+        return b"".join(parts)
+
+    def _error(self, event: ErrorEvent) -> bytes:
+        info = event.error
+        if info.kind == "protocol":
+            self.lose("error:protocol", event, "a decoding error of the source has no wire form")
+            return b""
+        self._error_sent = True
+        extra = event.extra if self._family else None
+        if self._family and isinstance(info.raw, dict):
+            inner: Any = info.raw
+        else:
+            inner = {"type": native_error_type(info), "message": info.message}
+        return _frame(_name("error", extra), _with({"type": "error", "error": inner}, extra))
+
+    def _keep_alive(self, event: KeepAlive) -> bytes:
+        if event.name is None and event.comment is not None:
+            return _SSE.comment(event.comment)
+        extra = event.extra if self._family else None
+        return _frame(_name("ping", extra), _with({"type": "ping"}, extra))
+
+    def _unknown(self, event: Unknown) -> bytes:
+        if self._family:
+            return _SSE.event(event.data, event=event.name)
+        self.lose(f"event:{event.name}", event, "an unknown event of another dialect")
+        return b""
