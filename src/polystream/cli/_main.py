@@ -216,6 +216,16 @@ def _register_convert(sub: Any) -> None:
 _EXTRA_COMMANDS: list[Callable[[Any], None]] = [_register_convert]
 
 
+def _register_emulator(sub: Any) -> None:
+    from polystream.cli import _demo, _serve
+
+    _serve.register(sub)
+    _demo.register(sub)
+
+
+_EXTRA_COMMANDS.append(_register_emulator)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line. Returns the exit status (0 ok, 1 invalid input, 2 usage)."""
     parser = _parser()

@@ -1,0 +1,88 @@
+"""``polystream serve``: run the provider emulator in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``serve`` subcommand to the parser."""
+    serve = sub.add_parser(
+        "serve",
+        help="run the provider emulator (OpenAI, Anthropic, xAI and Gemini endpoints)",
+        description="Serve emulations of every provider's endpoints, for the official SDKs "
+        "unchanged: point base_url at http://HOST:PORT/openai/v1, /xai/v1, /anthropic or "
+        "/gemini. Replies come from scenario files, replayed captures, or a deterministic "
+        "default. See docs/emulator.md.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="interface (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0: any)")
+    serve.add_argument(
+        "--scenarios",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="scenario file (.json, or .yaml with PyYAML); repeatable",
+    )
+    serve.add_argument(
+        "--replay",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE",
+        help="recorded capture(s) of any dialect, replayed in the dialect each client asks for",
+    )
+    serve.add_argument(
+        "--any-model",
+        action="store_true",
+        help="accept every model name (default: the providers' model families only)",
+    )
+    serve.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    serve.set_defaults(run=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from polystream.server import create_app, load_emulator, quiet_dropped_connections
+    except ImportError as exc:
+        print(
+            f"polystream: error: serve needs the server extra "
+            f"(pip install 'polystream[server]'): {exc}",
+            file=sys.stderr,
+        )
+        return 2
+    from polystream.scenario import ScenarioError
+
+    try:
+        emulator = load_emulator(args.scenarios, args.replay, any_model=args.any_model)
+    except ScenarioError as exc:
+        print(f"polystream: error: {exc}", file=sys.stderr)
+        return 1
+    root = f"http://{args.host}:{args.port}"
+    print(
+        f"polystream emulator on {root}: {len(emulator.scenarios)} scenario(s), "
+        f"{len(args.replay)} capture(s)\n"
+        f"  OpenAI     base_url={root}/openai/v1\n"
+        f"  xAI        base_url={root}/xai/v1 (OpenAI SDK), {root}/xai (Anthropic SDK)\n"
+        f"  Anthropic  base_url={root}/anthropic\n"
+        f"  Gemini     http_options={{'base_url': '{root}/gemini'}}",
+        file=sys.stderr,
+        flush=True,
+    )
+    quiet_dropped_connections()
+    uvicorn.run(
+        create_app(emulator),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        lifespan="off",
+    )
+    return 0

@@ -1,0 +1,250 @@
+"""The demo turn (``polystream demo``), sans-I/O: its scenarios and native requests.
+
+One agent turn, the same in every dialect: the user asks for the weather; the model
+reasons and calls ``get_weather`` (step 1); the client sends the tool result back; the
+model reasons again and answers (step 2). :data:`DEMO_SCENARIOS` make the emulator
+answer it; :func:`demo_request` builds each step's request body in the dialect's own
+native shape, the way the official SDKs send it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from polystream.scenario._format import Scenario, parse_scenarios
+
+__all__ = [
+    "DEMO_ANSWER",
+    "DEMO_ARGUMENTS",
+    "DEMO_MODELS",
+    "DEMO_QUESTION",
+    "DEMO_SCENARIOS",
+    "DEMO_TOOL",
+    "DemoRequest",
+    "demo_request",
+]
+
+DEMO_QUESTION: Final = "What is the weather in Paris right now? Answer in one sentence."
+DEMO_TOOL: Final = "get_weather"
+DEMO_ARGUMENTS: Final = {"city": "Paris", "unit": "celsius"}
+DEMO_RESULT: Final = {"temperature": 18, "unit": "celsius", "conditions": "sunny"}
+DEMO_ANSWER: Final = "It is 18 °C and sunny in Paris right now — a fine day for a walk."
+"""The final answer's text (non-ASCII on purpose: UTF-8 must survive every hop)."""
+
+DEMO_MODELS: Final = {
+    "openai_responses": "gpt-5.4-mini",
+    "openai_chat": "gpt-5.4-mini",
+    "anthropic_messages": "claude-sonnet-4-5",
+    "xai_responses": "grok-4.3",
+    "xai_chat": "grok-4.3",
+    "xai_messages": "grok-4.3",
+    "gemini_generate": "gemini-3.8-flash",
+    "gemini_interactions": "gemini-3.8-flash",
+}
+
+_SCHEMA: Final = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "description": "City name"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    },
+    "required": ["city"],
+}
+_DESCRIPTION: Final = "Current weather for a city."
+
+DEMO_SCENARIOS: Final[list[Scenario]] = parse_scenarios(
+    [
+        {
+            "name": "demo: answer with the tool result",
+            "match": {"tool_result": True, "contains": "weather in Paris"},
+            "reply": {
+                "reasoning": {
+                    "text": "The tool says 18 °C and sunny. I can answer in one sentence.",
+                    "signature": "c2lnLWRlbW8tc3RlcC0y",
+                },
+                "text": DEMO_ANSWER,
+            },
+            "timing": {"first_event": 0.03, "delay": 0.002},
+        },
+        {
+            "name": "demo: call the weather tool",
+            "match": {"tools": True, "contains": "weather in Paris"},
+            "reply": {
+                "reasoning": {
+                    "text": "The user wants the current weather in Paris. "
+                    "I should call get_weather.",
+                    "signature": "c2lnLWRlbW8tc3RlcC0x",
+                },
+                "tool_calls": [{"name": DEMO_TOOL, "arguments": DEMO_ARGUMENTS}],
+            },
+            "timing": {"first_event": 0.03, "delay": 0.002},
+        },
+    ],
+    source="<demo>",
+)
+"""The scenarios of the demo turn (step 2 first: it is the more specific match)."""
+
+
+class DemoRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One native request of the demo.
+
+    Fields:
+        path: The path under the emulator's root (``/openai/v1/responses``...).
+        body: The JSON body.
+    """
+
+    path: str
+    body: dict[str, Any]
+
+
+def _arguments_text() -> str:
+    return msgspec.json.encode(DEMO_ARGUMENTS).decode()
+
+
+def _result_text() -> str:
+    return msgspec.json.encode(DEMO_RESULT).decode()
+
+
+def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoRequest:
+    """The native streaming request of a demo step.
+
+    Args:
+        dialect: The dialect.
+        step: 1 (ask; the model calls the tool) or 2 (send the tool result back).
+        call_id: The tool call id the model gave in step 1 (step 2).
+    """
+    model = DEMO_MODELS[dialect]
+    call = call_id or "call_demo"
+    provider = dialect.split("_", 1)[0]
+    tools: list[dict[str, Any]]
+    if dialect.endswith("_responses"):
+        items: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
+        if step == 2:
+            items += [
+                {
+                    "type": "function_call",
+                    "call_id": call,
+                    "name": DEMO_TOOL,
+                    "arguments": _arguments_text(),
+                },
+                {"type": "function_call_output", "call_id": call, "output": _result_text()},
+            ]
+        tools = [
+            {
+                "type": "function",
+                "name": DEMO_TOOL,
+                "description": _DESCRIPTION,
+                "parameters": _SCHEMA,
+            }
+        ]
+        return DemoRequest(
+            path=f"/{provider}/v1/responses",
+            body={"model": model, "input": items, "tools": tools, "stream": True},
+        )
+    if dialect.endswith("_chat"):
+        messages: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
+        if step == 2:
+            messages += [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call,
+                            "type": "function",
+                            "function": {"name": DEMO_TOOL, "arguments": _arguments_text()},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": call, "content": _result_text()},
+            ]
+        tools = [
+            {
+                "type": "function",
+                "function": {"name": DEMO_TOOL, "description": _DESCRIPTION, "parameters": _SCHEMA},
+            }
+        ]
+        return DemoRequest(
+            path=f"/{provider}/v1/chat/completions",
+            body={
+                "model": model,
+                "messages": messages,
+                "tools": tools,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            },
+        )
+    if dialect.endswith("_messages"):
+        turns: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
+        if step == 2:
+            turns += [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": call, "name": DEMO_TOOL, "input": DEMO_ARGUMENTS}
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": call, "content": _result_text()}
+                    ],
+                },
+            ]
+        tools = [{"name": DEMO_TOOL, "description": _DESCRIPTION, "input_schema": _SCHEMA}]
+        return DemoRequest(
+            path=f"/{provider}/v1/messages",
+            body={
+                "model": model,
+                "max_tokens": 1024,
+                "messages": turns,
+                "tools": tools,
+                "stream": True,
+            },
+        )
+    if dialect == "gemini_generate":
+        contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": DEMO_QUESTION}]}]
+        if step == 2:
+            contents += [
+                {
+                    "role": "model",
+                    "parts": [{"functionCall": {"name": DEMO_TOOL, "args": DEMO_ARGUMENTS}}],
+                },
+                {
+                    "role": "user",
+                    "parts": [{"functionResponse": {"name": DEMO_TOOL, "response": DEMO_RESULT}}],
+                },
+            ]
+        tools = [
+            {
+                "functionDeclarations": [
+                    {"name": DEMO_TOOL, "description": _DESCRIPTION, "parameters": _SCHEMA}
+                ]
+            }
+        ]
+        return DemoRequest(
+            path=f"/gemini/v1beta/models/{model}:streamGenerateContent?alt=sse",
+            body={"contents": contents, "tools": tools},
+        )
+    steps: list[dict[str, Any]] = [
+        {"type": "user_input", "content": [{"type": "text", "text": DEMO_QUESTION}]}
+    ]
+    if step == 2:
+        steps += [
+            {"type": "function_call", "id": call, "name": DEMO_TOOL, "arguments": DEMO_ARGUMENTS},
+            {
+                "type": "function_result",
+                "call_id": call,
+                "name": DEMO_TOOL,
+                "result": _result_text(),
+            },
+        ]
+    tools = [
+        {"type": "function", "name": DEMO_TOOL, "description": _DESCRIPTION, "parameters": _SCHEMA}
+    ]
+    return DemoRequest(
+        path="/gemini/v1beta/interactions",
+        body={"model": model, "input": steps, "tools": tools, "stream": True},
+    )
