@@ -1,0 +1,594 @@
+"""Responses SSE -> unified events (shared by ``openai_responses`` and ``xai_responses``).
+
+One native event gives one *carrier* unified event whose ``extra`` is the native payload
+without ``sequence_number`` (that is the event's ``cursor``) and without the one field
+the unified event models (``delta``, ``annotation``, ``partial_image_b64``). The encoder
+of this family rebuilds the native event from the carrier alone. A few unified events
+have no native event of their own (the encrypted content restated by
+``output_item.done``, the opening of an audio block, the StreamStart of a resumed
+stream): their ``extra`` is ``{"implicit": true}`` (or ``{"resumed": true}``) and the
+encoder writes nothing for them.
+
+Blocks: a ``message`` item's content parts (``output_text`` -> ``text``, ``refusal`` ->
+``refusal``) are blocks; every other output item is one block (see
+:data:`.wire.ITEM_KINDS`). Items are keyed by ``item_id`` when an event names it, by
+``output_index`` otherwise; parallel calls are distinct items.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from polystream.dialects._base import FramedDecoder
+from polystream.dialects._responses.errors import error_info
+from polystream.dialects._responses.finish_reason import map_finish_reason
+from polystream.dialects._responses.quirks import Quirks
+from polystream.dialects._responses.usage import to_usage
+from polystream.dialects._responses.wire import (
+    DECODER,
+    ITEM_KINDS,
+    LIFECYCLE,
+    STATUS_EVENTS,
+    TERMINAL,
+    TOOL_NAMES,
+)
+from polystream.errors import EventOrderError
+from polystream.events import (
+    BlockEnd,
+    BlockKind,
+    BlockStart,
+    Citation,
+    DataDelta,
+    ErrorEvent,
+    ErrorInfo,
+    Event,
+    Finish,
+    FinishReason,
+    KeepAlive,
+    ReasoningDelta,
+    SignatureDelta,
+    StatusUpdate,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+)
+from polystream.wire.sse import ServerSentEvent
+
+__all__ = ["ResponsesDecoder"]
+
+_IMPLICIT: dict[str, Any] = {"implicit": True}
+
+_TOOL_INPUT_DELTAS = frozenset(
+    {
+        "response.function_call_arguments.delta",
+        "response.custom_tool_call_input.delta",
+        "response.mcp_call_arguments.delta",
+        "response.code_interpreter_call_code.delta",
+        "response.shell_call_command.delta",
+        "response.apply_patch_call_operation_diff.delta",
+    }
+)
+
+
+class _Item:
+    """One output item while it streams."""
+
+    __slots__ = ("block", "id", "kind", "output_index", "parts", "type")
+
+    def __init__(self, output_index: int, item_id: str | None, type_: str) -> None:
+        self.output_index = output_index
+        self.id = item_id
+        self.type = type_
+        self.block: int | None = None  # the item's block (not for messages)
+        self.kind: BlockKind | None = None
+        self.parts: dict[int, int] = {}  # message content_index -> block
+
+
+class ResponsesDecoder(FramedDecoder):
+    """Decoder for the Responses SSE stream; subclasses bind ``dialect`` and ``quirks``."""
+
+    quirks: ClassVar[Quirks]
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._started = False
+        self._seq: int | None = None
+        self._next_block = 0
+        self._items: dict[int, _Item] = {}
+        self._by_id: dict[str, _Item] = {}
+        self._error: ErrorInfo | None = None
+        self._output = False  # content was delivered (errors are then not retryable)
+        self._tool_calls = False
+        self._refusal = False
+        self._text = False
+        self._audio: int | None = None
+        self._transcript: int | None = None
+        self._handlers = {
+            "response.output_text.delta": self._text_delta,
+            "response.refusal.delta": self._text_delta,
+            "response.reasoning_summary_text.delta": self._reasoning_delta,
+            "response.reasoning_text.delta": self._reasoning_delta,
+            "response.output_item.added": self._item_added,
+            "response.output_item.done": self._item_done,
+            "response.content_part.added": self._part_added,
+            "response.content_part.done": self._part_done,
+            "response.output_text.annotation.added": self._annotation,
+            "response.image_generation_call.partial_image": self._partial_image,
+            "response.shell_call_output_content.delta": self._shell_output,
+            "response.audio.delta": self._audio_delta,
+            "response.audio.done": self._audio_done,
+            "response.audio.transcript.delta": self._transcript_delta,
+            "response.audio.transcript.done": self._transcript_done,
+            "error": self._error_event,
+            "keepalive": self._keepalive,
+        }
+
+    # -- dispatch ----------------------------------------------------------------------
+
+    def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
+        payload = self.decode_json(event.data, DECODER)
+        if type(payload) is not dict:
+            raise self.protocol_error(f"payload is a JSON {type(payload).__name__}, not an object")
+        kind = payload.get("type")
+        name = event.event
+        if kind is None:
+            if name is None:
+                raise self.protocol_error("payload has no type and the event has no name")
+            self._unknown(name, event.data, None, out)
+            return
+        if type(kind) is not str:
+            raise self.protocol_error("payload type is not a string")
+        if name is not None and name != kind:
+            raise self.protocol_error(f"event name {name!r} disagrees with data.type {kind!r}")
+        if self.keep_raw:
+            self.raw_event(out, name, DECODER.decode(event.data))
+        seq = payload.pop("sequence_number", None)
+        if seq is not None:
+            self._check_sequence(seq, out)
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(payload, seq, out)
+        elif kind in _TOOL_INPUT_DELTAS:
+            self._tool_delta(payload, seq, out)
+        elif kind in STATUS_EVENTS:
+            item = self._item(payload, kind)
+            status = kind.rsplit(".", 1)[1]
+            out.append(StatusUpdate(status=status, cursor=seq, extra=payload))
+            del item
+        elif kind in LIFECYCLE:
+            self._lifecycle(payload, seq, out)
+        elif kind in TERMINAL:
+            self._terminal(payload, seq, kind, out)
+        else:
+            self._unknown(kind, event.data, seq, out)
+
+    def _unknown(self, name: str, data: str, seq: Any, out: list[Event]) -> None:
+        if self.strict:
+            raise self.protocol_error(f"unknown event {name!r}")
+        out.append(Unknown(name=name, data=data, cursor=seq))
+
+    def _check_sequence(self, seq: Any, out: list[Event]) -> None:
+        """``sequence_number`` must grow by one: report gaps, repeats and reordering."""
+        if type(seq) is not int:
+            raise self.protocol_error("sequence_number is not an integer")
+        last = self._seq
+        if last is not None:
+            if seq == last:
+                self.warn(out, "sequence_duplicate", f"sequence_number {seq} repeated")
+            elif seq < last:
+                self.warn(out, "sequence_reorder", f"sequence_number {seq} arrived after {last}")
+            elif seq != last + 1:
+                self.warn(
+                    out,
+                    "sequence_gap",
+                    f"sequence_number jumped from {last} to {seq} ({seq - last - 1} missing)",
+                )
+        if last is None or seq > last:
+            self._seq = seq
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _new_block(self) -> int:
+        index = self._next_block
+        self._next_block += 1
+        return index
+
+    def _start(self, response: Any, out: list[Event], *, resumed: bool) -> None:
+        if self._started:
+            return
+        self._started = True
+        resp = response if isinstance(response, dict) else {}
+        created = resp.get("created_at")
+        rid = resp.get("id")
+        model = resp.get("model")
+        out.append(
+            StreamStart(
+                dialect=self.dialect,
+                id=rid if isinstance(rid, str) else None,
+                model=model if isinstance(model, str) else None,
+                created=created if type(created) is int else None,
+                extra={"resumed": True},
+            )
+        )
+        del resumed
+
+    def _item(self, payload: dict[str, Any], kind: str) -> _Item:
+        """The item an event refers to (by ``item_id``, else ``output_index``)."""
+        item_id = payload.get("item_id")
+        item = None
+        if isinstance(item_id, str):
+            item = self._by_id.get(item_id)
+        if item is None:
+            index = payload.get("output_index")
+            if type(index) is int:
+                item = self._items.get(index)
+                if item is not None and isinstance(item_id, str) and item.id != item_id:
+                    item = None
+        if item is None:
+            raise EventOrderError(f"{kind} for an output item never added")
+        return item
+
+    def _block_of(self, payload: dict[str, Any], kind: str) -> int:
+        item = self._item(payload, kind)
+        if item.block is None:
+            raise EventOrderError(f"{kind} for a message item (it has no such content)")
+        return item.block
+
+    def _pop_str(self, payload: dict[str, Any], key: str, kind: str) -> str:
+        value = payload.get(key)
+        if type(value) is not str:
+            raise self.protocol_error(f"{kind} has no string {key!r}")
+        del payload[key]
+        return value
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def _lifecycle(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        kind = payload["type"]
+        resp = payload.get("response")
+        if not isinstance(resp, dict):
+            raise self.protocol_error(f"{kind} has no response object")
+        if kind == "response.created" and not self._started:
+            self._started = True
+            created = resp.get("created_at")
+            rid = resp.get("id")
+            model = resp.get("model")
+            out.append(
+                StreamStart(
+                    dialect=self.dialect,
+                    id=rid if isinstance(rid, str) else None,
+                    model=model if isinstance(model, str) else None,
+                    created=created if type(created) is int else None,
+                    cursor=seq,
+                    extra=payload,
+                )
+            )
+            return
+        # A resumed background stream starts here, without response.created.
+        self._start(resp, out, resumed=True)
+        status = resp.get("status")
+        out.append(
+            StatusUpdate(
+                status=status if isinstance(status, str) else kind[9:],
+                cursor=seq,
+                extra=payload,
+            )
+        )
+
+    def _terminal(self, payload: dict[str, Any], seq: Any, kind: str, out: list[Event]) -> None:
+        resp = payload.get("response")
+        if not isinstance(resp, dict):
+            raise self.protocol_error(f"{kind} has no response object")
+        self._start(resp, out, resumed=True)
+        status = TERMINAL[kind]
+        details = resp.get("incomplete_details")
+        raw = details.get("reason") if isinstance(details, dict) else None
+        if not isinstance(raw, str):
+            state = resp.get("status")
+            raw = state if isinstance(state, str) else status
+        reason = map_finish_reason(
+            raw, tool_calls=self._tool_calls, refusal=self._refusal and not self._text
+        )
+        error = None
+        if isinstance(resp.get("error"), dict):
+            error = error_info(resp["error"], output_started=self._output)
+        elif status == "failed":
+            error = self._error or ErrorInfo(kind="unknown", message="response failed")
+        self.emit_finish(
+            out,
+            Finish(
+                status=status,  # type: ignore[arg-type]
+                reason=reason,
+                usage=to_usage(
+                    resp.get("usage"),
+                    reasoning_maybe_excluded=self.quirks.reasoning_maybe_excluded,
+                ),
+                error=error,
+                cursor=seq,
+                extra=payload,
+            ),
+        )
+
+    def _error_event(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        # ``error`` is terminal; the Finish waits for close() in case response.failed follows.
+        info = error_info(payload, output_started=self._output)
+        if self._error is None:
+            self._error = info
+        out.append(ErrorEvent(error=info, cursor=seq, extra=payload))
+
+    def _on_close(self, out: list[Event], truncation: Any) -> None:
+        if not self.finished and self._error is not None and truncation is None:
+            self.emit_finish(
+                out,
+                Finish(
+                    status="failed",
+                    reason=FinishReason(unified="error", raw="error"),
+                    error=self._error,
+                    extra=_IMPLICIT,
+                ),
+            )
+
+    def _keepalive(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        out.append(KeepAlive(name=payload["type"], cursor=seq, extra=payload))
+
+    # -- items and parts ---------------------------------------------------------------
+
+    def _item_added(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        item = payload.get("item")
+        index = payload.get("output_index")
+        if not isinstance(item, dict) or type(index) is not int:
+            raise self.protocol_error("output_item.added without item and output_index")
+        if index in self._items:
+            raise EventOrderError(f"output_index {index} added twice")
+        self._start(None, out, resumed=True)
+        item_type = item.get("type")
+        item_id = item.get("id")
+        state = _Item(index, item_id if isinstance(item_id, str) else None, str(item_type))
+        self._items[index] = state
+        if state.id is not None:
+            self._by_id[state.id] = state
+        if item_type == "message":
+            status = item.get("status")
+            out.append(
+                StatusUpdate(
+                    status=status if isinstance(status, str) else "in_progress",
+                    cursor=seq,
+                    extra=payload,
+                )
+            )
+            return
+        kind: BlockKind = ITEM_KINDS.get(state.type, "other")
+        if item_type == "custom_tool_call":
+            kind = self.quirks.custom_tool_kind
+        if kind == "tool_call":
+            self._tool_calls = True
+        name = item.get("name")
+        if not isinstance(name, str):
+            name = (
+                None
+                if kind in ("reasoning", "compaction")
+                else TOOL_NAMES.get(state.type, state.type)
+            )
+        call_id = item.get("call_id")
+        state.kind = kind
+        state.block = self._new_block()
+        out.append(
+            BlockStart(
+                index=state.block,
+                kind=kind,
+                id=state.id,
+                call_id=call_id if isinstance(call_id, str) else None,
+                name=name,
+                cursor=seq,
+                extra=payload,
+            )
+        )
+
+    def _item_done(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        item = payload.get("item")
+        index = payload.get("output_index")
+        if not isinstance(item, dict) or type(index) is not int:
+            raise self.protocol_error("output_item.done without item and output_index")
+        state = self._items.get(index)
+        if state is None:
+            raise EventOrderError(f"output_item.done for output_index {index}, never added")
+        status = item.get("status")
+        status = status if isinstance(status, str) else None
+        if state.block is None:
+            out.append(StatusUpdate(status=status or "completed", cursor=seq, extra=payload))
+            return
+        block = state.block
+        encrypted = item.get("encrypted_content")
+        if isinstance(encrypted, str) and encrypted:
+            out.append(SignatureDelta(index=block, delta=encrypted, extra=_IMPLICIT))
+        value: Any = None
+        itype = state.type
+        if itype == "function_call" or itype == "mcp_call":
+            value = item.get("arguments")
+        elif itype == "custom_tool_call":
+            value = item.get("input")
+        elif itype == "web_search_call":
+            value = item.get("action")
+        elif itype == "file_search_call":
+            value = {"queries": item.get("queries")}
+        elif itype == "code_interpreter_call":
+            value = item.get("code")
+        elif itype == "reasoning":
+            parts = item.get("summary") or item.get("content") or []
+            value = "".join(
+                p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
+        elif itype == "image_generation_call":
+            result = item.get("result")
+            if isinstance(result, str) and result:
+                fmt = item.get("output_format")
+                out.append(
+                    DataDelta(
+                        index=block,
+                        delta=result,
+                        mime_type=f"image/{fmt}" if isinstance(fmt, str) else None,
+                        replace=True,
+                        extra=_IMPLICIT,
+                    )
+                )
+        elif state.kind == "other" or state.kind == "server_tool_call":
+            value = item
+        out.append(BlockEnd(index=block, status=status, value=value, cursor=seq, extra=payload))
+
+    def _part_added(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        item = self._item(payload, "content_part.added")
+        part = payload.get("part")
+        ci = payload.get("content_index")
+        if not isinstance(part, dict) or type(ci) is not int:
+            raise self.protocol_error("content_part.added without part and content_index")
+        if item.type != "message":
+            # reasoning_text parts of a reasoning item: the item is the block
+            out.append(StatusUpdate(status="added", cursor=seq, extra=payload))
+            return
+        if ci in item.parts:
+            raise EventOrderError(f"content_index {ci} of item {item.id} added twice")
+        ptype = part.get("type")
+        kind: BlockKind = (
+            "text" if ptype == "output_text" else "refusal" if ptype == "refusal" else "other"
+        )
+        block = self._new_block()
+        item.parts[ci] = block
+        out.append(
+            BlockStart(
+                index=block,
+                kind=kind,
+                id=item.id,
+                name=None if kind != "other" else str(ptype),
+                cursor=seq,
+                extra=payload,
+            )
+        )
+
+    def _part_done(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        item = self._item(payload, "content_part.done")
+        ci = payload.get("content_index")
+        if item.type != "message":
+            out.append(StatusUpdate(status="done", cursor=seq, extra=payload))
+            return
+        block = item.parts.get(ci) if type(ci) is int else None
+        if block is None:
+            raise EventOrderError(f"content_part.done for content_index {ci}, never added")
+        part = payload.get("part")
+        value = None
+        if isinstance(part, dict):
+            value = part.get("text", part.get("refusal"))
+        out.append(BlockEnd(index=block, value=value, cursor=seq, extra=payload))
+
+    # -- deltas ------------------------------------------------------------------------
+
+    def _text_delta(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        kind = payload["type"]
+        item = self._item(payload, kind)
+        ci = payload.get("content_index")
+        block = item.parts.get(ci) if type(ci) is int else None
+        if block is None:
+            raise EventOrderError(f"{kind} for content_index {ci}, never added")
+        delta = self._pop_str(payload, "delta", kind)
+        self._output = True
+        if kind == "response.refusal.delta":
+            self._refusal = True
+        else:
+            self._text = True
+        out.append(TextDelta(index=block, delta=delta, part=ci, cursor=seq, extra=payload))
+
+    def _reasoning_delta(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        kind = payload["type"]
+        block = self._block_of(payload, kind)
+        delta = self._pop_str(payload, "delta", kind)
+        summary = kind == "response.reasoning_summary_text.delta"
+        part = payload.get("summary_index" if summary else "content_index")
+        self._output = True
+        out.append(
+            ReasoningDelta(
+                index=block,
+                delta=delta,
+                part=part if type(part) is int else None,
+                summary=summary,
+                cursor=seq,
+                extra=payload,
+            )
+        )
+
+    def _tool_delta(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        kind = payload["type"]
+        block = self._block_of(payload, kind)
+        delta = self._pop_str(payload, "delta", kind)
+        self._output = True
+        out.append(ToolInputDelta(index=block, delta=delta, cursor=seq, extra=payload))
+
+    def _annotation(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        item = self._item(payload, "output_text.annotation.added")
+        ci = payload.get("content_index")
+        block = item.parts.get(ci) if type(ci) is int else None
+        if block is None:
+            raise EventOrderError(f"annotation for content_index {ci}, never added")
+        annotation = payload.pop("annotation", None)
+        out.append(Citation(citation=annotation, index=block, part=ci, cursor=seq, extra=payload))
+
+    def _partial_image(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        kind = payload["type"]
+        block = self._block_of(payload, kind)
+        data = self._pop_str(payload, "partial_image_b64", kind)
+        fmt = payload.get("output_format")
+        self._output = True
+        out.append(
+            DataDelta(
+                index=block,
+                delta=data,
+                mime_type=f"image/{fmt}" if isinstance(fmt, str) else None,
+                replace=True,
+                cursor=seq,
+                extra=payload,
+            )
+        )
+
+    def _shell_output(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        # ``delta`` is an object {stdout, stderr}: it stays in extra, the text is a view.
+        kind = payload["type"]
+        block = self._block_of(payload, kind)
+        delta = payload.get("delta")
+        text = ""
+        if isinstance(delta, dict):
+            text = "".join(
+                v for v in (delta.get("stdout"), delta.get("stderr")) if isinstance(v, str)
+            )
+        out.append(TextDelta(index=block, delta=text, cursor=seq, extra=payload))
+
+    def _audio_delta(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        if self._audio is None:
+            self._audio = self._new_block()
+            out.append(BlockStart(index=self._audio, kind="audio", extra=_IMPLICIT))
+        delta = self._pop_str(payload, "delta", "response.audio.delta")
+        self._output = True
+        out.append(DataDelta(index=self._audio, delta=delta, cursor=seq, extra=payload))
+
+    def _audio_done(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        if self._audio is None:
+            out.append(StatusUpdate(status="done", cursor=seq, extra=payload))
+            return
+        out.append(BlockEnd(index=self._audio, cursor=seq, extra=payload))
+        self._audio = None
+
+    def _transcript_delta(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        if self._transcript is None:
+            self._transcript = self._new_block()
+            out.append(
+                BlockStart(index=self._transcript, kind="text", name="transcript", extra=_IMPLICIT)
+            )
+        delta = self._pop_str(payload, "delta", "response.audio.transcript.delta")
+        self._output = True
+        self._text = True
+        out.append(TextDelta(index=self._transcript, delta=delta, cursor=seq, extra=payload))
+
+    def _transcript_done(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
+        if self._transcript is None:
+            out.append(StatusUpdate(status="done", cursor=seq, extra=payload))
+            return
+        out.append(BlockEnd(index=self._transcript, cursor=seq, extra=payload))
+        self._transcript = None

@@ -1,0 +1,465 @@
+"""Unified events -> Responses SSE bytes (``event: <type>`` + ``data: <json>``).
+
+Two paths, chosen per event:
+
+* **Native** (the stream was decoded from this family, see
+  :data:`.result.FAMILY`): each carrier's ``extra`` is the native payload; the encoder
+  puts back ``sequence_number`` (the event's ``cursor``) and the one modelled field
+  (``delta``, ``annotation``, ``partial_image_b64``). Events marked
+  ``{"implicit": true}`` / ``{"resumed": true}`` had no native event and write nothing.
+* **Foreign** (any other dialect): a complete stream is synthesised: ids,
+  ``response.created`` + ``response.in_progress``, ``output_item.added`` /
+  ``content_part.added`` per block, the deltas, every ``.done`` event, and
+  ``response.completed|incomplete|failed`` with the whole ``Response`` built from what
+  streamed (:class:`.result.Assembler`). ``sequence_number`` counts from 0. What
+  cannot be carried is recorded with :meth:`lose`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from polystream.dialects._base import DialectEncoder
+from polystream.dialects._responses.quirks import Quirks
+from polystream.dialects._responses.result import Assembler, IdFactory, Out
+from polystream.dialects._responses.wire import encode_payload
+from polystream.events import (
+    BlockEnd,
+    BlockStart,
+    Citation,
+    DataDelta,
+    ErrorEvent,
+    Event,
+    Finish,
+    KeepAlive,
+    Metadata,
+    Raw,
+    ReasoningDelta,
+    SignatureDelta,
+    StatusUpdate,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+    UsageUpdate,
+    Warning,
+)
+from polystream.wire.sse import SSEEncoder
+
+__all__ = ["ResponsesEncoder"]
+
+_SSE = SSEEncoder()
+_ANNOTATION_TYPES = frozenset(
+    {"url_citation", "file_citation", "container_file_citation", "file_path"}
+)
+
+
+class ResponsesEncoder(DialectEncoder):
+    """Encoder for the Responses SSE stream; subclasses bind ``dialect`` and ``quirks``."""
+
+    quirks: ClassVar[Quirks]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._asm = Assembler(self.quirks)
+        self._seq = -1
+        self._opened = False
+        self._reasoning_parts: dict[int, set[tuple[bool, int]]] = {}
+        self._partials: dict[int, int] = {}
+        self._annotations: dict[int, int] = {}
+        self._lost_blocks: set[int] = set()
+        self._args_streamed: set[int] = set()
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def _emit(self, name: str, fields: dict[str, Any]) -> bytes:
+        self._seq += 1
+        payload: dict[str, Any] = {"type": name, "sequence_number": self._seq}
+        payload.update(fields)
+        return encode_payload(name, payload)
+
+    def _native(self, event: Event, key: str | None = None, value: Any = None) -> bytes:
+        extra = event.extra
+        assert extra is not None
+        name = extra["type"]
+        payload: dict[str, Any] = {"type": name}
+        cursor = event.cursor
+        if type(cursor) is int:
+            payload["sequence_number"] = cursor
+            self._seq = max(self._seq, cursor)
+        payload.update(extra)
+        if key is not None and key not in extra:
+            payload[key] = value
+        return encode_payload(name, payload)
+
+    def _open(self) -> bytes:
+        """``response.created`` + ``response.in_progress`` (foreign streams)."""
+        if self._opened:
+            return b""
+        self._opened = True
+        asm = self._asm
+        if asm.id is None:
+            asm.id = IdFactory(self.quirks.id_style, asm.model or "polystream").make("response")
+        if asm.ids is None:
+            asm.ids = IdFactory(self.quirks.id_style, asm.id)
+        created = 0 if self.quirks.created_at_zero else None
+        first = asm.skeleton("in_progress", created_at=created)
+        return self._emit("response.created", {"response": first}) + self._emit(
+            "response.in_progress", {"response": first}
+        )
+
+    # -- dispatch ----------------------------------------------------------------------
+
+    def _encode(self, event: Event) -> bytes:
+        asm = self._asm
+        asm.feed(event)
+        extra = event.extra
+        if asm.native and extra is not None:
+            if "type" in extra:
+                return self._native_event(event)
+            return b""  # implicit / resumed: no native event of its own
+        etype = type(event)
+        if etype is TextDelta:
+            return self._text_delta(event)  # type: ignore[arg-type]
+        if etype is ReasoningDelta:
+            return self._reasoning_delta(event)  # type: ignore[arg-type]
+        if etype is ToolInputDelta:
+            return self._tool_delta(event)  # type: ignore[arg-type]
+        if etype is StreamStart:
+            return self._open()
+        if etype is BlockStart:
+            return self._block_start(event)  # type: ignore[arg-type]
+        if etype is BlockEnd:
+            return self._block_end(event)  # type: ignore[arg-type]
+        if etype is DataDelta:
+            return self._data_delta(event)  # type: ignore[arg-type]
+        if etype is Citation:
+            return self._citation(event)  # type: ignore[arg-type]
+        if etype is SignatureDelta:
+            if not asm.native:
+                self.lose(
+                    "signature",
+                    event,
+                    "Responses encrypted_content is opaque state of OpenAI/xAI models; "
+                    "a signature from another provider would be rejected there",
+                )
+            return b""
+        if etype is Finish:
+            return self._finish(event)  # type: ignore[arg-type]
+        if etype is ErrorEvent:
+            return self._error(event)  # type: ignore[arg-type]
+        if etype is KeepAlive:
+            return _SSE.comment(event.comment or event.name or "keepalive")  # type: ignore[union-attr]
+        if etype is Unknown:
+            assert isinstance(event, Unknown)
+            if asm.native:
+                return _SSE.event(event.data, event=event.name)
+            self.lose(f"event:unknown:{event.name}", event, "no Responses event for it")
+            return b""
+        if etype is Metadata:
+            assert isinstance(event, Metadata)
+            self.lose(f"metadata:{event.name}", event, "Responses has no reply-level metadata")
+            return b""
+        if etype is StatusUpdate or etype is UsageUpdate or etype is Warning or etype is Raw:
+            return b""  # state only (usage goes into the terminal Response)
+        return b""
+
+    def _native_event(self, event: Event) -> bytes:
+        etype = type(event)
+        if etype is Citation:
+            return self._native(event, "annotation", event.citation)  # type: ignore[union-attr]
+        if etype is DataDelta:
+            assert event.extra is not None
+            key = (
+                "partial_image_b64"
+                if event.extra["type"] == "response.image_generation_call.partial_image"
+                else "delta"
+            )
+            return self._native(event, key, event.delta)  # type: ignore[union-attr]
+        if etype is TextDelta or etype is ReasoningDelta or etype is ToolInputDelta:
+            return self._native(event, "delta", event.delta)  # type: ignore[union-attr]
+        return self._native(event)
+
+    # -- foreign blocks ----------------------------------------------------------------
+
+    def _block(self, index: int) -> tuple[Out, int | None] | None:
+        return self._asm.blocks.get(index)
+
+    def _block_start(self, event: BlockStart) -> bytes:
+        head = self._open()
+        found = self._block(event.index)
+        if found is None:
+            self._lost_blocks.add(event.index)
+            self.lose(
+                f"block:{event.kind}",
+                event,
+                f"no Responses output item for a foreign {event.kind} block",
+            )
+            return head
+        out, ci = found
+        item = dict(out.item)
+        head += self._emit(
+            "response.output_item.added", {"output_index": out.output_index, "item": item}
+        )
+        if ci is not None:
+            head += self._emit(
+                "response.content_part.added",
+                {
+                    "item_id": out.id,
+                    "output_index": out.output_index,
+                    "content_index": ci,
+                    "part": dict(out.parts[ci].part),
+                },
+            )
+        return head
+
+    def _text_delta(self, event: TextDelta) -> bytes:
+        found = self._block(event.index)
+        if found is None or found[1] is None:
+            return b""
+        out, ci = found
+        fields: dict[str, Any] = {
+            "item_id": out.id,
+            "output_index": out.output_index,
+            "content_index": ci,
+            "delta": event.delta,
+        }
+        if out.kind == "refusal":
+            return self._emit("response.refusal.delta", fields)
+        fields["logprobs"] = []
+        return self._emit("response.output_text.delta", fields)
+
+    def _reasoning_delta(self, event: ReasoningDelta) -> bytes:
+        found = self._block(event.index)
+        if found is None:
+            return b""
+        out = found[0]
+        part = event.part if event.part is not None else 0
+        opened = self._reasoning_parts.setdefault(event.index, set())
+        head = b""
+        where = {"item_id": out.id, "output_index": out.output_index}
+        if (event.summary, part) not in opened:
+            opened.add((event.summary, part))
+            if event.summary:
+                head = self._emit(
+                    "response.reasoning_summary_part.added",
+                    {**where, "summary_index": part, "part": {"type": "summary_text", "text": ""}},
+                )
+            else:
+                head = self._emit(
+                    "response.content_part.added",
+                    {
+                        **where,
+                        "content_index": part,
+                        "part": {"type": "reasoning_text", "text": ""},
+                    },
+                )
+        if event.summary:
+            return head + self._emit(
+                "response.reasoning_summary_text.delta",
+                {**where, "summary_index": part, "delta": event.delta},
+            )
+        return head + self._emit(
+            "response.reasoning_text.delta", {**where, "content_index": part, "delta": event.delta}
+        )
+
+    def _tool_delta(self, event: ToolInputDelta) -> bytes:
+        found = self._block(event.index)
+        if found is None or found[0].kind != "tool_call" or self.quirks.one_shot_arguments:
+            return b""  # xAI: one delta with the whole JSON, written at the block's end
+        out = found[0]
+        self._args_streamed.add(event.index)
+        return self._emit(
+            "response.function_call_arguments.delta",
+            {"item_id": out.id, "output_index": out.output_index, "delta": event.delta},
+        )
+
+    def _data_delta(self, event: DataDelta) -> bytes:
+        found = self._block(event.index)
+        if found is None:
+            return b""
+        out = found[0]
+        n = self._partials.get(event.index, 0)
+        self._partials[event.index] = n + 1
+        return self._emit(
+            "response.image_generation_call.partial_image",
+            {
+                "item_id": out.id,
+                "output_index": out.output_index,
+                "partial_image_index": n,
+                "partial_image_b64": event.delta,
+            },
+        )
+
+    def _citation(self, event: Citation) -> bytes:
+        found = self._block(event.index) if event.index is not None else None
+        citation = event.citation
+        if found is None or found[1] is None or not isinstance(citation, dict):
+            self.lose("citation", event, "Responses annotations belong to output text")
+            return b""
+        if citation.get("type") not in _ANNOTATION_TYPES:
+            url = citation.get("url") or citation.get("uri")
+            if not isinstance(url, str):
+                self.lose("citation", event, "no URL to make a url_citation of")
+                return b""
+            text_len = sum(len(t) for t in found[0].parts[found[1]].text)
+            start = citation.get("start_index")
+            end = citation.get("end_index")
+            citation = {
+                "type": "url_citation",
+                "start_index": start if type(start) is int else text_len,
+                "end_index": end if type(end) is int else text_len,
+                "title": str(citation.get("title") or ""),
+                "url": url,
+            }
+            self.lose(
+                "citation.fields",
+                event,
+                "converted to url_citation; other fields of the citation are dropped",
+            )
+            # Keep the converted form in the final item too.
+            annotations = found[0].parts[found[1]].annotations
+            annotations[-1] = citation
+        out, ci = found
+        n = self._annotations.get(event.index or 0, 0)
+        self._annotations[event.index or 0] = n + 1
+        return self._emit(
+            "response.output_text.annotation.added",
+            {
+                "item_id": out.id,
+                "output_index": out.output_index,
+                "content_index": ci,
+                "annotation_index": n,
+                "annotation": citation,
+            },
+        )
+
+    def _block_end(self, event: BlockEnd) -> bytes:
+        found = self._block(event.index)
+        if found is None:
+            return b""
+        out, ci = found
+        item = out.build(finished=True)
+        where = {"item_id": out.id, "output_index": out.output_index}
+        chunks: list[bytes] = []
+        if ci is not None:
+            part = item["content"][ci]
+            if part.get("type") == "refusal":
+                chunks.append(
+                    self._emit(
+                        "response.refusal.done",
+                        {**where, "content_index": ci, "refusal": part.get("refusal", "")},
+                    )
+                )
+            else:
+                chunks.append(
+                    self._emit(
+                        "response.output_text.done",
+                        {
+                            **where,
+                            "content_index": ci,
+                            "text": part.get("text", ""),
+                            "logprobs": [],
+                        },
+                    )
+                )
+            chunks.append(
+                self._emit(
+                    "response.content_part.done", {**where, "content_index": ci, "part": part}
+                )
+            )
+        elif out.kind == "reasoning":
+            for si, summary in enumerate(item.get("summary") or []):
+                chunks.append(
+                    self._emit(
+                        "response.reasoning_summary_text.done",
+                        {**where, "summary_index": si, "text": summary["text"]},
+                    )
+                )
+                chunks.append(
+                    self._emit(
+                        "response.reasoning_summary_part.done",
+                        {**where, "summary_index": si, "part": summary},
+                    )
+                )
+            for rci, content in enumerate(item.get("content") or []):
+                chunks.append(
+                    self._emit(
+                        "response.reasoning_text.done",
+                        {**where, "content_index": rci, "text": content["text"]},
+                    )
+                )
+                chunks.append(
+                    self._emit(
+                        "response.content_part.done",
+                        {**where, "content_index": rci, "part": content},
+                    )
+                )
+        elif out.kind == "tool_call":
+            arguments = item.get("arguments") or ""
+            if not arguments:
+                # A no-argument call: OpenAI streams "{}" (pain point 16: never "").
+                arguments = "{}"
+                item["arguments"] = arguments
+                out.args[:] = [arguments]
+                chunks.append(
+                    self._emit(
+                        "response.function_call_arguments.delta", {**where, "delta": arguments}
+                    )
+                )
+            elif self.quirks.one_shot_arguments or event.index not in self._args_streamed:
+                chunks.append(
+                    self._emit(
+                        "response.function_call_arguments.delta", {**where, "delta": arguments}
+                    )
+                )
+            chunks.append(
+                self._emit(
+                    "response.function_call_arguments.done",
+                    {**where, "name": item.get("name"), "arguments": arguments},
+                )
+            )
+        elif out.kind == "image":
+            chunks.append(self._emit("response.image_generation_call.completed", where))
+        # Each foreign block is its own item (text and refusal: one-part messages).
+        out.closed = True
+        chunks.append(
+            self._emit(
+                "response.output_item.done",
+                {"output_index": out.output_index, "item": out.build(finished=True)},
+            )
+        )
+        return b"".join(chunks)
+
+    # -- the end -----------------------------------------------------------------------
+
+    def _error(self, event: ErrorEvent) -> bytes:
+        error = event.error
+        if error.kind == "protocol":
+            self.lose("error:protocol", event, "a tolerated decoding error of the source stream")
+            return b""
+        return self._open() + self._emit(
+            "error", {"code": error.code or error.kind, "message": error.message, "param": None}
+        )
+
+    def _finish(self, event: Finish) -> bytes:
+        if event.status == "truncated":
+            return b""  # the source was cut off: so is this stream
+        head = self._open()
+        asm = self._asm
+        for index, (out, _ci) in list(asm.blocks.items()):
+            if not out.closed and index not in self._lost_blocks:
+                head += self._block_end(BlockEnd(index=index))
+        name = {
+            "completed": "response.completed",
+            "incomplete": "response.incomplete",
+            "failed": "response.failed",
+        }[event.status]
+        response = asm.response(prefer_terminal=False)
+        if self.quirks.created_at_zero and asm.created:
+            response["created_at"] = asm.created
+        return head + self._emit(name, {"response": response})
+
+    def close(self) -> bytes:
+        """Nothing follows the terminal event (Responses has no ``[DONE]``)."""
+        return b""
