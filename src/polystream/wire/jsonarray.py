@@ -63,8 +63,6 @@ _BOM: Final = b"\xef\xbb\xbf"
 _WHITESPACE: Final = b" \t\r\n"  # RFC 8259 §2: the only insignificant whitespace
 # Inside an element outside strings, only these bytes change the scanner's state.
 _STRUCTURAL: Final = re.compile(rb'["{}\[\]]')
-# Inside a string, only the closing quote and escapes matter.
-_IN_STRING: Final = re.compile(rb'["\\]')
 # A scalar element ends at whitespace, a comma, the closing bracket, or a byte that
 # cannot be part of it (then the structure check after it reports the error).
 _SCALAR_END: Final = re.compile(rb'[ \t\r\n,\]\[{}"]')
@@ -360,17 +358,27 @@ class JSONArrayDecoder:
         start = pos
         stack = self._stack
         in_string = self._in_string
+        quote = escape = -2  # next '"' and '\\' at or after pos (-1: none; -2: unknown)
         if self._pending_escape:
             # The escaped character is the first byte of this chunk.
             self._pending_escape = False
             pos += 1
         while pos < n:
             if in_string:
-                m = _IN_STRING.search(data, pos)
-                if m is None:
+                # memchr scans beat a regex on long strings (base64 inline data). The
+                # next quote and backslash positions are cached, so that each byte is
+                # scanned once even when a string holds many escapes.
+                if quote != -1 and quote < pos:
+                    quote = data.find(b'"', pos)
+                if escape != -1 and escape < pos:
+                    escape = data.find(b"\\", pos)
+                if escape != -1 and (quote == -1 or escape < quote):
+                    p = escape
+                elif quote != -1:
+                    p = quote
+                else:
                     pos = n
                     break
-                p = m.start()
                 if data[p] == 92:  # backslash: skip the escaped byte
                     if p + 1 >= n:
                         self._pending_escape = True

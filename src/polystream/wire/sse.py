@@ -55,7 +55,9 @@ DEFAULT_MAX_LINE_SIZE: Final = 32 * 1024 * 1024
 room while keeping a runaway line without a newline from exhausting memory."""
 
 DEFAULT_MAX_EVENT_SIZE: Final = 64 * 1024 * 1024
-"""Largest ``data`` payload of one event, all its ``data:`` lines together (64 MiB)."""
+"""Largest ``data`` payload of one event, in bytes: all its ``data:`` lines together,
+with the LFs that join them (64 MiB, twice the line limit: an event may split a large
+payload over several lines)."""
 
 _BOM: Final = b"\xef\xbb\xbf"
 
@@ -351,7 +353,8 @@ class SSEDecoder:
             if value[:1] == b" ":
                 value = value[1:]
         if name == b"data":
-            self._data_size += len(value) + 1
+            # The event's data is the lines joined with LF: count exactly that.
+            self._data_size += len(value) + 1 if self._data else len(value)
             if self._data_size > self._max_event:
                 self._failed = BufferLimitExceeded(
                     f"event data larger than max_event_size={self._max_event} bytes",
