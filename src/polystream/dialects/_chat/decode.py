@@ -1,0 +1,722 @@
+"""Chat Completions stream -> unified events (``openai_chat`` and ``xai_chat``).
+
+Mapping (the full table is in docs/dialects/openai_chat.md):
+
+* first chunk -> :class:`StreamStart` (``id``, ``model``, ``created``);
+* ``delta.reasoning_content`` -> ``reasoning`` block, :class:`ReasoningDelta`;
+  ``delta.content`` -> ``text`` block; ``delta.refusal`` -> ``refusal`` block
+  (:class:`TextDelta`). Chat has no block boundaries: a text-like block stays open
+  until another kind of output starts in the same choice (then :class:`BlockEnd`) or
+  the choice's ``finish_reason`` arrives. Empty strings and ``null`` open nothing
+  (OpenAI's first chunk has ``"content": ""`` and ``"refusal": null``).
+* ``delta.tool_calls[]`` -> one ``tool_call`` block per call, keyed by
+  (choice, tool ``index``) *and* ``id``: a fragment with a new id at an index already
+  in use opens a new block, never merging two calls (pain-points §3.2, #14). The id
+  arrives only on a call's first fragment; later fragments find the block by index.
+  A fragment without an index continues the one open call of its choice; with several
+  open calls it is ambiguous, which is a protocol error (never a guess by position).
+  Argument fragments -> :class:`ToolInputDelta`; a no-argument tool streams ``""``
+  and accumulates to ``{}``.
+* ``delta.annotations[]`` -> :class:`Citation` on the text block.
+* ``finish_reason`` -> :class:`Metadata` ``finish_reason`` (per choice) and
+  :class:`BlockEnd` for the choice's open blocks.
+* ``usage`` (the ``choices: []`` chunk, or any chunk: xAI sends it on the second-to-last
+  chunk or cumulatively on every chunk) -> :class:`UsageUpdate`; the last non-empty
+  one is the Finish's usage, an empty one never overwrites it (pain-points #19, #20).
+* top-level ``moderation`` -> :class:`Metadata` ``moderation``.
+* ``{"error": {...}}`` -> :class:`ErrorEvent` typed by cause; the stream ends ``failed``.
+* ``data: [DONE]`` -> :class:`Finish` with choice 0's finish reason (other choices' are
+  in their ``finish_reason`` Metadata) and the final usage. No ``[DONE]`` -> truncated.
+* SSE comments (OpenRouter ``: OPENROUTER PROCESSING``) -> :class:`KeepAlive`.
+* a JSON object that is not a chunk (``{"type": "keepalive"}``) -> :class:`Unknown`.
+
+The polystream carrier: ``delta.polystream`` is a list of entries that this library
+writes when it encodes what Chat cannot express (signatures, another dialect's
+citations and metadata); it is read back into :class:`SignatureDelta`,
+:class:`Citation` and :class:`Metadata` (see :mod:`polystream.dialects._chat.encode`).
+
+Residuals (``extra["chat"]``), so that the same dialect's encoder reproduces every chunk
+exactly without ``raw`` (each key is present only when needed):
+
+* ``env``: on the *last* event of each chunk (it marks the chunk's end): the diff of the
+  chunk's top-level fields against the previous chunk (see :func:`.wire.diff`); modelled
+  values are replaced by placeholders (``choices`` -> ``[]``, ``usage``/``moderation``
+  -> ``null``), everything else (``system_fingerprint``, ``service_tier``,
+  ``obfuscation``, xAI ``citations``...) is kept as sent.
+* ``ev``: the SSE ``event:`` name, when the chunk had one.
+* ``ci``/``ch``/``d``: on the first wire event of a choice entry, when the encoder could
+  not infer them: the choice index, the diff of the choice's fields other than
+  ``index``/``delta`` (``logprobs``...; a finish_reason is a placeholder ``null``), and the
+  delta's fields that no event carries (``role``, ``"content": ""``, ``"refusal": null``...).
+* ``tc``: the tool-call fragment minus the modelled values (``id``, ``function.name``,
+  non-empty ``function.arguments``), on :class:`BlockStart` and on a fragment that is
+  not the standard continuation ``{"index": n, "function": {"arguments": "..."}}``.
+* ``p``: the event came from the ``polystream`` carrier.
+* ``top``: an error line's fields besides ``error``; ``done: false`` on a Finish that
+  had no ``[DONE]`` (a failed stream that just closed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Final
+
+from polystream.dialects._base import FramedDecoder
+from polystream.dialects._chat.finish_reason import map_finish_reason
+from polystream.dialects._chat.quirks import Quirks
+from polystream.dialects._chat.usage import convert_usage
+from polystream.dialects._chat.wire import (
+    CHUNK_OBJECT,
+    DECODER,
+    DONE,
+    ENCODER,
+    EXTRA_KEY,
+    diff,
+)
+from polystream.errors import StreamTruncated
+from polystream.events import (
+    RETRYABLE_KINDS,
+    BlockEnd,
+    BlockKind,
+    BlockStart,
+    Citation,
+    ErrorEvent,
+    ErrorInfo,
+    ErrorKind,
+    Event,
+    Finish,
+    FinishReason,
+    Metadata,
+    ReasoningDelta,
+    SignatureDelta,
+    StatusUpdate,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+    Usage,
+    UsageUpdate,
+    Warning,
+)
+from polystream.wire.sse import ServerSentEvent
+
+__all__ = ["ChatDecoder", "error_kind"]
+
+# delta keys that events carry; every other delta key is a residual.
+_MODELLED_DELTA: Final = frozenset(
+    {"content", "refusal", "reasoning_content", "tool_calls", "annotations", "polystream"}
+)
+_TEXT_FIELDS: Final[tuple[tuple[str, BlockKind], ...]] = (
+    ("reasoning_content", "reasoning"),
+    ("content", "text"),
+    ("refusal", "refusal"),
+)
+
+# OpenAI error `type`/`code` values (API reference "Error codes") and the words other
+# Chat servers use -> unified kind. Anything else is "unknown".
+_ERROR_KINDS: Final[dict[str, ErrorKind]] = {
+    "server_error": "server",
+    "internal_error": "server",
+    "api_error": "server",
+    "service_unavailable": "overloaded",
+    "overloaded": "overloaded",
+    "overloaded_error": "overloaded",
+    "rate_limit_exceeded": "rate_limit",
+    "rate_limit_error": "rate_limit",
+    "tokens": "rate_limit",
+    "requests": "rate_limit",
+    "insufficient_quota": "quota",
+    "invalid_request_error": "invalid_request",
+    "context_length_exceeded": "invalid_request",
+    "authentication_error": "authentication",
+    "invalid_api_key": "authentication",
+    "permission_error": "permission",
+    "not_found_error": "not_found",
+    "model_not_found": "not_found",
+    "content_filter": "content_filter",
+    "content_policy_violation": "content_filter",
+    "timeout": "timeout",
+    "request_timeout": "timeout",
+}
+
+
+def error_kind(error: Any) -> ErrorKind:
+    """The unified kind of a Chat error object (its ``code``, then its ``type``)."""
+    if isinstance(error, dict):
+        for key in ("code", "type"):
+            value = error.get(key)
+            if isinstance(value, str) and value in _ERROR_KINDS:
+                return _ERROR_KINDS[value]
+    return "unknown"
+
+
+class _Tool:
+    """One open tool-call block."""
+
+    __slots__ = ("block", "id", "tool_index")
+
+    def __init__(self, block: int, id: str | None, tool_index: Any) -> None:
+        self.block = block
+        self.id = id
+        self.tool_index = tool_index
+
+
+class _Choice:
+    """Decoding state of one choice (candidate)."""
+
+    __slots__ = ("finish_raw", "last_of_kind", "open_tools", "residual", "text", "tools")
+
+    def __init__(self, residual: dict[str, Any]) -> None:
+        self.residual = residual
+        self.text: tuple[int, BlockKind] | None = None  # the open text-like block
+        self.tools: dict[int, _Tool] = {}  # provider tool index -> open block
+        self.open_tools: list[_Tool] = []
+        self.last_of_kind: dict[str, int] = {}  # for carrier signatures and citations
+        self.finish_raw: str | None = None
+
+
+class ChatDecoder(FramedDecoder):
+    """Decoder for a Chat Completions stream; bound to a dialect by :class:`Quirks`.
+
+    Args:
+        quirks: The dialect's quirks (set by the dialect's subclass).
+        strict: Raise typed protocol errors (also for unknown chunks and data after
+            ``[DONE]``) instead of emitting error events.
+        keep_raw: Emit a :class:`~polystream.events.Raw` event before each chunk's events.
+    """
+
+    quirks: ClassVar[Quirks]
+
+    def __init__(self, *, strict: bool = False, keep_raw: bool = False, **options: Any) -> None:
+        super().__init__(strict=strict, keep_raw=keep_raw, **options)
+        self._started = False
+        self._env: dict[str, Any] = {}
+        self._choices: dict[int, _Choice] = {}
+        self._next_block = 0
+        self._usage: Usage | None = None
+        self._error: ErrorInfo | None = None
+        # per chunk:
+        self._events: list[Event] = []
+        self._explicit: dict[str, Any] = {}  # ci/ch/d of the current choice entry
+        self._need = False  # the encoder cannot infer the entry: say it explicitly
+        self._wired = False  # a wire event was emitted for the current choice entry
+        self._entry_candidate: int | None = None  # candidate of the chunk's last entry
+        self._last_frag: tuple[int, bool] | None = None  # (block, has arguments)
+
+    # -- framing hooks ----------------------------------------------------------------
+
+    def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
+        data = event.data
+        if data == DONE:
+            self._done(out)
+            return
+        try:
+            obj = DECODER.decode(data)
+        except Exception as exc:  # msgspec.DecodeError; kept whole in ErrorInfo.raw
+            self._bad(out, f"malformed JSON in a data line: {exc}", data)
+            return
+        self.raw_event(out, event.event, obj)
+        if not isinstance(obj, dict):
+            self._bad(out, f"chunk payload is a JSON {type(obj).__name__}, not an object", data)
+            return
+        if "error" in obj and "choices" not in obj:
+            self._error_line(obj, out)
+            return
+        if "choices" not in obj and obj.get("object") != CHUNK_OBJECT and "usage" not in obj:
+            if self.strict:
+                raise self.protocol_error(f"not a chat.completion.chunk: {data[:200]}")
+            name = obj.get("type") if isinstance(obj.get("type"), str) else event.event
+            x: dict[str, Any] = {"ev": event.event} if event.event is not None else {}
+            out.append(Unknown(name=name, data=data, extra={EXTRA_KEY: x}))
+            return
+        self._chunk(obj, event, out)
+
+    def _after_finish(self, event: ServerSentEvent, out: list[Event]) -> None:
+        # Data after [DONE]: a protocol error in strict mode; tolerant mode reports it
+        # and keeps the data (nothing received is lost).
+        if self.strict:
+            raise self.protocol_error("data after the [DONE] terminal")
+        out.append(
+            Warning(
+                code="after_terminal",
+                message="data after the [DONE] terminal",
+                event_index=self.frame_index,
+                byte_offset=self.frame_offset,
+                extra={"data": event.data},
+            )
+        )
+
+    def _on_close(self, out: list[Event], truncation: StreamTruncated | None) -> None:
+        if self.finished:
+            return
+        if self._error is not None and truncation is None:
+            # The error line was the stream's last word: failed, not truncated.
+            reason = FinishReason(unified="error", raw=self._finish_raw())
+            finish = Finish(
+                status="failed",
+                reason=reason,
+                usage=self._usage,
+                error=self._error,
+                extra={EXTRA_KEY: {"done": False}},
+            )
+            self.emit_finish(out, finish)
+            return
+        # Truncated: keep the usage seen so far (billing for cut streams, pain-points #24).
+        message = (
+            truncation.message
+            if truncation is not None
+            else "stream ended without data: [DONE] (truncated)"
+        )
+        self.emit_finish(
+            out,
+            Finish(
+                status="truncated",
+                reason=FinishReason(unified="error", raw=None),
+                usage=self._usage,
+                error=ErrorInfo(
+                    kind="truncated",
+                    message=message,
+                    retryable=True,
+                    dialect=self.dialect,
+                    event_index=truncation.event_index
+                    if truncation is not None
+                    else self.frame_index + 1,
+                    byte_offset=truncation.byte_offset if truncation is not None else None,
+                ),
+            ),
+        )
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _bad(self, out: list[Event], message: str, raw: Any) -> None:
+        """A protocol error that keeps what was received: raises when strict, else an
+        ErrorEvent whose ``raw`` holds the offending data, and decoding goes on."""
+        if self.strict:
+            raise self.protocol_error(message)
+        out.append(
+            ErrorEvent(
+                error=ErrorInfo(
+                    kind="protocol",
+                    message=message,
+                    dialect=self.dialect,
+                    event_index=self.frame_index,
+                    byte_offset=self.frame_offset,
+                    raw=raw,
+                )
+            )
+        )
+
+    def _emit(self, event: Event) -> None:
+        self._events.append(event)
+
+    def _x(self, wire: bool, identifies: bool = True) -> dict[str, Any]:
+        """The ``extra`` for the next event of the chunk (see the module docstring).
+
+        Args:
+            wire: The event writes something into the chunk (a non-wire event, such as
+                a text BlockStart or a BlockEnd, writes nothing).
+            identifies: The encoder can tell the event's choice from the event itself.
+        """
+        if wire:
+            first = not self._wired
+            self._wired = True
+            if first and (self._need or not identifies):
+                return {EXTRA_KEY: dict(self._explicit)}
+        return {EXTRA_KEY: {}}
+
+    def _block(self) -> int:
+        index = self._next_block
+        self._next_block += 1
+        return index
+
+    def _finish_raw(self) -> str | None:
+        if not self._choices:
+            return None
+        state = self._choices.get(0) or self._choices[min(self._choices)]
+        return state.finish_raw
+
+    # -- chunks -----------------------------------------------------------------------
+
+    def _chunk(self, obj: dict[str, Any], event: ServerSentEvent, out: list[Event]) -> None:
+        events: list[Event] = []
+        self._events = events
+        self._entry_candidate = None
+        self._last_frag = None
+        env: dict[str, Any] = {}
+        for key, value in obj.items():
+            if key == "choices":
+                env[key] = []
+            elif key in ("usage", "moderation") and value is not None:
+                env[key] = None
+            else:
+                env[key] = value
+        if not self._started:
+            self._started = True
+            created = obj.get("created")
+            start = StreamStart(
+                dialect=self.dialect,
+                id=obj.get("id") if isinstance(obj.get("id"), str) else None,
+                model=obj.get("model") if isinstance(obj.get("model"), str) else None,
+                created=created if type(created) is int else None,
+                extra={EXTRA_KEY: {}},
+            )
+            self._env = base_envelope(start)
+            events.append(start)
+        choices = obj.get("choices")
+        if isinstance(choices, list):
+            for choice in choices:
+                if isinstance(choice, dict) and type(choice.get("index")) is int:
+                    self._choice(choice)
+                else:
+                    events.extend(self._flush_bad(f"malformed choice: {choice!r:.200}", choice))
+        elif choices is not None:
+            events.extend(self._flush_bad("'choices' is not a list", choices))
+        usage = obj.get("usage")
+        if usage is not None:
+            converted = convert_usage(usage, self.quirks)
+            if converted is None:
+                # Not an object: keep it as sent, unmodelled.
+                env["usage"] = usage
+            else:
+                if not converted.is_empty():
+                    self._usage = converted
+                events.append(UsageUpdate(usage=converted, extra={EXTRA_KEY: {}}))
+        moderation = obj.get("moderation")
+        if moderation is not None:
+            events.append(Metadata(name="moderation", value=moderation, extra={EXTRA_KEY: {}}))
+        change = diff(self._env, env)
+        self._env = env
+        last: Event | None = None
+        for candidate in reversed(events):
+            if candidate.extra is not None and EXTRA_KEY in candidate.extra:
+                last = candidate
+                break
+        if last is None:
+            last = StatusUpdate(status="in_progress", extra={EXTRA_KEY: {}})
+            events.append(last)
+        assert last.extra is not None
+        x = last.extra[EXTRA_KEY]
+        x["env"] = change
+        if event.event is not None:
+            x["ev"] = event.event
+        out.extend(events)
+
+    def _flush_bad(self, message: str, raw: Any) -> list[Event]:
+        bad: list[Event] = []
+        self._bad(bad, message, raw)
+        return bad
+
+    def _choice(self, choice: dict[str, Any]) -> None:
+        candidate: int = choice["index"]
+        state = self._choices.get(candidate)
+        if state is None:
+            state = self._choices[candidate] = _Choice(self.quirks.choice_fields)
+        residual: dict[str, Any] = {}
+        finish_raw = None
+        for key, value in choice.items():
+            if key in ("index", "delta"):
+                continue
+            if key == "finish_reason" and value is not None:
+                finish_raw = value
+                value = None
+            residual[key] = value
+        change = diff(state.residual, residual)
+        state.residual = residual
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            delta = {}
+        rest = {k: v for k, v in delta.items() if k not in _MODELLED_DELTA or _empty(v)}
+        explicit: dict[str, Any] = {"ci": candidate, "ch": change}
+        if rest:
+            explicit["d"] = rest
+        self._explicit = explicit
+        # An entry for the same choice as the previous entry of this chunk cannot be
+        # told apart by the encoder (it would append to that entry).
+        self._need = bool(change or rest or self._entry_candidate == candidate)
+        self._wired = False
+        self._entry_candidate = candidate
+        self._last_frag = None
+
+        for field, kind in _TEXT_FIELDS:
+            text = delta.get(field)
+            if isinstance(text, str) and text:
+                index = self._open_text(state, candidate, kind)
+                if kind == "reasoning":
+                    self._emit(ReasoningDelta(index=index, delta=text, extra=self._x(True)))
+                else:
+                    self._emit(TextDelta(index=index, delta=text, extra=self._x(True)))
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            for fragment in calls:
+                self._fragment(state, candidate, fragment)
+        annotations = delta.get("annotations")
+        if isinstance(annotations, list) and annotations:
+            target = state.text[0] if state.text is not None else state.last_of_kind.get("text")
+            for annotation in annotations:
+                x = self._x(True, identifies=target is not None)
+                self._emit(Citation(citation=annotation, index=target, extra=x))
+        carried = delta.get("polystream")
+        if isinstance(carried, list) and carried:
+            self._carried(state, candidate, carried)
+        if finish_raw is not None:
+            state.finish_raw = finish_raw if isinstance(finish_raw, str) else str(finish_raw)
+            self._emit(
+                Metadata(
+                    name="finish_reason",
+                    value=finish_raw,
+                    candidate=candidate,
+                    extra=self._x(True),
+                )
+            )
+            self._close_all(state)
+        if not self._wired:
+            # Nothing in this entry maps to an event (a role-only delta, an empty one):
+            # a carrier keeps the entry (and its residuals) in the stream.
+            self._emit(StatusUpdate(status="in_progress", extra={EXTRA_KEY: explicit}))
+            self._wired = True
+
+    def _open_text(self, state: _Choice, candidate: int, kind: BlockKind) -> int:
+        current = state.text
+        if current is not None and current[1] == kind:
+            return current[0]
+        if current is not None:
+            self._emit(BlockEnd(index=current[0], extra=self._x(False)))
+        index = self._block()
+        self._emit(BlockStart(index=index, kind=kind, candidate=candidate, extra=self._x(False)))
+        state.text = (index, kind)
+        state.last_of_kind[kind] = index
+        return index
+
+    def _close_text(self, state: _Choice) -> None:
+        if state.text is not None:
+            self._emit(BlockEnd(index=state.text[0], extra=self._x(False)))
+            state.text = None
+
+    def _close_all(self, state: _Choice) -> None:
+        self._close_text(state)
+        for tool in state.open_tools:
+            self._emit(BlockEnd(index=tool.block, extra=self._x(False)))
+        state.open_tools = []
+        state.tools = {}
+
+    def _close_tool(self, state: _Choice, tool: _Tool) -> None:
+        self._emit(BlockEnd(index=tool.block, extra=self._x(False)))
+        state.open_tools.remove(tool)
+        if type(tool.tool_index) is int and state.tools.get(tool.tool_index) is tool:
+            del state.tools[tool.tool_index]
+
+    def _fragment(self, state: _Choice, candidate: int, fragment: Any) -> None:
+        if not isinstance(fragment, dict):
+            self._events.extend(
+                self._flush_bad(f"malformed tool call: {fragment!r:.200}", fragment)
+            )
+            return
+        raw_index = fragment.get("index")
+        valid_index = type(raw_index) is int
+        tool_index: int = raw_index if isinstance(raw_index, int) and valid_index else -1
+        raw_id = fragment.get("id")
+        call_id = raw_id if isinstance(raw_id, str) and raw_id else None
+        function = fragment.get("function")
+        if not isinstance(function, dict):
+            function = None
+        name = function.get("name") if function is not None else None
+        name = name if isinstance(name, str) and name else None
+        args = function.get("arguments") if function is not None else None
+        args = args if isinstance(args, str) and args else None
+
+        tool: _Tool | None = None
+        if valid_index:
+            current = state.tools.get(tool_index)
+            # Same index, different id: a new call (never merge two ids, pain-points #14).
+            if current is not None and (
+                call_id is None or current.id is None or current.id == call_id
+            ):
+                tool = current
+            elif current is not None:
+                self._close_tool(state, current)
+        elif call_id is not None:
+            tool = next((t for t in state.open_tools if t.id == call_id), None)
+        elif len(state.open_tools) == 1:
+            tool = state.open_tools[0]
+        elif len(state.open_tools) > 1:
+            self._events.extend(
+                self._flush_bad(
+                    "tool-call fragment without an index while several calls are open "
+                    "(ambiguous; not merged by position)",
+                    fragment,
+                )
+            )
+            return
+
+        if tool is None:
+            self._close_text(state)
+            residual = dict(fragment)
+            if call_id is not None:
+                del residual["id"]
+            if function is not None:
+                fn = dict(function)
+                if name is not None:
+                    del fn["name"]
+                if args is not None:
+                    del fn["arguments"]
+                residual["function"] = fn
+            index = self._block()
+            tool = _Tool(index, call_id, raw_index if valid_index else None)
+            state.open_tools.append(tool)
+            if valid_index:
+                state.tools[tool_index] = tool
+            state.last_of_kind["tool_call"] = index
+            x = self._x(True)
+            x[EXTRA_KEY]["tc"] = residual
+            self._emit(
+                BlockStart(
+                    index=index,
+                    kind="tool_call",
+                    id=call_id,
+                    name=name,
+                    candidate=candidate,
+                    extra=x,
+                )
+            )
+            fn_residual = residual.get("function")
+            self._last_frag = (index, isinstance(fn_residual, dict) and "arguments" in fn_residual)
+            if args is not None:
+                self._emit(ToolInputDelta(index=index, delta=args, extra=self._x(True)))
+                self._last_frag = (index, True)
+            return
+
+        # A continuation fragment.
+        self._close_text(state)
+        residual = dict(fragment)
+        if function is not None:
+            fn = dict(function)
+            if args is not None:
+                del fn["arguments"]
+            residual["function"] = fn
+        standard = (
+            args is not None
+            and type(tool.tool_index) is int
+            and residual == {"index": tool.tool_index, "function": {}}
+            and not (self._last_frag is not None and self._last_frag == (tool.block, False))
+        )
+        x = self._x(True)
+        if not standard:
+            x[EXTRA_KEY]["tc"] = residual
+        self._emit(ToolInputDelta(index=tool.block, delta=args or "", extra=x))
+        self._last_frag = (tool.block, True)
+
+    def _carried(self, state: _Choice, candidate: int, entries: list[Any]) -> None:
+        """Read the polystream carrier back into events (see the encoder's docstring)."""
+        for entry in entries:
+            kind = entry.get("type") if isinstance(entry, dict) else None
+            if kind == "signature" and isinstance(entry.get("data"), str):
+                target = entry.get("target")
+                index: int | None = None
+                tool_index = entry.get("tool_index")
+                if target == "tool_call" and type(tool_index) is int and tool_index in state.tools:
+                    index = state.tools[tool_index].block
+                elif isinstance(target, str):
+                    index = state.last_of_kind.get(target)
+                if index is None and target in ("reasoning", "text", "refusal"):
+                    index = self._open_text(state, candidate, target)
+                if index is not None:
+                    x = self._x(True)
+                    x[EXTRA_KEY]["p"] = 1
+                    self._emit(SignatureDelta(index=index, delta=entry["data"], extra=x))
+                    continue
+            elif kind == "citation":
+                target_index = None
+                if entry.get("target") is not None:
+                    target_index = (
+                        state.text[0] if state.text is not None else state.last_of_kind.get("text")
+                    )
+                x = self._x(True, identifies=target_index is not None)
+                x[EXTRA_KEY]["p"] = 1
+                self._emit(Citation(citation=entry.get("citation"), index=target_index, extra=x))
+                continue
+            elif kind == "metadata" and isinstance(entry.get("name"), str):
+                x = self._x(True)
+                x[EXTRA_KEY]["p"] = 1
+                self._emit(
+                    Metadata(
+                        name=entry["name"],
+                        value=entry.get("value"),
+                        candidate=candidate,
+                        merge=entry.get("merge") is True,
+                        extra=x,
+                    )
+                )
+                continue
+            # An entry this version cannot place: passed through, never dropped.
+            x = self._x(True, identifies=False)
+            x[EXTRA_KEY]["p"] = 1
+            self._emit(Unknown(name="polystream", data=_dumps(entry), extra=x))
+
+    # -- terminal and errors ----------------------------------------------------------
+
+    def _error_line(self, obj: dict[str, Any], out: list[Event]) -> None:
+        error = obj["error"]
+        message = error.get("message") if isinstance(error, dict) else None
+        code = None
+        if isinstance(error, dict):
+            for key in ("code", "type"):
+                value = error.get(key)
+                if isinstance(value, str):
+                    code = value
+                    break
+        kind = error_kind(error)
+        info = ErrorInfo(
+            kind=kind,
+            message=message if isinstance(message, str) else "error in the stream",
+            retryable=kind in RETRYABLE_KINDS,
+            code=code,
+            raw=error,
+        )
+        if self._error is None:
+            self._error = info
+        top = {k: v for k, v in obj.items() if k != "error"}
+        x: dict[str, Any] = {"top": top} if top else {}
+        out.append(ErrorEvent(error=info, extra={EXTRA_KEY: x}))
+
+    def _done(self, out: list[Event]) -> None:
+        for state in self._choices.values():
+            self._events = out
+            self._close_all(state)
+        reason, status = map_finish_reason(self._finish_raw())
+        error = self._error
+        if error is not None:
+            reason = FinishReason(unified="error", raw=reason.raw)
+            status = "failed"
+        self.emit_finish(
+            out,
+            Finish(
+                status=status,
+                reason=reason,
+                usage=self._usage,
+                error=error,
+                extra={EXTRA_KEY: {}},
+            ),
+        )
+
+
+def base_envelope(start: StreamStart) -> dict[str, Any]:
+    """The envelope a chunk is diffed against before the first chunk: what
+    :class:`StreamStart` models (the encoder starts from the same)."""
+    env: dict[str, Any] = {}
+    if start.id is not None:
+        env["id"] = start.id
+    env["object"] = CHUNK_OBJECT
+    if start.created is not None:
+        env["created"] = start.created
+    if start.model is not None:
+        env["model"] = start.model
+    env["choices"] = []
+    return env
+
+
+def _empty(value: Any) -> bool:
+    """Modelled delta values that carry nothing (kept as residuals, as sent)."""
+    return value is None or value in ("", []) or not isinstance(value, str | list)
+
+
+def _dumps(value: Any) -> str:
+    return ENCODER.encode(value).decode()

@@ -1,0 +1,575 @@
+"""Unified events -> a Chat Completions stream (``data:`` chunks, usage chunk, ``[DONE]``).
+
+Two paths:
+
+* **Events decoded from a Chat stream** (their ``extra["chat"]`` residuals, see
+  :mod:`polystream.dialects._chat.decode`) are written back chunk for chunk: the events
+  of one native chunk are gathered and the chunk is written when its last event (the
+  one holding ``env``) arrives, so nothing waits for a later event.
+* **Events from another dialect** become one chunk per content event, the way OpenAI
+  streams: the first chunk of each choice has ``"role": "assistant"``; a tool call's
+  first fragment has ``index``, ``id``, ``type`` and ``function.name``; at the
+  :class:`Finish` a chunk with each choice's ``finish_reason``, then (when usage is
+  known) the usage chunk with ``"choices": []``, then ``data: [DONE]``. A failed stream
+  ends with an error line and no ``[DONE]``; a truncated one ends with nothing.
+
+What Chat cannot express is reported in :attr:`losses`. Where polystream has a
+carrier, the loss is recorded with ``carried=True`` and a later decode of this stream
+restores the events:
+
+* reasoning text -> ``delta.reasoning_content`` (native on ``xai_chat``; a carrier on
+  ``openai_chat``, the field DeepSeek-style servers also use);
+* signatures (Anthropic ``signature``, Gemini ``thoughtSignature``, encrypted
+  reasoning) -> ``delta.polystream: [{"type": "signature", "target": <block kind>,
+  "tool_index": <n, tool calls only>, "data": "..."}]``, attached to the latest block of
+  that kind in the choice;
+* citations of another dialect -> ``delta.polystream: [{"type": "citation",
+  "target": "text" | null, "citation": {...}}]`` (Chat's own ``annotations`` are
+  ``url_citation`` objects only, so foreign shapes are not written there);
+* reply metadata (Gemini grounding, safety ratings...) -> ``delta.polystream:
+  [{"type": "metadata", "name": ..., "value": ..., "merge": bool}]``.
+
+Not carried (``carried=False``): server tool calls and results, image and audio
+blocks, compaction, code and code-result blocks, unknown events, tolerated protocol
+errors of the source, the ``summary`` flag of reasoning deltas.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any, ClassVar, Final
+
+from polystream.dialects._base import DialectEncoder
+from polystream.dialects._chat.decode import base_envelope
+from polystream.dialects._chat.finish_reason import to_wire_finish_reason
+from polystream.dialects._chat.quirks import Quirks
+from polystream.dialects._chat.usage import usage_to_wire
+from polystream.dialects._chat.wire import (
+    CHUNK_OBJECT,
+    DECODER,
+    ENCODER,
+    EXTRA_KEY,
+    apply,
+)
+from polystream.events import (
+    BlockEnd,
+    BlockKind,
+    BlockStart,
+    Citation,
+    ErrorEvent,
+    Event,
+    Finish,
+    KeepAlive,
+    Metadata,
+    ReasoningDelta,
+    SignatureDelta,
+    StatusUpdate,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+    Usage,
+    UsageUpdate,
+)
+from polystream.wire.sse import SSEEncoder
+
+__all__ = ["ChatEncoder"]
+
+_CHAT_KINDS: Final = frozenset({"text", "reasoning", "refusal", "tool_call"})
+_SSE: Final = SSEEncoder()
+# Events of another dialect that may write bytes (the rest write nothing).
+_WRITING: Final = frozenset(
+    {
+        StreamStart,
+        BlockStart,
+        TextDelta,
+        ReasoningDelta,
+        ToolInputDelta,
+        BlockEnd,
+        SignatureDelta,
+        Citation,
+        Metadata,
+        UsageUpdate,
+        ErrorEvent,
+        Finish,
+        KeepAlive,
+    }
+)
+
+
+class _Block:
+    __slots__ = ("candidate", "has_args", "kind", "lost", "start", "tool_index")
+
+    def __init__(self, start: BlockStart, tool_index: Any) -> None:
+        self.start = start
+        self.kind: BlockKind = start.kind
+        self.candidate = start.candidate
+        self.tool_index = tool_index
+        self.lost = start.kind not in _CHAT_KINDS
+        self.has_args = False
+
+
+class ChatEncoder(DialectEncoder):
+    """Encoder for a Chat Completions stream; bound to a dialect by :class:`Quirks`.
+
+    Args:
+        id_factory: Makes the completion id for streams from another dialect that
+            carry none (default: ``chatcmpl-`` + a random hex string).
+        clock: Returns the Unix time for ``created`` when the events carry none
+            (default: 0, as xAI sends; injected so output is deterministic).
+        record: Keep every chunk written, as a dict, in :attr:`chunks` (used by
+            ``rebuild``).
+    """
+
+    quirks: ClassVar[Quirks]
+
+    def __init__(
+        self,
+        *,
+        id_factory: Callable[[], str] | None = None,
+        clock: Callable[[], float] | None = None,
+        record: bool = False,
+    ) -> None:
+        super().__init__()
+        self._id_factory = id_factory
+        self._clock = clock
+        self.chunks: list[dict[str, Any]] | None = [] if record else None
+        # own-chunk state
+        self._env: dict[str, Any] = {}
+        self._entries: list[dict[str, Any]] | None = None
+        self._entry: dict[str, Any] | None = None
+        self._entry_candidate: int | None = None
+        self._frag: dict[str, Any] | None = None
+        self._frag_block: int | None = None
+        self._specials: dict[str, Any] = {}
+        self._residual: dict[int, dict[str, Any]] = {}
+        # every path
+        self._blocks: dict[int, _Block] = {}
+        self._tool_count: dict[int, int] = {}
+        self._foreign_env: dict[str, Any] | None = None
+        self._start: StreamStart | None = None
+        self._role_sent: set[int] = set()
+        self._candidates: list[int] = []
+        self._finished: set[int] = set()
+        self._usage: Usage | None = None
+        self._reasoning_noted: set[int] = set()
+        self._done = False
+
+    # -- output -------------------------------------------------------------------------
+
+    def _write(self, chunk: dict[str, Any], event_name: str | None = None) -> bytes:
+        if self.chunks is not None:
+            self.chunks.append(chunk)
+        body = ENCODER.encode(chunk)
+        if event_name is None:
+            return b"data: " + body + b"\n\n"
+        return _SSE.event(body.decode(), event=event_name)
+
+    def close(self) -> bytes:
+        """End of the events. Without a Finish the stream ends without ``[DONE]``
+        (what a truncated stream looks like)."""
+        return self._flush({}) if self._entries is not None else b""
+
+    # -- dispatch -----------------------------------------------------------------------
+
+    def _encode(self, event: Event) -> bytes:
+        extra = event.extra
+        x = extra.get(EXTRA_KEY) if extra is not None else None
+        if isinstance(x, dict):
+            return self._own(event, x)
+        return self._foreign(event)
+
+    # -- events decoded from a Chat stream ----------------------------------------------
+
+    def _entry_for(self, x: dict[str, Any], candidate: int) -> dict[str, Any]:
+        if self._entries is None:
+            self._entries = []
+        if "ci" in x:
+            candidate = x["ci"]
+            residual = apply(self._residual.get(candidate, self.quirks.choice_fields), x.get("ch"))
+            delta = dict(x.get("d") or {})
+        elif self._entry is not None and self._entry_candidate == candidate:
+            return self._entry
+        else:
+            residual = self._residual.get(candidate, self.quirks.choice_fields)
+            delta = {}
+        self._residual[candidate] = residual
+        entry: dict[str, Any] = {"index": candidate, "delta": delta}
+        entry.update(residual)
+        self._entries.append(entry)
+        self._entry = entry
+        self._entry_candidate = candidate
+        self._frag = None
+        self._frag_block = None
+        if candidate not in self._candidates:
+            self._candidates.append(candidate)
+        return entry
+
+    def _flush(self, change: dict[str, Any] | None, event_name: str | None = None) -> bytes:
+        env = apply(self._env, change)
+        self._env = env
+        chunk = dict(env)
+        entries = self._entries or []
+        if "choices" in chunk or entries:
+            chunk["choices"] = entries
+        chunk.update(self._specials)
+        self._entries = None
+        self._entry = None
+        self._entry_candidate = None
+        self._frag = None
+        self._frag_block = None
+        self._specials = {}
+        return self._write(chunk, event_name)
+
+    def _own(self, event: Event, x: dict[str, Any]) -> bytes:
+        kind = type(event)
+        prefix = b""
+        if kind is StreamStart:
+            assert isinstance(event, StreamStart)
+            self._start = event
+            self._env = base_envelope(event)
+        elif kind is TextDelta:
+            assert isinstance(event, TextDelta)
+            block = self._blocks.get(event.index)
+            delta = self._entry_for(x, block.candidate if block else 0)["delta"]
+            field = "refusal" if block is not None and block.kind == "refusal" else "content"
+            delta[field] = delta.get(field, "") + event.delta
+        elif kind is ReasoningDelta:
+            assert isinstance(event, ReasoningDelta)
+            block = self._blocks.get(event.index)
+            delta = self._entry_for(x, block.candidate if block else 0)["delta"]
+            delta["reasoning_content"] = delta.get("reasoning_content", "") + event.delta
+        elif kind is BlockStart:
+            assert isinstance(event, BlockStart)
+            residual = x.get("tc")
+            tool_index = residual.get("index") if isinstance(residual, dict) else None
+            self._blocks[event.index] = _Block(event, tool_index)
+            if event.kind == "tool_call":
+                entry = self._entry_for(x, event.candidate)
+                fragment = _copy_fragment(residual if isinstance(residual, dict) else {})
+                if event.id is not None:
+                    fragment["id"] = event.id
+                if event.name is not None:
+                    function = fragment.setdefault("function", {})
+                    function["name"] = event.name
+                entry["delta"].setdefault("tool_calls", []).append(fragment)
+                self._frag = fragment
+                self._frag_block = event.index
+        elif kind is ToolInputDelta:
+            assert isinstance(event, ToolInputDelta)
+            block = self._blocks.get(event.index)
+            entry = self._entry_for(x, block.candidate if block else 0)
+            residual = x.get("tc")
+            if residual is None and self._frag is not None and self._frag_block == event.index:
+                function = self._frag.get("function")
+                if not isinstance(function, dict) or "arguments" not in function:
+                    if event.delta:
+                        self._frag.setdefault("function", {})["arguments"] = event.delta
+                    return self._end(x)
+            if isinstance(residual, dict):
+                fragment = _copy_fragment(residual)
+            else:
+                fragment = {"index": block.tool_index if block else 0, "function": {}}
+            if event.delta:
+                fragment.setdefault("function", {})["arguments"] = event.delta
+            entry["delta"].setdefault("tool_calls", []).append(fragment)
+            self._frag = fragment
+            self._frag_block = event.index
+        elif kind is Citation:
+            assert isinstance(event, Citation)
+            block = self._blocks.get(event.index) if event.index is not None else None
+            delta = self._entry_for(x, block.candidate if block else 0)["delta"]
+            if x.get("p"):
+                delta.setdefault("polystream", []).append(self._carry(event))
+            else:
+                delta.setdefault("annotations", []).append(event.citation)
+        elif kind is SignatureDelta:
+            assert isinstance(event, SignatureDelta)
+            block = self._blocks.get(event.index)
+            delta = self._entry_for(x, block.candidate if block else 0)["delta"]
+            delta.setdefault("polystream", []).append(self._carry(event))
+        elif kind is Metadata:
+            assert isinstance(event, Metadata)
+            if x.get("p"):
+                delta = self._entry_for(x, event.candidate)["delta"]
+                delta.setdefault("polystream", []).append(self._carry(event))
+            elif event.name == "finish_reason":
+                self._entry_for(x, event.candidate)["finish_reason"] = event.value
+            else:
+                if self._entries is None:
+                    self._entries = []
+                self._specials[event.name] = event.value
+        elif kind is UsageUpdate:
+            assert isinstance(event, UsageUpdate)
+            if self._entries is None:
+                self._entries = []
+            usage = event.usage
+            self._specials["usage"] = (
+                usage.raw if usage.raw is not None else usage_to_wire(usage, self.quirks)
+            )
+        elif kind is StatusUpdate:
+            if "ci" in x:
+                self._entry_for(x, x["ci"])
+            elif self._entries is None:
+                self._entries = []
+        elif kind is Unknown:
+            assert isinstance(event, Unknown)
+            if x.get("p"):
+                delta = self._entry_for(x, self._entry_candidate or 0)["delta"]
+                delta.setdefault("polystream", []).append(DECODER.decode(event.data))
+            else:
+                return _SSE.event(event.data, event=x.get("ev"))
+        elif kind is ErrorEvent:
+            assert isinstance(event, ErrorEvent)
+            prefix = self.close()
+            line = dict(x.get("top") or {})
+            line["error"] = event.error.raw if event.error.raw is not None else _error(event)
+            return prefix + self._write(line)
+        elif kind is Finish:
+            assert isinstance(event, Finish)
+            prefix = self.close()
+            self._done = True
+            if event.status == "truncated" or x.get("done") is False:
+                return prefix
+            return prefix + b"data: [DONE]\n\n"
+        elif kind is KeepAlive:
+            assert isinstance(event, KeepAlive)
+            return self.close() + _comment(event)
+        return prefix + self._end(x)
+
+    def _end(self, x: dict[str, Any]) -> bytes:
+        if "env" in x:
+            return self._flush(x["env"], x.get("ev"))
+        return b""
+
+    def _carry(self, event: Event) -> dict[str, Any]:
+        """The ``delta.polystream`` entry for an event Chat has no field for."""
+        if isinstance(event, SignatureDelta):
+            block = self._blocks.get(event.index)
+            kind = block.kind if block is not None else "reasoning"
+            item: dict[str, Any] = {"type": "signature", "target": kind}
+            if block is not None and kind == "tool_call" and block.tool_index is not None:
+                item["tool_index"] = block.tool_index
+            item["data"] = event.delta
+            return item
+        if isinstance(event, Citation):
+            return {
+                "type": "citation",
+                "target": "text" if event.index is not None else None,
+                "citation": event.citation,
+            }
+        assert isinstance(event, Metadata)
+        item = {"type": "metadata", "name": event.name, "value": event.value}
+        if event.merge:
+            item["merge"] = True
+        return item
+
+    # -- events from another dialect ----------------------------------------------------
+
+    def _envelope(self) -> dict[str, Any]:
+        if self._foreign_env is None:
+            if self._start is not None and self._env:
+                self._foreign_env = {k: v for k, v in self._env.items() if k != "obfuscation"}
+            else:
+                self._foreign_env = self._synthesise(self._start)
+        return self._foreign_env
+
+    def _synthesise(self, start: StreamStart | None) -> dict[str, Any]:
+        quirks = self.quirks
+        source_id = start.id if start is not None else None
+        if self._id_factory is not None:
+            chunk_id = self._id_factory()
+        elif source_id is not None:
+            chunk_id = (
+                source_id
+                if source_id.startswith(quirks.id_prefix)
+                else (quirks.id_prefix + source_id)
+            )
+        else:
+            chunk_id = quirks.id_prefix + uuid.uuid4().hex
+        created = start.created if start is not None else None
+        if created is None:
+            created = 0 if quirks.created_zero or self._clock is None else int(self._clock())
+        model = start.model if start is not None and start.model else quirks.model
+        return {
+            "id": chunk_id,
+            "object": CHUNK_OBJECT,
+            "created": created,
+            "model": model,
+            "choices": [],
+        }
+
+    def _chunk(
+        self, candidate: int, delta: dict[str, Any], finish_reason: str | None = None
+    ) -> bytes:
+        if candidate not in self._role_sent:
+            self._role_sent.add(candidate)
+            delta = {"role": "assistant", **delta}
+        if candidate not in self._candidates:
+            self._candidates.append(candidate)
+        chunk = dict(self._envelope())
+        entry: dict[str, Any] = {"index": candidate, "delta": delta}
+        entry.update(self.quirks.choice_fields)
+        if finish_reason is not None:
+            entry["finish_reason"] = finish_reason
+        chunk["choices"] = [entry]
+        return self._write(chunk)
+
+    def _foreign(self, event: Event) -> bytes:
+        kind = type(event)
+        if kind is ErrorEvent:
+            assert isinstance(event, ErrorEvent)
+            if event.error.kind == "protocol":
+                # A decode error of the source stream: nothing to write (and no reason
+                # to cut a chunk that is being gathered).
+                self.lose("error:protocol", event, "a decode error of the source stream")
+                return b""
+        elif kind not in _WRITING:
+            if kind is Unknown:
+                self.lose("event:unknown", event, "an unknown event of another dialect")
+            return b""
+        prefix = self.close()
+        if kind is StreamStart:
+            assert isinstance(event, StreamStart)
+            self._start = event
+            self._foreign_env = self._synthesise(event)
+            return prefix
+        if kind is BlockStart:
+            assert isinstance(event, BlockStart)
+            tool_index = None
+            if event.kind == "tool_call":
+                tool_index = self._tool_count.get(event.candidate, 0)
+                self._tool_count[event.candidate] = tool_index + 1
+            started = self._blocks[event.index] = _Block(event, tool_index)
+            if started.lost:
+                self.lose(
+                    f"block:{event.kind}",
+                    event,
+                    f"Chat Completions has no {event.kind} output",
+                )
+                return prefix
+            if event.kind == "tool_call":
+                call_id = event.id or event.call_id or f"call_{event.index}"
+                if event.call_id is not None and event.id is not None:
+                    call_id = event.call_id
+                fragment = {
+                    "index": tool_index,
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": event.name or "", "arguments": ""},
+                }
+                return prefix + self._chunk(event.candidate, {"tool_calls": [fragment]})
+            return prefix
+        if kind in (TextDelta, ReasoningDelta, ToolInputDelta):
+            assert isinstance(event, TextDelta | ReasoningDelta | ToolInputDelta)
+            block = self._blocks.get(event.index)
+            if block is None or block.lost:
+                return prefix
+            if kind is ToolInputDelta or block.kind == "tool_call":
+                block.has_args = True
+                fragment = {"index": block.tool_index, "function": {"arguments": event.delta}}
+                return prefix + self._chunk(block.candidate, {"tool_calls": [fragment]})
+            if kind is ReasoningDelta or block.kind == "reasoning":
+                if not self.quirks.reasoning_native and event.index not in self._reasoning_noted:
+                    self._reasoning_noted.add(event.index)
+                    self.lose(
+                        "reasoning",
+                        event,
+                        "OpenAI Chat streams no reasoning text; carried in delta.reasoning_content",
+                        carried=True,
+                    )
+                return prefix + self._chunk(block.candidate, {"reasoning_content": event.delta})
+            field = "refusal" if block.kind == "refusal" else "content"
+            return prefix + self._chunk(block.candidate, {field: event.delta})
+        if kind is BlockEnd:
+            assert isinstance(event, BlockEnd)
+            block = self._blocks.get(event.index)
+            if block is None or block.lost or block.kind != "tool_call" or block.has_args:
+                return prefix
+            # Arguments sent whole (Gemini functionCall, Responses item.done): one fragment.
+            value = event.value if event.value is not None else block.start.value
+            if value is None:
+                return prefix
+            arguments = value if isinstance(value, str) else ENCODER.encode(value).decode()
+            block.has_args = True
+            fragment = {"index": block.tool_index, "function": {"arguments": arguments}}
+            return prefix + self._chunk(block.candidate, {"tool_calls": [fragment]})
+        if kind is SignatureDelta:
+            assert isinstance(event, SignatureDelta)
+            block = self._blocks.get(event.index)
+            if block is not None and block.lost:
+                self.lose("signature", event, f"signature of a {block.kind} block, not carried")
+                return prefix
+            self.lose("signature", event, "Chat has no signature field", carried=True)
+            candidate = block.candidate if block is not None else 0
+            return prefix + self._chunk(candidate, {"polystream": [self._carry(event)]})
+        if kind is Citation:
+            assert isinstance(event, Citation)
+            block = self._blocks.get(event.index) if event.index is not None else None
+            self.lose("citation", event, "Chat annotations are url_citation only", carried=True)
+            candidate = block.candidate if block is not None else 0
+            return prefix + self._chunk(candidate, {"polystream": [self._carry(event)]})
+        if kind is Metadata:
+            assert isinstance(event, Metadata)
+            self.lose(f"metadata:{event.name}", event, "Chat has no such field", carried=True)
+            return prefix + self._chunk(event.candidate, {"polystream": [self._carry(event)]})
+        if kind is UsageUpdate:
+            assert isinstance(event, UsageUpdate)
+            self._usage = event.usage if self._usage is None else self._usage.merged(event.usage)
+            return prefix
+        if kind is ErrorEvent:
+            assert isinstance(event, ErrorEvent)
+            return prefix + self._write({"error": _error(event)})
+        if kind is Finish:
+            assert isinstance(event, Finish)
+            return prefix + self._finish(event)
+        assert isinstance(event, KeepAlive)
+        return prefix + _comment(event)
+
+    def _finish(self, event: Finish) -> bytes:
+        self._done = True
+        if event.status == "truncated":
+            return b""
+        parts: list[bytes] = []
+        if event.status != "failed":
+            reason = to_wire_finish_reason(event.reason)
+            for candidate in self._candidates or [0]:
+                if candidate not in self._finished:
+                    self._finished.add(candidate)
+                    parts.append(self._chunk(candidate, {}, reason))
+        usage = self._usage
+        if event.usage is not None:
+            usage = event.usage if usage is None else usage.merged(event.usage)
+        if usage is not None and not usage.is_empty():
+            chunk = dict(self._envelope())
+            chunk["choices"] = []
+            chunk["usage"] = usage_to_wire(usage, self.quirks)
+            parts.append(self._write(chunk))
+        if event.status != "failed":
+            parts.append(b"data: [DONE]\n\n")
+        return b"".join(parts)
+
+
+def _copy_fragment(residual: dict[str, Any]) -> dict[str, Any]:
+    fragment = dict(residual)
+    function = fragment.get("function")
+    if isinstance(function, dict):
+        fragment["function"] = dict(function)
+    return fragment
+
+
+def _error(event: ErrorEvent) -> dict[str, Any]:
+    """An OpenAI-shaped error object for an error of another dialect."""
+    error = event.error
+    return {
+        "message": error.message,
+        "type": error.code or error.kind,
+        "param": None,
+        "code": error.code,
+    }
+
+
+def _comment(event: KeepAlive) -> bytes:
+    text = event.comment if event.comment is not None else (event.name or "")
+    return _SSE.comment(text) + b"\n"

@@ -1,0 +1,131 @@
+"""Wire shapes of the Chat Completions stream (``chat.completion.chunk``), shared by
+``openai_chat`` and ``xai_chat``.
+
+A chunk looks like this (OpenAI API reference, "The chat completion chunk object";
+xAI docs, "Streaming")::
+
+    data: {"id": "chatcmpl-…", "object": "chat.completion.chunk", "created": 1732000000,
+           "model": "gpt-…", "system_fingerprint": "fp_…", "service_tier": "default",
+           "choices": [{"index": 0,
+                        "delta": {"role": "assistant", "content": "Hi", "refusal": null,
+                                  "reasoning_content": "…",            # xAI
+                                  "tool_calls": [{"index": 0, "id": "call_…", "type": "function",
+                                                  "function": {"name": "f", "arguments": "{\\"a"}}],
+                                  "annotations": [ … ]},
+                        "logprobs": null, "finish_reason": null}],
+           "usage": null, "obfuscation": "…"}
+
+then an optional usage chunk with ``"choices": []``, then ``data: [DONE]``. An
+in-band error is a data line ``{"error": {"message", "type", "code", "param"}}``.
+
+Why chunks are decoded into builtins and not into Structs
+--------------------------------------------------------
+Chat chunks carry many fields this library does not model (``logprobs``,
+``system_fingerprint``, ``service_tier``, ``obfuscation``, provider extensions such
+as xAI ``citations``) and the same-dialect round trip must reproduce every one of them.
+A ``msgspec.Struct`` silently drops unknown keys, so the chunk is decoded once, with
+one reused untyped :class:`msgspec.json.Decoder`, and the modelled keys are read out
+of it; everything else is kept, as *residuals*, in each event's ``extra["chat"]``
+(see :mod:`polystream.dialects._chat.decode` for the layout). The typed Structs below
+are used where the shape is fixed and nothing needs keeping: usage details.
+
+Residual diffs
+--------------
+Most chunks of a stream repeat the same envelope (``id``, ``model``,
+``system_fingerprint``…) and the same choice fields (``"logprobs": null,
+"finish_reason": null``). Residuals therefore travel as *diffs* against the previous
+chunk: :func:`diff` and :func:`apply` below. A diff is a mapping of the keys whose
+value changed (or appeared), plus ``"-"``: the list of keys that disappeared.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+__all__ = [
+    "CHUNK_OBJECT",
+    "DECODER",
+    "DONE",
+    "ENCODER",
+    "EXTRA_KEY",
+    "CompletionTokensDetails",
+    "CompletionUsage",
+    "PromptTokensDetails",
+    "apply",
+    "diff",
+]
+
+EXTRA_KEY: Final = "chat"
+"""The key under which both Chat dialects keep their residuals in ``Event.extra``."""
+
+CHUNK_OBJECT: Final = "chat.completion.chunk"
+DONE: Final = "[DONE]"
+
+DECODER: Final = msgspec.json.Decoder()
+"""The one decoder for chunk payloads (builtins: see the module docstring)."""
+
+ENCODER: Final = msgspec.json.Encoder()
+
+_GONE: Final = "-"
+
+
+def diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The shallow difference that turns ``old`` into ``new`` (see the module docstring).
+
+    Returns an empty dict when they are equal. Values are compared with ``==`` after a
+    type check, so ``0`` and ``False`` (or ``1`` and ``1.0``) stay distinct.
+    """
+    out: dict[str, Any] = {}
+    for key, value in new.items():
+        if key not in old:
+            out[key] = value
+        else:
+            previous = old[key]
+            if previous is not value and (type(previous) is not type(value) or previous != value):
+                out[key] = value
+    if len(old) > len(new) or any(key not in new for key in old):
+        gone = [key for key in old if key not in new]
+        if gone:
+            out[_GONE] = gone
+    return out
+
+
+def apply(old: dict[str, Any], change: dict[str, Any] | None) -> dict[str, Any]:
+    """Apply a :func:`diff` to ``old``; returns a new dict (``old`` is not modified)."""
+    if not change:
+        return old
+    new = dict(old)
+    for key, value in change.items():
+        if key == _GONE:
+            for gone in value:
+                new.pop(gone, None)
+        else:
+            new[key] = value
+    return new
+
+
+class PromptTokensDetails(msgspec.Struct, kw_only=True):
+    """``usage.prompt_tokens_details`` (parts of ``prompt_tokens``)."""
+
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    audio_tokens: int | None = None
+
+
+class CompletionTokensDetails(msgspec.Struct, kw_only=True):
+    """``usage.completion_tokens_details``."""
+
+    reasoning_tokens: int | None = None
+    audio_tokens: int | None = None
+
+
+class CompletionUsage(msgspec.Struct, kw_only=True):
+    """The ``usage`` object of a chunk (only the counts this library maps)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    prompt_tokens_details: PromptTokensDetails | None = None
+    completion_tokens_details: CompletionTokensDetails | None = None
