@@ -45,6 +45,7 @@ LAYERS = {
     "retry": 4,
     "resume": 4,
     "call": 4,
+    "proxy": 4,
     "realtime": 4,
     "transcode": 4,
     "scenario": 4,

@@ -213,6 +213,18 @@ def _register_convert(sub: Any) -> None:
     register(sub)
 
 
+def _register_call(sub: Any) -> None:
+    from polystream.cli._call import register
+
+    register(sub)
+
+
+def _register_gateway(sub: Any) -> None:
+    from polystream.cli._gateway import register
+
+    register(sub)
+
+
 _EXTRA_COMMANDS: list[Callable[[Any], None]] = [_register_convert]
 
 
@@ -224,6 +236,7 @@ def _register_emulator(sub: Any) -> None:
 
 
 _EXTRA_COMMANDS.append(_register_emulator)
+_EXTRA_COMMANDS.extend([_register_call, _register_gateway])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,319 @@
+"""The gateway's decisions, sans-I/O: routing, inbound authentication, resume cursors,
+and keeping upstream secrets out of everything a client or a log can see.
+
+The ASGI shell (:mod:`polystream.server.gateway`) reads requests and moves bytes; what
+to call, with which key, and what each outbound event's resume cursor is, is decided
+here.
+
+Routing: with one upstream every request goes there. With several, the first route
+whose pattern matches the request's model wins; with no configured routes the default
+routes send ``gpt-*``, ``o<digit>*``, ``chatgpt-*`` to ``openai``, ``claude-*`` to
+``anthropic``, ``grok-*`` to ``xai`` and ``gemini-*`` to ``gemini`` (whichever of those
+upstreams exist). A model that matches no route is a 404 in the inbound dialect's shape.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hmac
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+
+from polystream.dialects import DIALECTS
+from polystream.request import PROVIDERS
+
+__all__ = [
+    "DEFAULT_DIALECT",
+    "GatewayConfig",
+    "Limits",
+    "Route",
+    "SSECursorSplitter",
+    "Upstream",
+    "check_key",
+    "load_config",
+    "parse_upstream_spec",
+    "presented_key",
+    "scrub",
+]
+
+DEFAULT_DIALECT: Final = {
+    "openai": "openai_responses",
+    "anthropic": "anthropic_messages",
+    "xai": "xai_responses",
+    "gemini": "gemini_generate",
+}
+"""The dialect a bare provider name means in ``--upstream``."""
+
+_DEFAULT_ROUTES: Final = (
+    ("gpt-*", "openai"),
+    ("o[0-9]*", "openai"),
+    ("chatgpt-*", "openai"),
+    ("claude-*", "anthropic"),
+    ("grok-*", "xai"),
+    ("gemini-*", "gemini"),
+)
+
+
+class Upstream(msgspec.Struct, frozen=True, kw_only=True):
+    """A provider (or anything speaking its dialect) the gateway calls.
+
+    Fields:
+        name: The upstream's name in routes.
+        dialect: The dialect it speaks.
+        base_url: Its base URL (default: the provider's official one).
+        api_key: Its key. Never sent to clients, never logged.
+        api_key_env: An environment variable holding the key (default: the
+            provider's usual one, e.g. ``OPENAI_API_KEY``).
+    """
+
+    name: str
+    dialect: str
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+
+    def key(self, environ: Mapping[str, str] | None = None) -> str:
+        """The upstream key: explicit, else from the environment ("" when none)."""
+        if self.api_key:
+            return self.api_key
+        env = environ if environ is not None else os.environ
+        var = self.api_key_env or PROVIDERS[_provider(self.dialect)].env_key
+        return env.get(var, "")
+
+
+class Route(msgspec.Struct, frozen=True, kw_only=True):
+    """A routing rule.
+
+    Fields:
+        model: A glob matched against the request's model (``claude-*``, ``*``).
+        upstream: The upstream's name.
+        rewrite: The model name to send upstream instead, if any.
+    """
+
+    model: str
+    upstream: str
+    rewrite: str | None = None
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """Gateway limits.
+
+    Fields:
+        max_body_bytes: Largest request body (413 past it).
+        max_concurrency: Streams served at once (503 with ``Retry-After`` past it).
+        keepalive_seconds: Silence after which an SSE comment is sent to the client.
+        slow_client_seconds: A client that does not read for this long is
+            disconnected (memory stays bounded by the send buffer).
+        resume_grace_seconds: After a client disconnects, keep reading the upstream
+            into the journal for this long so the client can resume; 0 cancels the
+            upstream at once.
+        idle_timeout: Upstream silence that counts as a stall.
+    """
+
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_concurrency: int = 512
+    keepalive_seconds: float = 15.0
+    slow_client_seconds: float = 30.0
+    resume_grace_seconds: float = 0.0
+    idle_timeout: float = 120.0
+
+
+class GatewayConfig(msgspec.Struct, kw_only=True):
+    """Everything the gateway needs (see ``docs/gateway.md`` for the file format).
+
+    Fields:
+        upstreams: The upstreams by name.
+        routes: Routing rules, first match wins.
+        api_key: The key clients must present (None: no authentication).
+        limits: Limits.
+    """
+
+    upstreams: dict[str, Upstream]
+    routes: list[Route] = msgspec.field(default_factory=list)
+    api_key: str | None = None
+    limits: Limits = msgspec.field(default_factory=Limits)
+
+    def route(self, model: str) -> tuple[Upstream, str] | None:
+        """The upstream for ``model`` and the model name to send there (None: no route)."""
+        if len(self.upstreams) == 1 and not self.routes:
+            return next(iter(self.upstreams.values())), model
+        for route in self.routes:
+            if fnmatch.fnmatchcase(model, route.model) and route.upstream in self.upstreams:
+                return self.upstreams[route.upstream], route.rewrite or model
+        for pattern, name in _DEFAULT_ROUTES:
+            if fnmatch.fnmatchcase(model, pattern) and name in self.upstreams:
+                return self.upstreams[name], model
+        return None
+
+    def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """Every secret the gateway holds (upstream keys and its own key)."""
+        keys = [u.key(environ) for u in self.upstreams.values()]
+        if self.api_key:
+            keys.append(self.api_key)
+        return [k for k in keys if k]
+
+
+def _provider(dialect: str) -> str:
+    return DIALECTS[dialect].provider
+
+
+def parse_upstream_spec(spec: str) -> Upstream:
+    """Parse ``--upstream PROVIDER[=BASE_URL]`` (PROVIDER may also be a dialect name).
+
+    Raises:
+        ValueError: An unknown provider or dialect.
+    """
+    name, _, base_url = spec.partition("=")
+    name = name.strip()
+    if name in DEFAULT_DIALECT:
+        dialect = DEFAULT_DIALECT[name]
+        provider = name
+    elif name in DIALECTS:
+        dialect = name
+        provider = DIALECTS[name].provider
+    else:
+        known = ", ".join([*DEFAULT_DIALECT, *DIALECTS])
+        raise ValueError(f"unknown upstream {name!r} (one of: {known})")
+    return Upstream(name=provider, dialect=dialect, base_url=base_url.strip() or None)
+
+
+def load_config(data: bytes) -> GatewayConfig:
+    """Read a gateway config file (JSON).
+
+    Raises:
+        msgspec.ValidationError: The file does not match the format.
+    """
+    raw = msgspec.json.decode(data)
+    if isinstance(raw, dict) and isinstance(raw.get("upstreams"), dict):
+        for name, upstream in raw["upstreams"].items():
+            if isinstance(upstream, dict):
+                upstream.setdefault("name", name)
+    config = msgspec.convert(raw, GatewayConfig)
+    for name, upstream in config.upstreams.items():
+        if upstream.dialect not in DIALECTS:
+            raise msgspec.ValidationError(
+                f"upstream {name!r}: unknown dialect {upstream.dialect!r}"
+            )
+    return config
+
+
+def presented_key(dialect: str, headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
+    """The key a client presented, in its dialect's usual place.
+
+    OpenAI/xAI: ``Authorization: Bearer``. Anthropic: ``x-api-key`` (or a bearer
+    token). Gemini: ``x-goog-api-key`` or ``?key=``.
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    provider = _provider(dialect)
+    if provider == "gemini":
+        return lower.get("x-goog-api-key") or query.get("key")
+    if provider == "anthropic" and "x-api-key" in lower:
+        return lower["x-api-key"]
+    auth = lower.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip()
+    return lower.get("x-api-key")
+
+
+def check_key(expected: str | None, presented: str | None) -> bool:
+    """Constant-time comparison; no expected key means no authentication."""
+    if expected is None:
+        return True
+    if presented is None:
+        return False
+    return hmac.compare_digest(expected.encode(), presented.encode())
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """Remove every secret (and any 8+ character fragment of one that a provider echoes,
+    e.g. ``sk-abc...xyz``) from text bound for a client or a log."""
+    for secret in secrets:
+        if not secret:
+            continue
+        text = text.replace(secret, "***")
+        if len(secret) >= 12:
+            # Providers echo keys partially ("Incorrect API key provided: sk-proj-abc***wxyz").
+            for fragment in (secret[:8], secret[-6:]):
+                text = text.replace(fragment, "***")
+    return text
+
+
+_SEQ: Final = msgspec.json.Decoder(dict[str, Any])
+_EVENT_END: Final = re.compile(rb"\n\n")
+
+
+class SSECursorSplitter:
+    """Split a dialect encoder's output into SSE events and give each its resume cursor.
+
+    * ``openai_responses`` / ``xai_responses``: the event's ``sequence_number``; the
+      stream id is ``response.id`` from the first event that carries it.
+    * ``gemini_interactions``: the event's ``event_id``; the stream id is the
+      interaction id.
+    * every other SSE dialect: a counter, written into the event as an SSE ``id:`` line
+      ``<stream_id>.<n>`` so that a reconnecting client sends it back as
+      ``Last-Event-ID``.
+
+    Encoders write LF line ends, so an event ends at the first blank line.
+    """
+
+    def __init__(self, dialect: str, stream_id: str) -> None:
+        self.dialect = dialect
+        self.stream_id = stream_id
+        self.native_id: str | None = None  # the id the client resumes with
+        self._count = 0
+        self._tail = b""
+        self._mode = (
+            "seq"
+            if dialect in ("openai_responses", "xai_responses")
+            else "event_id"
+            if dialect == "gemini_interactions"
+            else "counter"
+        )
+
+    def split(self, data: bytes) -> list[tuple[str, bytes]]:
+        """Entries ``(cursor, bytes)`` completed by ``data`` (bytes may be rewritten to
+        carry an ``id:`` line)."""
+        if not data:
+            return []
+        buffer = self._tail + data
+        out: list[tuple[str, bytes]] = []
+        start = 0
+        for match in _EVENT_END.finditer(buffer):
+            end = match.end()
+            block = buffer[start:end]
+            start = end
+            out.append(self._entry(block))
+        self._tail = buffer[start:]
+        return out
+
+    def _entry(self, block: bytes) -> tuple[str, bytes]:
+        self._count += 1
+        if self._mode == "counter":
+            if block.startswith(b":"):
+                return (f"{self.stream_id}.{self._count}", block)
+            cursor = f"{self.stream_id}.{self._count}"
+            return (cursor, b"id: " + cursor.encode() + b"\n" + block)
+        payload = b"".join(
+            line[5:].lstrip(b" ") for line in block.split(b"\n") if line.startswith(b"data:")
+        )
+        try:
+            obj = _SEQ.decode(payload) if payload and payload != b"[DONE]" else {}
+        except msgspec.DecodeError:
+            obj = {}
+        if self._mode == "seq":
+            if self.native_id is None:
+                response = obj.get("response")
+                if isinstance(response, dict) and isinstance(response.get("id"), str):
+                    self.native_id = response["id"]
+            seq = obj.get("sequence_number")
+            return (str(seq) if isinstance(seq, int) else f"x{self._count}", block)
+        if self.native_id is None:
+            interaction = obj.get("interaction")
+            if isinstance(interaction, dict) and isinstance(interaction.get("id"), str):
+                self.native_id = interaction["id"]
+        event_id = obj.get("event_id")
+        return (event_id if isinstance(event_id, str) else f"x{self._count}", block)

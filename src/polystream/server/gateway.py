@@ -1,0 +1,675 @@
+"""The gateway: a client speaks any inbound dialect, the gateway calls the configured
+upstream in the upstream's own dialect and transcodes the reply back, event by event.
+
+This module only moves bytes: routing, authentication, request translation, retries,
+resume decisions, transcoding and journal cursors all live in the sans-I/O core
+(:mod:`polystream.proxy`, :mod:`polystream.request`, :mod:`polystream.call`, the
+dialect encoders, :mod:`polystream.journal`).
+
+Paths are the emulator's: ``/openai/v1/...``, ``/xai/v1/...``, ``/anthropic/v1/...``,
+``/gemini/v1beta/...``. Resume:
+
+* OpenAI Responses: ``GET /openai/v1/responses/{id}?stream=true&starting_after=N``;
+* Gemini Interactions: ``GET /gemini/v1beta/interactions/{id}?stream=true&last_event_id=E``;
+* every other SSE dialect: send the same request again with ``Last-Event-ID`` (the
+  gateway writes ``id: <stream>.<n>`` on each event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any, Final
+from urllib.parse import parse_qsl
+
+import httpx
+import msgspec
+
+from polystream.call import StreamCall
+from polystream.dialects import get_dialect
+from polystream.errors import APIStatusError, PolystreamError, TransportError
+from polystream.events import Event, Warning
+from polystream.journal import Journal, JournalMiss, MemoryJournal
+from polystream.proxy import GatewayConfig, SSECursorSplitter, check_key, presented_key, scrub
+from polystream.request import RequestError, error_body, parse_request
+from polystream.retry import RetryPolicy
+
+__all__ = ["create_gateway"]
+
+logger = logging.getLogger("polystream.gateway")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_SSE_HEADERS: Final = [
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+_DONE: Final = object()
+
+
+def _match(method: str, path: str) -> tuple[str, str, dict[str, str]] | None:
+    """(inbound dialect, action, params) for a gateway path, or None."""
+    parts = path.strip("/").split("/")
+    if len(parts) < 3:
+        return None
+    prefix = parts[0]
+    rest = "/".join(parts[1:])
+    if prefix in ("openai", "xai"):
+        if rest == "v1/responses" and method == "POST":
+            return (f"{prefix}_responses", "create", {})
+        if rest.startswith("v1/responses/") and method == "GET" and len(parts) == 4:
+            return (f"{prefix}_responses", "resume", {"id": parts[3]})
+        if rest == "v1/chat/completions" and method == "POST":
+            return (f"{prefix}_chat", "create", {})
+        if prefix == "xai" and rest == "v1/messages" and method == "POST":
+            return ("xai_messages", "create", {})
+        return None
+    if prefix == "anthropic" and rest == "v1/messages" and method == "POST":
+        return ("anthropic_messages", "create", {})
+    if prefix == "gemini" and len(parts) >= 3:
+        version = parts[1]
+        if version not in ("v1beta", "v1", "v1alpha"):
+            return None
+        if parts[2] == "interactions":
+            if len(parts) == 3 and method == "POST":
+                return ("gemini_interactions", "create", {})
+            if len(parts) == 4 and method == "GET":
+                return ("gemini_interactions", "resume", {"id": parts[3]})
+            return None
+        if parts[2] == "models" and len(parts) == 4 and method == "POST":
+            model, _, verb = parts[3].partition(":")
+            if verb in ("streamGenerateContent", "generateContent"):
+                return ("gemini_generate", verb, {"model": model})
+    return None
+
+
+def _prefix_dialect(path: str) -> str:
+    prefix = path.strip("/").split("/")[0]
+    return {
+        "anthropic": "anthropic_messages",
+        "gemini": "gemini_generate",
+        "xai": "xai_chat",
+    }.get(prefix, "openai_chat")
+
+
+class _Gateway:
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        journal: Journal | None,
+        transport: httpx.AsyncBaseTransport | None,
+        retry: RetryPolicy | None,
+    ) -> None:
+        self.config = config
+        self.journal = journal if journal is not None else MemoryJournal()
+        self.limits = config.limits
+        self.secrets = config.secrets()
+        self.retry = retry or RetryPolicy()
+        self.active = 0
+        self._background: set[asyncio.Task[None]] = set()
+        self.http = httpx.AsyncClient(
+            transport=transport,
+            timeout=httpx.Timeout(
+                connect=10.0, read=self.limits.idle_timeout, write=30.0, pool=10.0
+            ),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+        )
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    async def _journal(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        function = getattr(self.journal, method)
+        if self.journal.blocking:
+            return await asyncio.to_thread(function, *args, **kwargs)
+        return function(*args, **kwargs)
+
+    async def _json(
+        self,
+        send: Send,
+        status: int,
+        body: Any,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        data = msgspec.json.encode(body)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(data)).encode()),
+                    *(headers or []),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": data})
+
+    async def _error(
+        self,
+        send: Send,
+        dialect: str,
+        status: int,
+        message: str,
+        *,
+        kind: str | None = None,
+        param: str | None = None,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        message = scrub(message, self.secrets)
+        await self._json(
+            send, status, error_body(dialect, status, message, kind=kind, param=param), headers
+        )
+
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limits.max_body_bytes:
+                return b"\x00too-large"
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    # -- the app ------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await self.http.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        started = time.perf_counter()
+        method = scope["method"]
+        path = scope["path"]
+        status_box = [0]
+
+        async def tracked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status_box[0] = message["status"]
+            await send(message)
+
+        try:
+            await self._handle(scope, receive, tracked, method, path)
+        except Exception as exc:  # never a traceback to the client
+            logger.error(
+                "gateway error on %s %s: %s",
+                method,
+                path,
+                scrub(f"{type(exc).__name__}: {exc}", self.secrets),
+            )
+            if status_box[0] == 0:
+                with contextlib.suppress(Exception):
+                    await self._error(send, _prefix_dialect(path), 500, "internal gateway error")
+        finally:
+            logger.info(
+                "%s %s -> %s in %.1f ms",
+                method,
+                path,
+                status_box[0] or "-",
+                (time.perf_counter() - started) * 1000,
+            )
+
+    async def _handle(
+        self, scope: Scope, receive: Receive, send: Send, method: str, path: str
+    ) -> None:
+        matched = _match(method, path)
+        if matched is None:
+            await self._error(
+                send,
+                _prefix_dialect(path),
+                404,
+                f"no such endpoint: {method} {path}",
+                kind="not_found",
+            )
+            return
+        dialect, action, params = matched
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        if not check_key(self.config.api_key, presented_key(dialect, headers, query)):
+            await self._error(
+                send, dialect, 401, "missing or invalid API key", kind="authentication"
+            )
+            return
+        body = await self._read_body(receive)
+        if body is None:
+            return
+        if body == b"\x00too-large":
+            await self._error(
+                send,
+                dialect,
+                413,
+                f"request body larger than {self.limits.max_body_bytes} bytes",
+                kind="request_too_large",
+            )
+            return
+        if self.active >= self.limits.max_concurrency:
+            await self._error(
+                send,
+                dialect,
+                503,
+                "the gateway is at its concurrency limit",
+                kind="overloaded",
+                headers=[(b"retry-after", b"1")],
+            )
+            return
+        self.active += 1
+        try:
+            if action == "resume":
+                await self._resume_native(send, receive, dialect, params["id"], query)
+            elif "last-event-id" in headers:
+                await self._resume_counter(send, receive, dialect, headers["last-event-id"])
+            else:
+                await self._create(send, receive, dialect, action, params, query, body)
+        finally:
+            self.active -= 1
+
+    # -- a new stream -------------------------------------------------------------------
+
+    async def _create(
+        self,
+        send: Send,
+        receive: Receive,
+        dialect: str,
+        action: str,
+        params: dict[str, str],
+        query: dict[str, str],
+        body: bytes,
+    ) -> None:
+        try:
+            payload = msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            await self._error(
+                send, dialect, 400, "the request body is not valid JSON", kind="invalid_request"
+            )
+            return
+        try:
+            request = parse_request(dialect, payload, model=params.get("model"))
+        except RequestError as exc:
+            await self._error(
+                send, dialect, 400, exc.message, kind="invalid_request", param=exc.param
+            )
+            return
+        streaming = request.stream
+        framing = "sse"
+        if dialect == "gemini_generate":
+            streaming = action == "streamGenerateContent"
+            framing = "sse" if query.get("alt") == "sse" else "json_array"
+        routed = self.config.route(request.model)
+        if routed is None:
+            await self._error(
+                send,
+                dialect,
+                404,
+                f"no upstream serves model {request.model!r}",
+                kind="not_found",
+                param="model",
+            )
+            return
+        upstream, model = routed
+        upstream_request = msgspec.structs.replace(request, model=model, stream=True)
+        try:
+            call = StreamCall(
+                upstream.dialect,
+                upstream_request,
+                api_key=upstream.key(),
+                base_url=upstream.base_url,
+                policy=self.retry,
+                keep_events=False,
+            )
+            first = call.next_request()
+        except RequestError as exc:
+            await self._error(
+                send,
+                dialect,
+                400,
+                f"cannot translate this request for the {upstream.dialect} upstream: {exc.message}",
+                kind="invalid_request",
+                param=exc.param,
+            )
+            return
+        options: dict[str, Any] = {"framing": framing} if dialect == "gemini_generate" else {}
+        encoder = get_dialect(dialect).encoder(**options)
+        stream_id = uuid.uuid4().hex
+        events = self._upstream_events(call, first)
+        if not streaming:
+            await self._unary(send, dialect, options, encoder, events)
+            return
+        await self._stream(send, receive, dialect, framing, encoder, events, stream_id)
+
+    async def _upstream_events(self, call: StreamCall, request: Any) -> AsyncIterator[Event]:
+        """Carry out the call's decisions (the client loop, async)."""
+        while request is not None:
+            try:
+                async with self.http.stream(
+                    request.method, request.url, headers=request.headers, content=request.body
+                ) as response:
+                    if response.status_code != 200:
+                        raw = await response.aread()
+                        for event in call.on_error_status(
+                            response.status_code, response.headers, raw, now=time.time()
+                        ):
+                            yield event
+                    else:
+                        call.on_open(response.status_code, response.headers)
+                        ended: list[Event] = []
+                        try:
+                            async for chunk in response.aiter_raw():
+                                for event in call.feed(chunk):
+                                    yield event
+                                if call.pending or call.finished:
+                                    break
+                            else:
+                                ended = call.on_eof()
+                        except httpx.ReadTimeout:
+                            ended = call.on_disconnect("the upstream stalled")
+                        except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
+                            ended = call.on_disconnect(f"the upstream connection dropped ({exc})")
+                        for event in ended:
+                            yield event
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                for event in call.on_connect_error(type(exc).__name__):
+                    yield event
+            if not call.pending:
+                return
+            await asyncio.sleep(call.pending_delay)
+            request = call.next_request()
+
+    async def _unary(
+        self,
+        send: Send,
+        dialect: str,
+        options: dict[str, Any],
+        encoder: Any,
+        events: AsyncIterator[Event],
+    ) -> None:
+        parts: list[bytes] = []
+        try:
+            async for event in events:
+                if type(event) is Warning and event.code in ("retry", "resume"):
+                    continue
+                parts.append(encoder.encode(event))
+        except APIStatusError as exc:
+            await self._upstream_error(send, dialect, exc)
+            return
+        except TransportError as exc:
+            await self._error(send, dialect, 502, str(exc), kind="server")
+            return
+        parts.append(encoder.close())
+        info = get_dialect(dialect)
+        decoder = info.decoder(**options)
+        unified = decoder.feed(b"".join(parts)) + decoder.close()
+        await self._json(send, 200, info.rebuild(unified))
+
+    async def _upstream_error(self, send: Send, dialect: str, exc: APIStatusError) -> None:
+        headers = []
+        if exc.retry_after is not None:
+            headers.append((b"retry-after", str(int(exc.retry_after + 0.999)).encode()))
+        message = exc.args[0] if exc.args else "upstream error"
+        await self._error(
+            send, dialect, exc.status_code, f"upstream: {message}", kind=exc.kind, headers=headers
+        )
+
+    async def _stream(
+        self,
+        send: Send,
+        receive: Receive,
+        dialect: str,
+        framing: str,
+        encoder: Any,
+        events: AsyncIterator[Event],
+        stream_id: str,
+    ) -> None:
+        sse = framing == "sse"
+        splitter = SSECursorSplitter(dialect, stream_id) if sse else None
+        queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
+        journal_id: str | None = None
+        started = False
+
+        async def produce() -> None:
+            try:
+                async for event in events:
+                    if type(event) is Warning and event.code in ("retry", "resume"):
+                        logger.info(
+                            "upstream %s: %s", event.code, scrub(event.message, self.secrets)
+                        )
+                        continue
+                    await queue.put(encoder.encode(event))
+                await queue.put(encoder.close())
+                await queue.put(_DONE)
+            except PolystreamError as exc:
+                await queue.put(exc)
+
+        producer = asyncio.create_task(produce())
+        disconnected = asyncio.Event()
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    disconnected.set()
+                    return
+
+        watcher = asyncio.create_task(watch())
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                stop = asyncio.ensure_future(disconnected.wait())
+                done, _ = await asyncio.wait(
+                    {getter, stop},
+                    timeout=self.limits.keepalive_seconds,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if stop in done:
+                    getter.cancel()
+                    break
+                stop.cancel()
+                if getter not in done:
+                    getter.cancel()
+                    if started and sse:
+                        await self._send(send, b": keep-alive\n\n")
+                    continue
+                item = getter.result()
+                if isinstance(item, APIStatusError) and not started:
+                    await self._upstream_error(send, dialect, item)
+                    return
+                if isinstance(item, PolystreamError) and not started:
+                    await self._error(send, dialect, 502, str(item), kind="server")
+                    return
+                if isinstance(item, PolystreamError):
+                    # After the stream began: end it; the encoder already wrote what it could.
+                    break
+                if not started:
+                    started = True
+                    start_headers = [
+                        (b"content-type", encoder.content_type.encode()),
+                        *_SSE_HEADERS,
+                    ]
+                    if splitter is not None:
+                        start_headers.append((b"x-polystream-stream-id", stream_id.encode()))
+                    await send(
+                        {"type": "http.response.start", "status": 200, "headers": start_headers}
+                    )
+                if item is _DONE:
+                    break
+                data: bytes = item
+                if splitter is not None and data:
+                    entries = splitter.split(data)
+                    if journal_id is None and entries:
+                        journal_id = splitter.native_id or stream_id
+                        await self._journal(
+                            "create", journal_id, {"dialect": dialect}, now=time.time()
+                        )
+                        if journal_id != stream_id:
+                            await self._journal(
+                                "create",
+                                stream_id,
+                                {"dialect": dialect, "alias": journal_id},
+                                now=time.time(),
+                            )
+                    if entries and journal_id is not None:
+                        await self._journal("append", journal_id, entries, now=time.time())
+                        data = b"".join(entry for _, entry in entries)
+                    else:
+                        data = b""
+                if data and not await self._send(send, data):
+                    break
+        finally:
+            watcher.cancel()
+            if disconnected.is_set() and self.limits.resume_grace_seconds > 0 and journal_id:
+                # Keep feeding the journal for a resuming client, for a bounded time.
+                task = asyncio.create_task(self._drain(producer, queue, splitter, journal_id))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+            else:
+                producer.cancel()
+                with contextlib.suppress(BaseException):
+                    await producer
+                if journal_id is not None:
+                    await self._journal("finish", journal_id, now=time.time())
+            if started and not disconnected.is_set():
+                with contextlib.suppress(Exception):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _drain(
+        self,
+        producer: asyncio.Task[None],
+        queue: asyncio.Queue[Any],
+        splitter: SSECursorSplitter | None,
+        journal_id: str,
+    ) -> None:
+        deadline = time.monotonic() + self.limits.resume_grace_seconds
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    item = await asyncio.wait_for(queue.get(), deadline - time.monotonic())
+                except TimeoutError:
+                    break
+                if item is _DONE or isinstance(item, PolystreamError):
+                    break
+                if splitter is not None and item:
+                    await self._journal("append", journal_id, splitter.split(item), now=time.time())
+        finally:
+            producer.cancel()
+            await self._journal("finish", journal_id, now=time.time())
+
+    async def _send(self, send: Send, data: bytes) -> bool:
+        """Send body bytes; a client that does not read within the limit is dropped."""
+        try:
+            await asyncio.wait_for(
+                send({"type": "http.response.body", "body": data, "more_body": True}),
+                self.limits.slow_client_seconds,
+            )
+        except (TimeoutError, OSError):
+            return False
+        return True
+
+    # -- resume from the journal ----------------------------------------------------------
+
+    async def _resume_native(
+        self, send: Send, receive: Receive, dialect: str, stream_id: str, query: dict[str, str]
+    ) -> None:
+        if query.get("stream") not in ("true", "1"):
+            await self._error(
+                send,
+                dialect,
+                400,
+                "the gateway serves resumes only with stream=true",
+                param="stream",
+            )
+            return
+        cursor = (
+            query.get("starting_after")
+            if dialect.endswith("_responses")
+            else query.get("last_event_id")
+        )
+        await self._replay(send, receive, dialect, stream_id, cursor)
+
+    async def _resume_counter(
+        self, send: Send, receive: Receive, dialect: str, last_id: str
+    ) -> None:
+        stream_id, _, _ = last_id.rpartition(".")
+        await self._replay(send, receive, dialect, stream_id, last_id)
+
+    async def _replay(
+        self, send: Send, receive: Receive, dialect: str, stream_id: str, cursor: str | None
+    ) -> None:
+        try:
+            meta = await self._journal("meta", stream_id)
+            if "alias" in meta:
+                stream_id = meta["alias"]
+            entries, finished = await self._journal("read_after", stream_id, cursor)
+        except JournalMiss as exc:
+            await self._error(send, dialect, 404, f"cannot resume: {exc}", kind="not_found")
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"text/event-stream"),
+                    *_SSE_HEADERS,
+                    (b"x-polystream-resumed", b"suffix"),
+                ],
+            }
+        )
+        position = entries[-1].position + 1 if entries else None
+        last_cursor = entries[-1].cursor if entries else cursor
+        for entry in entries:
+            if not await self._send(send, entry.data):
+                return
+        # Follow the stream live while it is still running (poll the shared journal).
+        idle = 0.0
+        while not finished and idle < self.limits.idle_timeout:
+            await asyncio.sleep(0.02)
+            idle += 0.02
+            try:
+                if position is not None:
+                    more, finished = await self._journal("read_from", stream_id, position)
+                else:
+                    more, finished = await self._journal("read_after", stream_id, last_cursor)
+            except JournalMiss:
+                break
+            for entry in more:
+                idle = 0.0
+                if not await self._send(send, entry.data):
+                    return
+            if more:
+                position = more[-1].position + 1
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def create_gateway(
+    config: GatewayConfig,
+    *,
+    journal: Journal | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    retry: RetryPolicy | None = None,
+) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """Build the gateway ASGI app.
+
+    Args:
+        config: Upstreams, routes, the client key and limits.
+        journal: Where to record streams for resume (default: in memory).
+        transport: An httpx transport for upstream calls (tests).
+        retry: Upstream retry policy.
+    """
+    return _Gateway(config, journal=journal, transport=transport, retry=retry)
