@@ -638,20 +638,19 @@ class MessagesDecoder(FramedDecoder):
             del rest["content"]
         if type(encrypted) is str:
             del rest["encrypted_content"]
-        extra: dict[str, Any] = {"delta": rest}
+        extra: dict[str, Any] = {"delta": rest} if rest else {}
         fields = _fields(obj, ("type", "index", "delta"))
         if fields:
             extra["fields"] = fields
         if name != "content_block_delta":
             extra["event"] = name
         if type(content) is str or type(encrypted) is not str:
-            out.append(
-                TextDelta(index=index, delta=content if type(content) is str else "", extra=extra)
-            )
+            text = content if type(content) is str else ""
+            out.append(TextDelta(index=index, delta=text, extra=extra or None))
             if type(encrypted) is str:
                 out.append(SignatureDelta(index=index, delta=encrypted, extra={"joined": True}))
         else:
-            out.append(SignatureDelta(index=index, delta=encrypted, extra=extra))
+            out.append(SignatureDelta(index=index, delta=encrypted, extra=extra or None))
 
     def _block_stop(
         self, obj: dict[str, Any], name: str | None, data: str, out: list[Event]

@@ -88,12 +88,16 @@ def random_id(prefix: str) -> str:
 class _Block:
     """What the encoder remembers of a block it opened."""
 
-    __slots__ = ("ended", "index", "native", "type")
+    __slots__ = ("content", "ended", "index", "native", "type", "value")
 
-    def __init__(self, index: int, block_type: str, native: dict[str, Any] | None) -> None:
+    def __init__(
+        self, index: int, block_type: str, native: dict[str, Any] | None, value: Any = None
+    ) -> None:
         self.index = index  # provider index
         self.type = block_type  # native block type
         self.native = native  # the block being built (blocks folded into message_start)
+        self.value = value  # whole content another dialect sent at the start
+        self.content = False  # a content delta was written
         self.ended = False
 
 
@@ -437,7 +441,9 @@ class MessagesEncoder(DialectEncoder):
             index = next_provider_index(self.quirks, self._opened, self._open)
         self._opened += 1
         self._open[index] = event.index
-        self._blocks[event.index] = _Block(index, str(native.get("type")), None)
+        self._blocks[event.index] = _Block(
+            index, str(native.get("type")), None, None if self._family else event.value
+        )
         payload = _with(
             {"type": "content_block_start", "index": index, "content_block": native}, extra
         )
@@ -448,11 +454,6 @@ class MessagesEncoder(DialectEncoder):
             return b"".join(parts)
         parts.append(_frame(name, payload))
         parts.append(self._maybe_ping())
-        if event.kind == "tool_call" and event.value is not None:
-            # Arguments sent whole by the source (Gemini functionCall): one fragment.
-            value = event.value
-            text = value if isinstance(value, str) else _JSON.encode(value).decode()
-            parts.append(self._delta(index, {"type": "input_json_delta", "partial_json": text}))
         return b"".join(parts)
 
     def _block_for(self, event: Event, index: int) -> _Block | None:
@@ -482,6 +483,7 @@ class MessagesEncoder(DialectEncoder):
             return b""
         extra = event.extra if self._family else None
         if block.type == "text":
+            block.content = True
             return self._delta(block.index, {"type": "text_delta", "text": event.delta}, extra)
         if block.type == "compaction" and self._family:
             delta: dict[str, Any] = {"type": "compaction_delta", "content": event.delta}
@@ -508,6 +510,7 @@ class MessagesEncoder(DialectEncoder):
             self.lose("reasoning", event, f"reasoning text on a {block.type} block")
             return b""
         extra = event.extra if self._family else None
+        block.content = True
         return self._delta(block.index, {"type": "thinking_delta", "thinking": event.delta}, extra)
 
     def _tool_input(self, event: ToolInputDelta) -> bytes:
@@ -518,6 +521,7 @@ class MessagesEncoder(DialectEncoder):
             self.lose("tool_input", event, f"tool input on a {block.type} block")
             return b""
         extra = event.extra if self._family else None
+        block.content = True
         delta = {"type": "input_json_delta", "partial_json": event.delta}
         return self._delta(block.index, delta, extra)
 
@@ -585,8 +589,28 @@ class MessagesEncoder(DialectEncoder):
         block.ended = True
         self._open.pop(block.index, None)
         extra = event.extra if self._family else None
+        parts: list[bytes] = []
+        if not self._family and not block.content:
+            # Another dialect sent the whole content at the start or the end instead of
+            # deltas (a Gemini functionCall, a restated text): send it as one delta, as
+            # the accumulator would use it.
+            value = event.value if event.value is not None else block.value
+            if value is not None:
+                parts.append(self._whole(block, value))
         payload = _with({"type": "content_block_stop", "index": block.index}, extra)
-        return _frame(_name("content_block_stop", extra), payload)
+        parts.append(_frame(_name("content_block_stop", extra), payload))
+        return b"".join(parts)
+
+    def _whole(self, block: _Block, value: Any) -> bytes:
+        """One delta holding a block's whole content (sources without deltas)."""
+        if block.type in TOOL_USE_TYPES:
+            text = value if isinstance(value, str) else _JSON.encode(value).decode()
+            return self._delta(block.index, {"type": "input_json_delta", "partial_json": text})
+        if isinstance(value, str) and block.type == "text":
+            return self._delta(block.index, {"type": "text_delta", "text": value})
+        if isinstance(value, str) and block.type == "thinking":
+            return self._delta(block.index, {"type": "thinking_delta", "thinking": value})
+        return b""
 
     def _lose_block(self, event: DataDelta, what: str, reason: str) -> None:
         if event.index not in self._skipped:
@@ -628,14 +652,9 @@ class MessagesEncoder(DialectEncoder):
                 parts.append(_frame("error", {"type": "error", "error": inner}))
             return b"".join(parts)
         if not self._family:
-            for provider_index in list(self._open):
-                parts.append(
-                    _frame(
-                        "content_block_stop",
-                        {"type": "content_block_stop", "index": provider_index},
-                    )
-                )
-                self._blocks[self._open.pop(provider_index)].ended = True
+            for unified in list(self._open.values()):
+                # Blocks the source never closed: close them, so the reply is whole.
+                parts.append(self._block_end(BlockEnd(index=unified)))
             usage = self._usage
             if event.usage is not None:
                 usage = event.usage if usage is None else usage.merged(event.usage)

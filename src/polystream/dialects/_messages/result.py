@@ -93,9 +93,9 @@ def fold_native(payloads: Iterable[Any]) -> dict[str, Any]:
             elif dtype == "citations_delta":
                 block["citations"] = [*(block.get("citations") or []), delta.get("citation")]
             elif dtype == "compaction_delta":
-                for key in ("content", "encrypted_content"):
-                    if key in delta:
-                        block[key] = delta[key]
+                # Each compaction delta replaces both fields (SDK BetaMessageStream).
+                block["content"] = delta.get("content")
+                block["encrypted_content"] = delta.get("encrypted_content")
         elif kind == "message_delta":
             delta = payload.get("delta")
             if isinstance(delta, dict):
