@@ -1,0 +1,40 @@
+"""Fixtures for the emulator tests: a uvicorn server on a free loopback port, run in a
+background thread, and official SDK clients pointed at it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from polystream.scenario import Emulator, Scenario, parse_scenarios
+from polystream.server import ServerThread
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ServerThread]]:
+    """Start an emulator with the given scenarios; stopped at the end of the test."""
+    started: list[ServerThread] = []
+
+    def start(
+        scenarios: list[dict[str, Any]] | list[Scenario] | None = None, **options: Any
+    ) -> ServerThread:
+        parsed = (
+            parse_scenarios(scenarios)
+            if scenarios and isinstance(scenarios[0], dict)
+            else (scenarios or [])
+        )
+        server = ServerThread(Emulator(parsed, **options)).start()  # type: ignore[arg-type]
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def server(serve: Callable[..., ServerThread]) -> ServerThread:
+    """An emulator with no scenarios (default replies)."""
+    return serve()
