@@ -1,0 +1,247 @@
+"""Measurements, each runnable in a fresh process or in-process.
+
+``python -m benchmarks.harness '<json task>'`` runs one task and prints one JSON line;
+:func:`run_task` does the same in-process (the quick mode). A task is a dict with a
+``kind``:
+
+* ``time`` — one (workload, peer, level) cell: one warm-up run (so lazy imports and
+  first-call caches are not counted), then ``repeat`` timed runs with a full garbage
+  collection before each. Every run's answer is checked against the workload's.
+* ``memory`` — peak traced memory (``tracemalloc``) and ``ru_maxrss`` growth while a
+  peer turns a 20,000-delta stream into its final result, keeping only the result.
+* ``transcode`` — decode dialect A and encode dialect B, event by event, against the
+  minimal loop on the same bytes.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+__all__ = ["run_task"]
+
+CHUNK = 64 * 1024
+"""Read size when a stream is fed from memory in network-sized chunks."""
+
+
+def _load(task: dict[str, Any]) -> Any:
+    from benchmarks.workloads import Workload
+
+    return Workload.load(Path(task["dir"]), task["workload"])
+
+
+def _time(task: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks import peers
+
+    work = _load(task)
+    try:
+        run = peers.prepare(task["peer"], work, task["level"])
+    except (ImportError, LookupError) as exc:
+        return {"skipped": f"{type(exc).__name__}: {exc}"}
+    except Exception as exc:  # a dialect not available yet, an SDK refusing set-up
+        return {"skipped": f"{type(exc).__name__}: {exc}"}
+    repeat = int(task.get("repeat", 5))
+    budget = float(task.get("budget", 60.0))
+    error: str | None = None
+    try:
+        if task.get("warmup", 1):
+            start = time.perf_counter()
+            outcome = run()
+            warm = time.perf_counter() - start
+            error = peers.check(work, outcome)
+            # Keep a slow peer's cell within its time budget, never under 3 runs.
+            if warm * repeat > budget:
+                repeat = max(3, int(budget / max(warm, 1e-9)))
+        times: list[float] = []
+        firsts: list[float] = []
+        collect = task.get("gc", True)
+        for _ in range(repeat):
+            if collect:
+                gc.collect()
+            start = time.perf_counter()
+            outcome = run()
+            end = time.perf_counter()
+            times.append(outcome.elapsed if outcome.elapsed is not None else end - start)
+            if outcome.first_event is not None:
+                firsts.append(outcome.first_event)
+            error = error or peers.check(work, outcome)
+    except Exception as exc:
+        return {"failed": f"{type(exc).__name__}: {exc}"}
+    return {
+        "times": times,
+        "median": statistics.median(times),
+        "first_event": statistics.median(firsts) if firsts else None,
+        "check": error,
+        "sha256": work.sha256,
+    }
+
+
+def _feed_polystream(work: Any) -> tuple[str, int]:
+    import polystream
+
+    options: dict[str, Any] = {}
+    if work.dialect == "gemini_generate":
+        options["framing"] = work.framing
+    decoder = polystream.StreamDecoder(work.dialect, **options)
+    body = memoryview(work.body)
+    for offset in range(0, len(body), CHUNK):
+        decoder.feed(bytes(body[offset : offset + CHUNK]))  # events dropped: result only
+    decoder.close()
+    result = decoder.result()
+    return result.text, len(result.text.encode())
+
+
+def _feed_minimal(work: Any) -> tuple[str, int]:
+    from benchmarks import peers
+
+    decoder, handle = peers._typed_handler(work.family)
+    sep = peers._separator(work)
+    acc = peers._Collect()
+    buffer = b""
+    body = memoryview(work.body)
+    for offset in range(0, len(body), CHUNK):
+        buffer += bytes(body[offset : offset + CHUNK])
+        blocks = buffer.split(sep)
+        buffer = blocks.pop()
+        peers._minimal_blocks(blocks, decoder, handle, acc)
+    peers._minimal_blocks([buffer], decoder, handle, acc)
+    text = acc.outcome().text
+    return text, len(text.encode())
+
+
+def _memory(task: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks import peers
+
+    work = _load(task)
+    peer = task["peer"]
+    try:
+        if peer == "polystream":
+            _feed_polystream(work)  # warm: imports and lazy tables are not counted
+
+            def go() -> tuple[str, int]:
+                return _feed_polystream(work)
+
+        elif peer == "minimal":
+            _feed_minimal(work)
+
+            def go() -> tuple[str, int]:
+                return _feed_minimal(work)
+
+        else:
+            run = peers.prepare(peer, work, "core")
+            run()
+
+            def go() -> tuple[str, int]:
+                text = run().text
+                return text, len(text.encode())
+
+    except Exception as exc:
+        return {"skipped": f"{type(exc).__name__}: {exc}"}
+    gc.collect()
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    text, size = go()
+    _current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "peak": peak,
+        "text_bytes": size,
+        "text_object": sys.getsizeof(text),
+        "limit": 3 * size + 1024 * 1024,
+        "rss_growth": (rss_after - rss_before) * 1024,
+        "check": None if text == work.text else "text differs",
+    }
+
+
+def _transcode(task: dict[str, Any]) -> dict[str, Any]:
+    import polystream
+    from benchmarks import peers
+    from polystream.dialects import get_dialect
+
+    work = _load(task)
+    options: dict[str, Any] = {}
+    if work.dialect == "gemini_generate":
+        options["framing"] = work.framing
+    source = get_dialect(work.dialect)
+    try:
+        source.module()
+    except Exception as exc:
+        return {"skipped": f"decoder {work.dialect}: {exc}"}
+    minimal = peers.prepare("minimal", work, "core")
+    repeat = int(task.get("repeat", 3))
+    out: dict[str, Any] = {"events": len(work.events), "targets": {}}
+    minimal()
+    base = []
+    collect = task.get("gc", True)
+    for _ in range(repeat):
+        if collect:
+            gc.collect()
+        start = time.perf_counter()
+        minimal()
+        base.append(time.perf_counter() - start)
+    out["minimal"] = statistics.median(base)
+    body = work.body
+    for target in task["targets"]:
+        info = get_dialect(target)
+        try:
+            info.encoder()
+        except Exception as exc:
+            out["targets"][target] = {"skipped": f"encoder {target}: {type(exc).__name__}: {exc}"}
+            continue
+
+        def once(info: Any = info) -> bytes:
+            decoder = source.decoder(**options)
+            encoder = info.encoder()
+            encode = encoder.encode
+            parts = [encode(event) for event in decoder.feed(body)]
+            parts.extend(encode(event) for event in decoder.close())
+            parts.append(encoder.close())
+            return b"".join(parts)
+
+        try:
+            produced = once()
+            times = []
+            for _ in range(repeat):
+                if collect:
+                    gc.collect()
+                start = time.perf_counter()
+                once()
+                times.append(time.perf_counter() - start)
+            # The output must carry the same answer: decode it back and compare.
+            framing = {"framing": "sse"} if target == "gemini_generate" else {}
+            back = polystream.decode(produced, target, **framing)
+            back_tools = [(c.name, c.arguments_json) for c in back.tool_calls]
+            error = peers.check(work, peers.Outcome(back.text, back_tools))
+        except Exception as exc:
+            out["targets"][target] = {"failed": f"{type(exc).__name__}: {exc}"}
+            continue
+        median = statistics.median(times)
+        out["targets"][target] = {
+            "median": median,
+            "per_event_us": median / len(work.events) * 1e6,
+            "ratio": median / out["minimal"],
+            "bytes": len(produced),
+            "check": error,
+        }
+    return out
+
+
+_KINDS = {"time": _time, "memory": _memory, "transcode": _transcode}
+
+
+def run_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Run one task in this process and return its JSON-able result."""
+    return _KINDS[task["kind"]](task)
+
+
+if __name__ == "__main__":
+    result = run_task(json.loads(sys.argv[1]))
+    sys.stdout.write("\n" + json.dumps(result) + "\n")

@@ -1,0 +1,157 @@
+"""The benchmark suite works end to end (quick mode: tiny workloads, one repetition).
+
+This checks the machinery and that the comparison is like for like: every workload
+decodes to its expected text and tool arguments with polystream AND with every peer.
+It never asserts a timing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks import peers, run, workloads
+
+from polystream.dialects import get_dialect
+from polystream.errors import LocalProtocolError
+
+QUICK_PEERS = ("polystream", "minimal", "generic", "sdk", "sdk_raw")
+
+
+def _dialect_available(name: str) -> bool:
+    try:
+        get_dialect(name).module().Decoder  # noqa: B018 - the attribute is the check
+    except (LocalProtocolError, AttributeError):
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("bench") / "quick.json"
+    status = run.main(["--quick", "--json", str(out), "--peers", ",".join(QUICK_PEERS)])
+    data: dict[str, Any] = json.loads(out.read_text())
+    data["status"] = status
+    return data
+
+
+@pytest.fixture(scope="module")
+def small() -> list[workloads.Workload]:
+    return workloads.build_all(run.QUICK_SCALE)
+
+
+def test_quick_run_exits_clean(quick: dict[str, Any]) -> None:
+    assert quick["status"] == 0
+    assert quick["quick"] is True
+    assert set(quick["workloads"]) == set(workloads.WORKLOADS)
+
+
+@pytest.mark.parametrize("name", workloads.WORKLOADS)
+def test_every_peer_gets_the_same_answer(quick: dict[str, Any], name: str) -> None:
+    work = workloads.build(name, run.QUICK_SCALE)
+    for level in peers.LEVELS:
+        cells = quick["times"][name][level]
+        expected = {p for p in QUICK_PEERS if peers.applies(peers.PEERS[p], work)}
+        assert set(cells) == expected, (name, level)
+        for peer, cell in cells.items():
+            if peer == "polystream" and not _dialect_available(work.dialect):
+                assert "skipped" in cell  # that dialect is not in this build
+                continue
+            assert "median" in cell, (name, level, peer, cell)
+            assert cell["check"] is None, (name, level, peer, cell["check"])
+            assert cell["sha256"] == work.sha256  # the very same bytes
+            assert len(cell["times"]) == 1
+
+
+def test_targets_are_reported(quick: dict[str, Any]) -> None:
+    names = [t["target"] for t in quick["targets"]]
+    assert any("import polystream" in n for n in names)
+    assert any("polystream decode" in n for n in names)
+    assert any(n.startswith("memory ") for n in names)
+    for target in quick["targets"]:
+        assert target["status"] in {"PASS", "FAIL", "N/A"}
+    startup = quick["startup"]
+    assert startup["imports"]["polystream"]["median"] > 0
+    assert "failed" not in startup["cli"], startup["cli"]
+
+
+def test_transcoding_round_trips_the_answer(quick: dict[str, Any]) -> None:
+    measured = 0
+    for name, cell in quick["transcode"].items():
+        for target, value in cell.get("targets", {}).items():
+            if "ratio" in value:
+                measured += 1
+                assert value["check"] is None, (name, target, value["check"])
+    if _dialect_available("anthropic_messages"):
+        assert measured > 0
+
+
+def test_memory_is_measured_on_the_result(quick: dict[str, Any]) -> None:
+    for name in run.MEMORY_WORKLOADS:
+        for peer, cell in quick["memory"][name].items():
+            if "skipped" in cell:
+                assert peer == "polystream"
+                continue
+            assert cell["peak"] > 0
+            assert cell["check"] is None, (name, peer)
+
+
+def test_check_catches_a_wrong_answer(small: list[workloads.Workload]) -> None:
+    work = next(w for w in small if w.name == "chat_tool")
+    right = peers.Outcome(work.text, list(work.tools))
+    assert peers.check(work, right) is None
+    assert peers.check(work, peers.Outcome(work.text + "x", list(work.tools))) is not None
+    assert peers.check(work, peers.Outcome(work.text, work.tools[:1])) is not None
+    name, args = work.tools[0]
+    broken = [(name, args.replace("1", "2", 1)), *work.tools[1:]]
+    assert peers.check(work, peers.Outcome(work.text, broken)) is not None
+
+
+def test_workloads_are_deterministic() -> None:
+    first = workloads.build("responses_text", run.QUICK_SCALE)
+    again = workloads.build("responses_text", run.QUICK_SCALE)
+    assert first.body == again.body
+    assert first.text == again.text
+
+
+def test_workloads_have_the_documented_shape(small: list[workloads.Workload]) -> None:
+    by_name = {w.name: w for w in small}
+    responses = by_name["responses_text"].body.decode()
+    deltas = responses.count("event: response.output_text.delta\n")
+    assert deltas == by_name["responses_text"].deltas
+    assert len(re.findall(r'"obfuscation":"[A-Za-z0-9]+"', responses)) == deltas
+    tool = by_name["responses_tool"].body.decode()
+    assert (
+        tool.count("event: response.function_call_arguments.delta\n")
+        == by_name["responses_tool"].deltas
+    )
+    chat = by_name["chat_tool"].body.decode()
+    assert chat.count('"arguments":"') - 2 == by_name["chat_tool"].deltas
+    assert chat.endswith("data: [DONE]\n\n")
+    anthropic = by_name["anthropic_text"].body.decode()
+    text_deltas = anthropic.count('"type":"text_delta"')
+    assert text_deltas == by_name["anthropic_text"].deltas
+    assert anthropic.count("event: ping\n") == 1 + text_deltas // 100
+    big_tool = by_name["anthropic_tool_20k"]
+    assert big_tool.body.decode().count('"input_json_delta"') == big_tool.deltas
+    gemini = by_name["gemini_sse"].body.decode()
+    assert gemini.count("data: ") == gemini.count('"usageMetadata"') == by_name["gemini_sse"].deltas
+    assert "\r\n\r\n" in gemini and "\n\n" not in gemini.replace("\r\n\r\n", "")
+    array = by_name["gemini_array"]
+    assert array.body.startswith(b"[{") and array.body.endswith(b"\r\n]")
+    assert json.loads(array.body)[-1]["candidates"][0]["finishReason"] == "STOP"
+    interactions = by_name["interactions_text"].body.decode()
+    assert interactions.count("event: step.delta\n") == by_name["interactions_text"].deltas
+    assert interactions.count('"event_id":"') == interactions.count("event: ") - 1
+
+
+def test_workload_files_round_trip(tmp_path: Path, small: list[workloads.Workload]) -> None:
+    work = small[0]
+    work.write(tmp_path)
+    loaded = workloads.Workload.load(tmp_path, work.name)
+    assert loaded.body == work.body
+    assert loaded.tools == work.tools
+    assert b"".join(loaded.chunks()) == work.body
