@@ -1196,8 +1196,12 @@ def build_request(dialect: str, request: Request, *, framing: str = "sse") -> Na
         return _build_responses(request)
     if dialect in ("openai_chat", "xai_chat"):
         return _build_chat(request)
-    if dialect in ("anthropic_messages", "xai_messages"):
+    if dialect == "anthropic_messages":
         return _build_messages(request)
+    if dialect == "xai_messages":
+        # xAI's base URL already ends in /v1 (https://api.x.ai/v1).
+        native = _build_messages(request)
+        return NativeRequest(path="/messages", body=native.body, query=native.query)
     if dialect == "gemini_generate":
         return _build_gemini(request, framing=framing)
     if dialect == "gemini_interactions":
