@@ -53,7 +53,7 @@ from typing import Any, Final
 import msgspec
 
 from polystream.dialects._base import FramedDecoder
-from polystream.errors import StreamTruncated
+from polystream.errors import RemoteProtocolError, StreamTruncated
 from polystream.events import (
     RETRYABLE_KINDS,
     BlockEnd,
@@ -176,10 +176,12 @@ class Decoder(FramedDecoder):
         self._status: str | None = None  # last status seen
         self._error: ErrorInfo | None = None
         self._usage: Usage | None = None
+        self._frame: ServerSentEvent | None = None  # the event being decoded
 
     # -- framing hooks ---------------------------------------------------------------------
 
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
+        self._frame = event
         name = event.event
         data = event.data
         if data == "[DONE]" or name == "done":
@@ -240,6 +242,18 @@ class Decoder(FramedDecoder):
             self._on_error(payload, cursor, flags, out)
         else:
             self._unknown(name or etype, data, cursor, out)
+
+    def _tolerate(self, exc: RemoteProtocolError, out: list[Event]) -> None:
+        """A protocol error at the current event: held BlockStarts go out first (order is
+        kept), and in tolerant mode the ErrorEvent keeps the offending event's name and
+        data in ``error.raw`` so nothing received is lost (the encoder re-emits it)."""
+        self._flush(out)
+        count = len(out)
+        super()._tolerate(exc, out)
+        if len(out) > count and isinstance(out[-1], ErrorEvent) and self._frame is not None:
+            error = out[-1].error
+            raw = {"event": self._frame.event, "data": self._frame.data}
+            out[-1] = ErrorEvent(error=msgspec.structs.replace(error, raw=raw))
 
     def _on_close(self, out: list[Event], truncation: StreamTruncated | None) -> None:
         self._flush(out)

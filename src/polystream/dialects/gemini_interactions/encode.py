@@ -227,6 +227,11 @@ class Encoder(DialectEncoder):
     def _error(self, event: ErrorEvent) -> bytes:
         error = event.error
         if error.kind == "protocol" and error.dialect is not None:
+            raw = error.raw
+            if self._native and isinstance(raw, dict) and isinstance(raw.get("data"), str):
+                # A malformed event skipped by a tolerant decoder: re-emitted as received.
+                name = raw.get("event")
+                return _SSE.event(raw["data"], event=name if isinstance(name, str) else None)
             self.lose("protocol-error", event, "a decoding error is not a provider event")
             return b""
         extra = event.extra or {}
@@ -357,10 +362,12 @@ class Encoder(DialectEncoder):
             return None
         return block
 
-    def _delta(self, block: _Block, delta: dict[str, Any], event: Event) -> bytes:
+    def _delta(self, block: _Block, dtype: str, delta: dict[str, Any], event: Event) -> bytes:
+        """A step.delta (content.delta); ``type`` goes last, as the API sends it."""
         extra = event.extra or {}
         if self._native:
             delta.update(extra.get("d") or {})
+        delta["type"] = dtype
         payload: dict[str, Any] = {"index": block.provider, "delta": delta}
         if self._native:
             if extra.get("no_index"):
@@ -372,24 +379,24 @@ class Encoder(DialectEncoder):
         block = self._block(event, event.index)
         if block is None:
             return b""
-        delta: dict[str, Any] = {"type": "text"}
+        delta: dict[str, Any] = {}
         if not (self._native and (event.extra or {}).get("absent")):
             delta["text"] = event.delta
-        return self._delta(block, delta, event)
+        return self._delta(block, "text", delta, event)
 
     def _reasoning(self, event: ReasoningDelta) -> bytes:
         block = self._block(event, event.index)
         if block is None:
             return b""
         extra = event.extra if self._native and event.extra else {}
-        delta: dict[str, Any] = {"type": "thought_summary"}
+        delta: dict[str, Any] = {}
         if "content_raw" in extra:
             delta["content"] = extra["content_raw"]
         elif not extra.get("absent"):
             content = {"type": "text", "text": event.delta}
             content.update(extra.get("content") or {})
             delta["content"] = content
-        return self._delta(block, delta, event)
+        return self._delta(block, "thought_summary", delta, event)
 
     def _signature(self, event: SignatureDelta) -> bytes:
         block = self._block(event, event.index)
@@ -402,10 +409,10 @@ class Encoder(DialectEncoder):
                 "sent as a thought_signature delta on the step it belongs to",
                 carried=True,
             )
-        delta: dict[str, Any] = {"type": "thought_signature"}
+        delta: dict[str, Any] = {}
         if not (self._native and (event.extra or {}).get("absent")):
             delta["signature"] = event.delta
-        return self._delta(block, delta, event)
+        return self._delta(block, "thought_signature", delta, event)
 
     def _tool_input(self, event: ToolInputDelta) -> bytes:
         block = self._block(event, event.index)
@@ -413,29 +420,29 @@ class Encoder(DialectEncoder):
             return b""
         extra = event.extra if self._native and event.extra else {}
         dtype = extra.get("dt")
+        delta: dict[str, Any] = {}
         if dtype is None:
-            delta: dict[str, Any] = {"type": "arguments_delta"}
+            dtype = "arguments_delta"
             if not extra.get("absent"):
                 delta["arguments"] = event.delta
-        else:
-            delta = {"type": dtype}
-            if not extra.get("absent"):
-                delta[main_field(dtype)] = decode_any(event.delta)
-        return self._delta(block, delta, event)
+        elif not extra.get("absent"):
+            delta[main_field(dtype)] = decode_any(event.delta)
+        return self._delta(block, dtype, delta, event)
 
     def _data(self, event: DataDelta) -> bytes:
         block = self._block(event, event.index)
         if block is None:
             return b""
         extra = event.extra if self._native and event.extra else {}
-        delta: dict[str, Any] = {"type": extra.get("dt") or data_delta_type(block.kind)}
+        delta: dict[str, Any] = {}
         if not extra.get("absent"):
             delta["data"] = event.delta
         if event.mime_type is not None:
             delta["mime_type"] = event.mime_type
         if event.replace and not self._native:
             self.lose("data.replace", event, "Interactions data deltas only append")
-        return self._delta(block, delta, event)
+        dtype = extra.get("dt") or data_delta_type(block.kind)
+        return self._delta(block, dtype, delta, event)
 
     def _citation(self, event: Citation) -> bytes:
         if event.index is None:
@@ -445,12 +452,12 @@ class Encoder(DialectEncoder):
         if block is None:
             return b""
         extra = event.extra if self._native and event.extra else {}
-        delta: dict[str, Any] = {"type": "text_annotation_delta"}
+        delta: dict[str, Any] = {}
         if "annotations_raw" in extra:
             delta["annotations"] = extra["annotations_raw"]
         elif not extra.get("absent"):
             delta["annotations"] = [event.citation, *(extra.get("more") or ())]
-        return self._delta(block, delta, event)
+        return self._delta(block, "text_annotation_delta", delta, event)
 
     def _block_end(self, event: BlockEnd) -> bytes:
         block = self._block(event, event.index)
