@@ -38,6 +38,8 @@ citations and metadata); it is read back into :class:`SignatureDelta`,
 Residuals (``extra["chat"]``), so that the same dialect's encoder reproduces every chunk
 exactly without ``raw`` (each key is present only when needed):
 
+* ``cf``: on :class:`StreamStart`, the choice fields that choice residual diffs start
+  from (the dialect's :attr:`~.quirks.Quirks.choice_fields`).
 * ``env``: on the *last* event of each chunk (it marks the chunk's end): the diff of the
   chunk's top-level fields against the previous chunk (see :func:`.wire.diff`); modelled
   values are replaced by placeholders (``choices`` -> ``[]``, ``usage``/``moderation``
@@ -357,7 +359,9 @@ class ChatDecoder(FramedDecoder):
                 id=obj.get("id") if isinstance(obj.get("id"), str) else None,
                 model=obj.get("model") if isinstance(obj.get("model"), str) else None,
                 created=created if type(created) is int else None,
-                extra={EXTRA_KEY: {}},
+                # "cf": the choice fields residual diffs start from (the dialect's
+                # default), so that either Chat encoder reads the diffs the same way.
+                extra={EXTRA_KEY: {"cf": dict(self.quirks.choice_fields)}},
             )
             self._env = base_envelope(start)
             events.append(start)

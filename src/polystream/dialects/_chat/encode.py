@@ -144,6 +144,7 @@ class ChatEncoder(DialectEncoder):
         self._frag_block: int | None = None
         self._specials: dict[str, Any] = {}
         self._residual: dict[int, dict[str, Any]] = {}
+        self._choice_fields: dict[str, Any] = self.quirks.choice_fields
         # every path
         self._blocks: dict[int, _Block] = {}
         self._tool_count: dict[int, int] = {}
@@ -187,12 +188,12 @@ class ChatEncoder(DialectEncoder):
             self._entries = []
         if "ci" in x:
             candidate = x["ci"]
-            residual = apply(self._residual.get(candidate, self.quirks.choice_fields), x.get("ch"))
+            residual = apply(self._residual.get(candidate, self._choice_fields), x.get("ch"))
             delta = dict(x.get("d") or {})
         elif self._entry is not None and self._entry_candidate == candidate:
             return self._entry
         else:
-            residual = self._residual.get(candidate, self.quirks.choice_fields)
+            residual = self._residual.get(candidate, self._choice_fields)
             delta = {}
         self._residual[candidate] = residual
         entry: dict[str, Any] = {"index": candidate, "delta": delta}
@@ -229,6 +230,9 @@ class ChatEncoder(DialectEncoder):
             assert isinstance(event, StreamStart)
             self._start = event
             self._env = base_envelope(event)
+            fields = x.get("cf")
+            if isinstance(fields, dict):
+                self._choice_fields = fields
         elif kind is TextDelta:
             assert isinstance(event, TextDelta)
             block = self._blocks.get(event.index)
