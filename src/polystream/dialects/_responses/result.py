@@ -104,6 +104,7 @@ class Out:
         "closed",
         "data",
         "done",
+        "foreign",
         "item",
         "kind",
         "output_index",
@@ -125,6 +126,7 @@ class Out:
         self.data: str | None = None
         self.signature: list[str] = []
         self.closed = False
+        self.foreign = False
 
     @property
     def id(self) -> str | None:
@@ -181,7 +183,8 @@ class Out:
                     {"type": "reasoning_text", "text": "".join(self.rcontent[ci])}
                     for ci in sorted(self.rcontent)
                 ]
-            if self.signature:
+            if self.signature and not self.foreign:
+                # A foreign signature is not OpenAI/xAI state: never sent as such.
                 item["encrypted_content"] = "".join(self.signature)
         elif itype == "image_generation_call":
             if self.data is not None:
@@ -391,6 +394,7 @@ class Assembler:
         else:
             return
         out = Out(self._next_output, item, kind)
+        out.foreign = True
         self._next_output += 1
         if kind == "tool_call" and event.value is not None:
             # The whole arguments at the start (a Gemini functionCall, say).
@@ -417,7 +421,7 @@ class Assembler:
             resp["status"] = status
             return resp
         return {
-            "id": self.id or "resp_0",
+            "id": self.id,  # None: a resumed stream never named it
             "object": "response",
             "created_at": self.created or 0 if created_at is None else created_at,
             "status": status,
