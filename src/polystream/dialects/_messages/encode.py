@@ -88,7 +88,7 @@ def random_id(prefix: str) -> str:
 class _Block:
     """What the encoder remembers of a block it opened."""
 
-    __slots__ = ("content", "ended", "index", "native", "type", "value")
+    __slots__ = ("content", "ended", "held", "index", "mode", "native", "type", "value")
 
     def __init__(
         self, index: int, block_type: str, native: dict[str, Any] | None, value: Any = None
@@ -99,6 +99,10 @@ class _Block:
         self.value = value  # whole content another dialect sent at the start
         self.content = False  # a content delta was written
         self.ended = False
+        # Tool input of another dialect: "json" (sent as is), "text" (not JSON: sent
+        # inside {"input": "..."}), or None while only whitespace arrived (held).
+        self.mode: str | None = None
+        self.held = ""
 
 
 def _frame(name: str | None, payload: dict[str, Any]) -> bytes:
@@ -431,6 +435,11 @@ class MessagesEncoder(DialectEncoder):
         parts = [self._ensure_started()]
         if event.index in self._blocks or event.index in self._skipped:
             raise LocalProtocolError(f"block {event.index} started twice", dialect=self.dialect)
+        if event.candidate != 0:
+            # Messages replies have one candidate (no ``n``): the others cannot travel.
+            self.lose("candidate", event, f"candidate {event.candidate}: Messages has one reply")
+            self._skipped.add(event.index)
+            return b"".join(parts)
         native = self._native_block(event, extra)
         if native is None:
             self._skipped.add(event.index)
@@ -520,10 +529,38 @@ class MessagesEncoder(DialectEncoder):
         if block.type not in TOOL_USE_TYPES:
             self.lose("tool_input", event, f"tool input on a {block.type} block")
             return b""
-        extra = event.extra if self._family else None
+        if not self._family:
+            return self._input_fragment(block, event.delta, event)
         block.content = True
         delta = {"type": "input_json_delta", "partial_json": event.delta}
-        return self._delta(block.index, delta, extra)
+        return self._delta(block.index, delta, event.extra)
+
+    def _input_fragment(self, block: _Block, text: str, event: Event) -> bytes:
+        """Another dialect's tool input: JSON objects stream as they are; any other text
+        (an OpenAI custom tool's free-form input) streams inside ``{"input": "..."}``,
+        because Messages tool input is a JSON object (the SDK raises otherwise)."""
+        if block.mode is None:
+            text = block.held + text
+            stripped = text.lstrip()
+            if not stripped:
+                block.held = text
+                return b""
+            block.held = ""
+            block.content = True
+            if stripped[0] == "{":
+                block.mode = "json"
+            else:
+                block.mode = "text"
+                self.lose(
+                    "tool_input:text",
+                    event,
+                    'Messages tool input is a JSON object; the text is sent as {"input": text}',
+                )
+                text = '{"input": "' + _JSON.encode(text).decode()[1:-1]
+                return self._delta(block.index, {"type": "input_json_delta", "partial_json": text})
+        elif block.mode == "text":
+            text = _JSON.encode(text).decode()[1:-1]
+        return self._delta(block.index, {"type": "input_json_delta", "partial_json": text})
 
     def _wrap(self, event: SignatureDelta) -> str:
         """The signature to send: as is (same family, or carried back), else in the carrier."""
@@ -596,16 +633,20 @@ class MessagesEncoder(DialectEncoder):
             # the accumulator would use it.
             value = event.value if event.value is not None else block.value
             if value is not None:
-                parts.append(self._whole(block, value))
+                parts.append(self._whole(block, value, event))
+        if block.mode == "text":
+            parts.append(
+                self._delta(block.index, {"type": "input_json_delta", "partial_json": '"}'})
+            )
         payload = _with({"type": "content_block_stop", "index": block.index}, extra)
         parts.append(_frame(_name("content_block_stop", extra), payload))
         return b"".join(parts)
 
-    def _whole(self, block: _Block, value: Any) -> bytes:
+    def _whole(self, block: _Block, value: Any, event: Event) -> bytes:
         """One delta holding a block's whole content (sources without deltas)."""
         if block.type in TOOL_USE_TYPES:
             text = value if isinstance(value, str) else _JSON.encode(value).decode()
-            return self._delta(block.index, {"type": "input_json_delta", "partial_json": text})
+            return self._input_fragment(block, text, event)
         if isinstance(value, str) and block.type == "text":
             return self._delta(block.index, {"type": "text_delta", "text": value})
         if isinstance(value, str) and block.type == "thinking":
