@@ -65,7 +65,9 @@ def test_responses_stream_reasoning_and_tool_call(
     assert final.output_text == "Let me check."
     reasoning = final.output[0]
     assert reasoning.type == "reasoning"
-    assert reasoning.encrypted_content == "sig-1"
+    assert [part.text for part in reasoning.content or []] == [
+        "The user wants the weather. Call the tool."
+    ]
     # The unary answer is the same reply, rebuilt.
     unary = sdk.responses.create(model=MODELS[provider], input="What is the weather?")
     assert [item.type for item in unary.output] == kinds

@@ -36,7 +36,7 @@ DEMO_ANSWER: Final = "It is 18 °C and sunny in Paris right now — a fine day f
 DEMO_MODELS: Final = {
     "openai_responses": "gpt-5.4-mini",
     "openai_chat": "gpt-5.4-mini",
-    "anthropic_messages": "claude-sonnet-4-5",
+    "anthropic_messages": "claude-sonnet-5-5",
     "xai_responses": "grok-4.3",
     "xai_chat": "grok-4.3",
     "xai_messages": "grok-4.3",

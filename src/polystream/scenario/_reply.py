@@ -47,6 +47,7 @@ from polystream.scenario._request import RequestSummary
 
 __all__ = [
     "ID_PREFIXES",
+    "SCENARIO_SOURCE",
     "default_reply",
     "reply_events",
     "reply_id",
@@ -72,6 +73,8 @@ _CALL_PREFIXES: Final = {
     "gemini_generate": "",
     "gemini_interactions": "",
 }
+SCENARIO_SOURCE: Final = "scenario"
+"""``StreamStart.dialect`` of synthetic streams: no wire dialect produced them."""
 _WORDS: Final = re.compile(r"\s*\S+|\s+$")
 _ARGUMENT_DELTA: Final = 16  # characters per tool-argument delta when no size is set
 _json: Final = msgspec.json.Encoder()
@@ -131,9 +134,12 @@ def reply_events(
     if reply is None:
         reply = default_reply(summary)
     size = chunking.size if chunking is not None else None
-    dialect = summary.dialect
+    # The events come from a scenario, not from a decoder of the target dialect: the
+    # StreamStart says so ("scenario"), so that encoders map every unified field to
+    # their wire form instead of expecting the native extras a same-dialect decoder
+    # would have attached.
     events: list[Event] = [
-        StreamStart(dialect=dialect, id=response_id, model=summary.model, created=created)
+        StreamStart(dialect=SCENARIO_SOURCE, id=response_id, model=summary.model, created=created)
     ]
     index = 0
     generated: list[str] = []
@@ -183,7 +189,7 @@ def reply_events(
         events.append(BlockEnd(index=index))
         generated.extend(texts)
         index += 1
-    call_prefix = _CALL_PREFIXES.get(dialect, "call_")
+    call_prefix = _CALL_PREFIXES.get(summary.dialect, "call_")
     for number, call in enumerate(reply.tool_calls):
         call_id = call.id or f"{call_prefix}{_digest(response_id, number)}"
         arguments = (
@@ -282,10 +288,11 @@ def retarget(
     for event in events:
         if isinstance(event, StreamStart):
             source = event.dialect
+            # The source dialect stays on the StreamStart: it tells the encoder whether
+            # the extras are its own (same dialect) or foreign.
             out.append(
                 msgspec.structs.replace(
                     event,
-                    dialect=dialect,
                     id=response_id,
                     model=model or event.model,
                     **_bare(same=source == dialect, event=event),
