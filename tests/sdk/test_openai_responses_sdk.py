@@ -299,9 +299,10 @@ def test_fixture_reencoded_as_foreign_is_accepted(dialect: str, path: Path) -> N
         assert again.refusal == source.refusal
         if not any(b.name == "transcript" for b in source.blocks):
             assert again.text == source.text
-    assert [(c.name, c.arguments) for c in again.tool_calls] == [
-        (c.name, c.arguments) for c in source.tool_calls if c.arguments is not None
-    ] or any(c.arguments is None for c in source.tool_calls)
+    assert [(c.name, c.arguments, c.arguments_json) for c in again.tool_calls] == [
+        (c.name, c.arguments, c.arguments_json) for c in source.tool_calls
+    ]
+    assert again.reasoning == source.reasoning
     if source.status == "completed":
         _, final = sdk_stream(data)
         assert not isinstance(final, BaseException), final
