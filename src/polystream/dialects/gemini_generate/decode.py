@@ -1,0 +1,981 @@
+"""Gemini ``streamGenerateContent`` -> unified events, in both framings.
+
+Framings (spec/streaming.md §1): ``?alt=sse`` sends ``data: <GenerateContentResponse>``
+events without event names, separated by CRLF (``data: {...}\\r\\n\\r\\n``); the default
+framing is one pretty-printed JSON array whose elements arrive over time. The base
+class picks the framing from the first byte (``[`` means the array).
+
+Each chunk is a *partial* ``GenerateContentResponse``; its unified events come in this
+order:
+
+1. ``StreamStart`` (first chunk only: ``responseId`` and ``modelVersion``);
+2. per candidate, the events of its ``parts`` (see "Blocks" below), then its
+   ``citationMetadata`` (:class:`Citation` per source), ``groundingMetadata``
+   (``Metadata("grounding", merge=True)``: Gemini sends only the *new* grounding
+   chunks), ``urlContextMetadata`` (``url_context``), ``safetyRatings``
+   (``safety_ratings``), and its ``finishReason`` / ``finishMessage``
+   (``Metadata("finish")``, which also closes the candidate's open blocks);
+3. ``promptFeedback`` (``Metadata("prompt_feedback")``) and an ``error`` object
+   (:class:`ErrorEvent`);
+4. exactly one :class:`UsageUpdate` that ends the chunk: its usage is the chunk's
+   ``usageMetadata`` (empty when the chunk has none) and its ``extra`` holds the
+   chunk fields no event models (``chunk``: ``modelVersion``, ``responseId``, ...;
+   ``candidates``: per candidate the fields left over, e.g. ``index``; ``order`` when
+   the keys were not in Google's usual order). The encoder writes one chunk per
+   chunk-ending ``UsageUpdate``, which is how a same-dialect round trip reproduces
+   every chunk exactly.
+
+Blocks (unified block index per part run; ``BlockStart.candidate`` is the candidate)
+-----------------------------------------------------------------------------------
+* Text continuity: consecutive ``text`` parts of the same kind (plain text, or
+  ``thought: true`` reasoning) continue ONE block, across chunks. A change of kind,
+  any other part, or the candidate's ``finishReason`` ends it.
+* Signatures: a ``thoughtSignature`` on a part becomes a :class:`SignatureDelta` on
+  that part's block, byte for byte, and ends the block (a block holds at most one
+  signature, in final position, as Gemini's non-streaming responses place it; text
+  after it starts a new block). An *empty-text part that carries only a signature*
+  (Gemini 3's final part) attaches to the preceding block of the same candidate when
+  that block is text or reasoning and has no signature yet; its ``extra["part"]``
+  records the part (``{"text": ""}``) so the encoder writes it back as its own part.
+  Otherwise it becomes its own empty text block with the signature. Parallel
+  function calls where only the first is signed keep that signature on the first.
+* ``functionCall`` complete in one part: ``BlockStart(tool_call, id, name)``,
+  :class:`ToolInputDelta` with the compact JSON of ``args``, the signature, ``BlockEnd``.
+* Streamed ``functionCall`` (``partialArgs`` / ``willContinue``, ended by a part whose
+  ``willContinue`` is not true, usually ``{"functionCall": {}}``): one block; each part
+  is a ``ToolInputDelta`` whose ``extra["functionCall"]`` is the part's object as
+  sent. The arguments are assembled by JSON path (string values with
+  ``willContinue`` concatenate) and their JSON text is the delta of the ending part,
+  so the deltas of the block always concatenate to the complete arguments.
+* ``executableCode`` -> ``code`` block (the code as one TextDelta);
+  ``codeExecutionResult`` -> ``code_result`` block with the object as ``value``;
+  ``inlineData`` -> ``image`` / ``audio`` block (:class:`DataDelta`; consecutive audio
+  parts of one MIME type continue one block); ``toolCall`` of a built-in tool ->
+  ``server_tool_call`` (``id``, ``name`` = ``toolType``, ``value`` = ``args``),
+  ``toolResponse`` -> ``server_tool_result`` with the object as ``value``;
+  ``functionResponse``, ``fileData`` and unknown part kinds -> an ``other`` block
+  whose ``value`` is the part (unknown kinds are a protocol error in strict mode only).
+
+End of stream
+-------------
+Gemini has no terminal event: the stream ends by closing. At close the Finish is
+``failed`` after an error object (error elements, or bare JSON error text after SSE
+events) or a ``promptFeedback.blockReason``; otherwise, when a candidate sent a
+``finishReason``, its mapped status (:mod:`.finish_reason`); otherwise ``truncated``.
+A framing cut (an unclosed array, an event cut mid-way) is ``truncated`` too, and
+raises :class:`~polystream.errors.StreamTruncated` in strict mode.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+
+from polystream.dialects._base import FramedDecoder
+from polystream.errors import RemoteProtocolError, StreamTruncated
+from polystream.events import (
+    RETRYABLE_KINDS,
+    BlockEnd,
+    BlockKind,
+    BlockStart,
+    Citation,
+    DataDelta,
+    ErrorEvent,
+    ErrorInfo,
+    Event,
+    Finish,
+    FinishReason,
+    Metadata,
+    ReasoningDelta,
+    SignatureDelta,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+    Usage,
+    UsageUpdate,
+)
+from polystream.wire.jsonarray import JSONElement
+from polystream.wire.sse import ServerSentEvent
+
+from .finish_reason import FINISH_REASONS, map_finish_reason
+from .status import error_info
+from .usage import from_usage_metadata
+from .wire import (
+    CANDIDATE_RANK,
+    CHUNK_DECODER,
+    CHUNK_RANK,
+    EXECUTABLE_CODE_RANK,
+    FUNCTION_CALL_RANK,
+    INLINE_DATA_RANK,
+    PART_RANK,
+    TOOL_CALL_RANK,
+    GoogleError,
+    order_if_needed,
+)
+
+__all__ = ["GeminiGenerateDecoder"]
+
+DIALECT: Final = "gemini_generate"
+
+# Keys that say what a part is (exactly one per part, per the API reference).
+_DATA_KEYS: Final = frozenset(
+    {
+        "text",
+        "inlineData",
+        "functionCall",
+        "functionResponse",
+        "fileData",
+        "executableCode",
+        "codeExecutionResult",
+        "toolCall",
+        "toolResponse",
+    }
+)
+# Part kinds the API documents but the unified model has no block kind for.
+_KNOWN_OTHER: Final = frozenset({"functionResponse", "fileData"})
+_ENCODE: Final = msgspec.json.Encoder()
+# JSONPath segments of partialArgs: .name, ['name'] / ["name"], [0] (RFC 9535 subset).
+_PATH_SEGMENT: Final = re.compile(
+    r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
+)
+# First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
+_SSE_LINE_STARTS: Final = frozenset(b"deir:\r\n")
+
+
+class _StreamedCall:
+    """A function call streamed with ``partialArgs``: its block and assembled args."""
+
+    __slots__ = ("continuing", "index", "root")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.root: Any = None  # the arguments assembled so far
+        self.continuing: str | None = None  # the path whose string value continues
+
+    def fold(self, call: dict[str, Any]) -> bool:
+        """Fold one ``functionCall`` fragment in; False if a path was not understood."""
+        ok = True
+        args = call.get("args")
+        if isinstance(args, dict):
+            self.root = args if not isinstance(self.root, dict) else {**self.root, **args}
+        partial = call.get("partialArgs")
+        if not isinstance(partial, list):
+            return ok
+        for arg in partial:
+            if not isinstance(arg, dict) or not isinstance(arg.get("jsonPath"), str):
+                ok = False
+                continue
+            path: str = arg["jsonPath"]
+            value: Any
+            if "stringValue" in arg:
+                value = arg["stringValue"]
+            elif "numberValue" in arg:
+                value = arg["numberValue"]
+            elif "boolValue" in arg:
+                value = arg["boolValue"]
+            elif "nullValue" in arg:
+                value = None
+            else:
+                continue
+            segments = _parse_path(path)
+            if segments is None:
+                ok = False
+                continue
+            if isinstance(value, str) and self.continuing == path:
+                previous = self._get(segments)
+                if isinstance(previous, str):
+                    value = previous + value
+            self._set(segments, value)
+            self.continuing = path if arg.get("willContinue") is True else None
+        return ok
+
+    def _get(self, segments: list[str | int]) -> Any:
+        node = self.root
+        for seg in segments:
+            if isinstance(seg, str) and isinstance(node, dict):
+                node = node.get(seg)
+            elif isinstance(seg, int) and isinstance(node, list) and seg < len(node):
+                node = node[seg]
+            else:
+                return None
+        return node
+
+    def _set(self, segments: list[str | int], value: Any) -> None:
+        if not segments:
+            self.root = value
+            return
+        if not isinstance(self.root, dict | list):
+            self.root = {} if isinstance(segments[0], str) else []
+        node: Any = self.root
+        for seg, nxt in zip(segments, [*segments[1:], None], strict=True):
+            fresh: Any = None if nxt is None else ({} if isinstance(nxt, str) else [])
+            if isinstance(seg, str):
+                if not isinstance(node, dict):
+                    return
+                if nxt is None:
+                    node[seg] = value
+                    return
+                if not isinstance(node.get(seg), dict | list):
+                    node[seg] = fresh
+                node = node[seg]
+            else:
+                if not isinstance(node, list):
+                    return
+                while len(node) <= seg:
+                    node.append(None)
+                if nxt is None:
+                    node[seg] = value
+                    return
+                if not isinstance(node[seg], dict | list):
+                    node[seg] = fresh
+                node = node[seg]
+
+    def json(self) -> str:
+        """The assembled arguments as compact JSON ("" when none arrived)."""
+        return "" if self.root is None else _ENCODE.encode(self.root).decode()
+
+
+def _parse_path(path: str) -> list[str | int] | None:
+    if not path.startswith("$"):
+        return None
+    out: list[str | int] = []
+    pos = 1
+    while pos < len(path):
+        m = _PATH_SEGMENT.match(path, pos)
+        if m is None:
+            return None
+        name, number, single, double = m.groups()
+        if number is not None:
+            out.append(int(number))
+        else:
+            out.append(name if name is not None else (single if single is not None else double))
+        pos = m.end()
+    return out
+
+
+class _Candidate:
+    """Per-candidate block state."""
+
+    __slots__ = (
+        "call",
+        "finish",
+        "finish_message",
+        "has_calls",
+        "last",
+        "last_signed",
+        "last_text",
+        "last_textual",
+        "open",
+        "open_kind",
+    )
+
+    def __init__(self) -> None:
+        self.open: int | None = None  # the open block (a text/reasoning/audio run)
+        self.open_kind: str | None = None  # "text", "reasoning" or "audio:<mime>"
+        self.last: int | None = None  # the most recent block of the candidate
+        self.last_signed = False
+        self.last_textual = False  # the most recent block is text or reasoning
+        self.last_text: int | None = None  # most recent text block (for citations)
+        self.call: _StreamedCall | None = None
+        self.has_calls = False
+        self.finish: str | None = None
+        self.finish_message: str | None = None
+
+
+class GeminiGenerateDecoder(FramedDecoder):
+    """Decoder for ``streamGenerateContent`` (both framings; see the module docstring).
+
+    Args:
+        strict: Raise typed protocol errors (malformed JSON, a chunk that is not an
+            object, an unknown part kind or finish reason, a cut framing) instead of
+            emitting error events.
+        keep_raw: Emit a :class:`~polystream.events.Raw` event with each chunk.
+        framing: ``"sse"``, ``"json_array"`` or ``"auto"`` (by the first byte).
+
+    Usage: ``feed(chunk)`` for each piece of the body, then ``close()``; the Finish is
+    emitted by ``close()`` since Gemini ends a stream by closing it.
+    """
+
+    dialect = DIALECT
+    framings = ("sse", "json_array")
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._started = False
+        self._next_index = 0
+        self._candidates: dict[int, _Candidate] = {}
+        self._finished_order: list[int] = []
+        self._usage = Usage()
+        self._error: ErrorInfo | None = None
+        self._blocked: tuple[str, str | None] | None = None
+        # Bare (non-SSE) text after SSE events: Google writes a JSON error object there.
+        self._scan_offset = 0
+        self._at_line_start = True
+        self._line_bare = False
+        self._bare_parts: list[bytes] = []
+        self._bare_start: int | None = None
+        self._bare_first: int | None = None
+        self._bare_depth = 0
+        self._bare_in_string = False
+        self._bare_escape = False
+        self._bare_ready: list[tuple[int, bytes]] = []
+
+    # -- framing hooks -------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Consume a chunk of the body; return the unified events it completed.
+
+        Raises:
+            RemoteProtocolError: Framing errors; dialect errors in strict mode.
+        """
+        if self.framing != "json_array" and not self._closed:
+            if self.framing is None:
+                head = data.lstrip(b" \t\r\n\xef\xbb\xbf")
+                if head[:1] == b"[" and self._scan_offset == 0:
+                    return super().feed(data)
+            self._scan_bare(data)
+        out = super().feed(data)
+        if self._bare_ready:
+            self._drain_bare(out, None)
+        return out
+
+    def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
+        if self._bare_ready:
+            self._drain_bare(out, event.offset)
+        self._chunk(event.data, out)
+
+    def _on_element(self, element: JSONElement, out: list[Event]) -> None:
+        self._chunk(element.data, out)
+
+    def _on_close(self, out: list[Event], truncation: StreamTruncated | None) -> None:
+        if self._bare_parts:
+            # Bare text that never balanced: hand it over as it is (it will not parse).
+            assert self._bare_start is not None
+            self._bare_ready.append((self._bare_start, b"".join(self._bare_parts)))
+            self._bare_parts = []
+        if self._bare_ready:
+            self._drain_bare(out, None)
+        if (
+            truncation is not None
+            and self._bare_first is not None
+            and (truncation.byte_offset is None or truncation.byte_offset >= self._bare_first)
+        ):
+            # The SSE layer saw the bare lines as an undispatched event; they were read.
+            truncation = None
+        if truncation is not None and self.strict:
+            raise truncation.located(dialect=self.dialect)
+        usage = None if self._usage.is_empty() else self._usage
+        unterminated = {"unterminated": True} if truncation is not None else None
+        if self._error is not None:
+            self.emit_finish(
+                out,
+                Finish(
+                    status="failed",
+                    reason=FinishReason(unified="error", raw=None),
+                    usage=usage,
+                    error=self._error,
+                    extra=unterminated,
+                ),
+            )
+        elif self._blocked is not None:
+            reason, message = self._blocked
+            self.emit_finish(
+                out,
+                Finish(
+                    status="failed",
+                    reason=FinishReason(unified="content_filter", raw=reason),
+                    usage=usage,
+                    error=ErrorInfo(
+                        kind="content_filter",
+                        message=message or f"prompt blocked: {reason}",
+                        code=reason,
+                    ),
+                    extra=unterminated,
+                ),
+            )
+        elif self._finished_order and truncation is None:
+            which = 0 if 0 in self._finished_order else self._finished_order[0]
+            state = self._candidates[which]
+            assert state.finish is not None
+            mapped, row = map_finish_reason(state.finish, tool_calls=state.has_calls)
+            error = None
+            if row.error is not None:
+                error = ErrorInfo(
+                    kind=row.error,
+                    message=state.finish_message or f"generation ended with {state.finish}",
+                    retryable=row.error in RETRYABLE_KINDS,
+                    code=state.finish,
+                )
+            self.emit_finish(
+                out, Finish(status=row.status, reason=mapped, usage=usage, error=error)
+            )
+        else:
+            cause = truncation
+            message = (
+                cause.message
+                if cause is not None
+                else "stream closed without a finishReason (Gemini ends streams by closing)"
+            )
+            self.emit_finish(
+                out,
+                Finish(
+                    status="truncated",
+                    reason=FinishReason(unified="error", raw=None),
+                    usage=usage,
+                    error=ErrorInfo(
+                        kind="truncated",
+                        message=message,
+                        retryable=True,
+                        dialect=self.dialect,
+                        event_index=cause.event_index if cause is not None else self.frame_index,
+                        byte_offset=cause.byte_offset if cause is not None else None,
+                    ),
+                    extra=unterminated,
+                ),
+            )
+
+    # -- bare JSON after SSE events --------------------------------------------------------
+
+    def _scan_bare(self, data: bytes) -> None:
+        """Find lines that are not SSE fields (Google's bare JSON error text).
+
+        Lines split on LF (Gemini sends CRLF); a line is bare when its first byte is
+        not that of an SSE field, comment or blank line. Bare lines are collected
+        until their braces balance (strings and escapes respected), as google-genai
+        does in ``_RawJsonLineBuffer``.
+        """
+        base = self._scan_offset
+        self._scan_offset += len(data)
+        pos = 0
+        n = len(data)
+        while pos < n:
+            if self._at_line_start:
+                self._at_line_start = False
+                self._line_bare = data[pos] not in _SSE_LINE_STARTS
+                if self._line_bare and self._bare_start is None:
+                    self._bare_start = base + pos
+                    if self._bare_first is None:
+                        self._bare_first = base + pos
+            nl = data.find(b"\n", pos)
+            end = n if nl == -1 else nl + 1
+            if self._line_bare:
+                piece = data[pos:end]
+                self._bare_parts.append(piece)
+                self._count_braces(piece)
+            if nl == -1:
+                return
+            pos = end
+            self._at_line_start = True
+            if self._line_bare and self._bare_depth == 0 and not self._bare_in_string:
+                assert self._bare_start is not None
+                self._bare_ready.append((self._bare_start, b"".join(self._bare_parts)))
+                self._bare_parts = []
+                self._bare_start = None
+
+    def _count_braces(self, piece: bytes) -> None:
+        depth = self._bare_depth
+        in_string = self._bare_in_string
+        escape = self._bare_escape
+        for c in piece:
+            if in_string:
+                if escape:
+                    escape = False
+                elif c == 92:  # backslash
+                    escape = True
+                elif c == 34:
+                    in_string = False
+            elif c == 34:
+                in_string = True
+            elif c in (123, 91):
+                depth += 1
+            elif c in (125, 93):
+                depth -= 1
+        self._bare_depth = depth
+        self._bare_in_string = in_string
+        self._bare_escape = escape
+
+    def _drain_bare(self, out: list[Event], before: int | None) -> None:
+        """Handle the complete bare texts that began before ``before`` (all if None)."""
+        index, offset = self.frame_index, self.frame_offset
+        while self._bare_ready and (before is None or self._bare_ready[0][0] < before):
+            start, text = self._bare_ready.pop(0)
+            self.frame_offset = start
+            self.frame_index = self._sse.events_dispatched if self._sse is not None else 0
+            try:
+                self._chunk(text, out, bare=True)
+            except RemoteProtocolError as exc:
+                self._tolerate(exc, out)
+        self.frame_index, self.frame_offset = index, offset
+
+    # -- chunks ----------------------------------------------------------------------------
+
+    def _chunk(self, data: str | bytes, out: list[Event], *, bare: bool = False) -> None:
+        try:
+            chunk = CHUNK_DECODER.decode(data)
+        except msgspec.DecodeError as exc:
+            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+            out.append(Unknown(name="chunk", data=text))
+            raise self.protocol_error(f"malformed JSON in chunk: {exc}") from None
+        if not isinstance(chunk, dict):
+            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+            out.append(Unknown(name="chunk", data=text))
+            raise self.protocol_error(f"chunk is not a JSON object (got {type(chunk).__name__})")
+        self.raw_event(out, None, chunk)
+        if not self._started:
+            self._started = True
+            rid = chunk.get("responseId")
+            model = chunk.get("modelVersion")
+            out.append(
+                StreamStart(
+                    dialect=DIALECT,
+                    id=rid if isinstance(rid, str) else None,
+                    model=model if isinstance(model, str) else None,
+                )
+            )
+        residual: dict[str, Any] = {}
+        candidates: list[dict[str, Any]] | None = None
+        usage_meta: dict[str, Any] | None = None
+        for key, value in chunk.items():
+            if key == "candidates" and isinstance(value, list):
+                candidates = [self._candidate(c, pos, out) for pos, c in enumerate(value)]
+            elif key == "usageMetadata" and isinstance(value, dict):
+                usage_meta = value
+            elif key == "promptFeedback" and isinstance(value, dict):
+                out.append(Metadata(name="prompt_feedback", value=value))
+                reason = value.get("blockReason")
+                if isinstance(reason, str):
+                    message = value.get("blockReasonMessage")
+                    self._blocked = (reason, message if isinstance(message, str) else None)
+            elif key == "error" and isinstance(value, dict):
+                self._error_object(value, out)
+            else:
+                residual[key] = value
+        extra: dict[str, Any] = {"chunk": residual}
+        if candidates is not None:
+            extra["candidates"] = candidates
+        order = order_if_needed(chunk, CHUNK_RANK)
+        if order is not None:
+            extra["order"] = order
+        if bare:
+            extra["bare"] = True
+        usage = Usage() if usage_meta is None else from_usage_metadata(usage_meta)
+        self._usage = self._usage.merged(usage)
+        out.append(UsageUpdate(usage=usage, extra=extra))
+
+    def _error_object(self, value: dict[str, Any], out: list[Event]) -> None:
+        try:
+            err = msgspec.convert(value, GoogleError)
+        except msgspec.ValidationError:
+            err = GoogleError(message=_ENCODE.encode(value).decode())
+        info = error_info(err.code, err.message, err.status, value)
+        if self._error is None:
+            self._error = info
+        out.append(ErrorEvent(error=info))
+
+    def _state(self, candidate: int) -> _Candidate:
+        state = self._candidates.get(candidate)
+        if state is None:
+            state = self._candidates[candidate] = _Candidate()
+        return state
+
+    def _candidate(self, cand: Any, pos: int, out: list[Event]) -> dict[str, Any]:
+        """Emit one candidate's events; return the fields no event carries."""
+        if not isinstance(cand, dict):
+            self.warn(out, "invalid_candidate", "a candidate is not a JSON object")
+            return {"_literal": cand}
+        number = cand.get("index")
+        c = number if type(number) is int else pos
+        state = self._state(c)
+        residual: dict[str, Any] = {}
+        grounding = url_context = safety = citations = None
+        finish: dict[str, Any] = {}
+        for key, value in cand.items():
+            if key == "content":
+                if isinstance(value, dict):
+                    parts = value.get("parts")
+                    if isinstance(parts, list):
+                        for part in parts:
+                            self._part(part, c, state, out)
+                    if not (
+                        isinstance(parts, list)
+                        and len(value) == 2
+                        and list(value) == ["parts", "role"]
+                        and value["role"] == "model"
+                    ):
+                        residual["_content"] = {
+                            k: (None if k == "parts" and isinstance(v, list) else v)
+                            for k, v in value.items()
+                        }
+                else:
+                    residual["_content"] = [value]
+            elif key in ("finishReason", "finishMessage") and isinstance(value, str):
+                finish[key] = value
+            elif key == "groundingMetadata":
+                grounding = value
+            elif key == "urlContextMetadata":
+                url_context = value
+            elif key == "safetyRatings":
+                safety = value
+            elif key == "citationMetadata" and _plain_citations(value):
+                citations = value["citationSources"]
+            else:
+                residual[key] = value
+        if "content" not in cand:
+            residual["_content"] = None
+        order = order_if_needed(cand, CANDIDATE_RANK)
+        if order is not None:
+            residual["_order"] = order
+        if citations is not None:
+            target = state.last_text
+            for source in citations:
+                out.append(
+                    Citation(
+                        citation=source,
+                        index=target,
+                        extra={"candidate": c} if target is None and c != 0 else None,
+                    )
+                )
+        if grounding is not None:
+            out.append(Metadata(name="grounding", value=grounding, candidate=c, merge=True))
+        if url_context is not None:
+            out.append(Metadata(name="url_context", value=url_context, candidate=c))
+        if safety is not None:
+            out.append(Metadata(name="safety_ratings", value=safety, candidate=c))
+        if finish:
+            raw = finish.get("finishReason")
+            if raw is not None:
+                self._close_open(state, out)
+                if state.call is not None:
+                    out.append(BlockEnd(index=state.call.index))
+                    state.call = None
+                if state.finish is None:
+                    self._finished_order.append(c)
+                state.finish = raw
+                state.finish_message = finish.get("finishMessage")
+            out.append(Metadata(name="finish", value=finish, candidate=c))
+            if raw is not None and raw not in FINISH_REASONS and self.strict:
+                raise self.protocol_error(f"unknown finishReason {raw!r}")
+        return residual
+
+    # -- parts -----------------------------------------------------------------------------
+
+    def _new_block(
+        self,
+        state: _Candidate,
+        c: int,
+        kind: BlockKind,
+        out: list[Event],
+        **fields: Any,
+    ) -> int:
+        self._close_open(state, out)
+        index = self._next_index
+        self._next_index += 1
+        out.append(BlockStart(index=index, kind=kind, candidate=c, **fields))
+        state.last = index
+        state.last_signed = False
+        state.last_textual = kind in ("text", "reasoning")
+        if kind == "text":
+            state.last_text = index
+        return index
+
+    def _close_open(self, state: _Candidate, out: list[Event]) -> None:
+        if state.open is not None:
+            out.append(BlockEnd(index=state.open))
+            state.open = None
+            state.open_kind = None
+
+    def _sign(self, state: _Candidate, index: int, signature: str, out: list[Event]) -> None:
+        out.append(SignatureDelta(index=index, delta=signature))
+        if state.last == index:
+            state.last_signed = True
+
+    def _part(self, part: Any, c: int, state: _Candidate, out: list[Event]) -> None:
+        if not isinstance(part, dict):
+            self.warn(out, "invalid_part", "a part is not a JSON object")
+            index = self._new_block(state, c, "other", out, value=part)
+            out.append(BlockEnd(index=index))
+            return
+        signature = part.get("thoughtSignature")
+        if not isinstance(signature, str):
+            signature = None
+        data_keys = [k for k in part if k in _DATA_KEYS]
+        kind_key = data_keys[0] if len(data_keys) == 1 else None
+        value = part.get(kind_key) if kind_key is not None else None
+        if state.call is not None and kind_key != "functionCall":
+            # A streamed call interrupted by another part: it ends here.
+            out.append(BlockEnd(index=state.call.index))
+            state.call = None
+        if kind_key == "text" and isinstance(value, str):
+            self._text_part(part, value, signature, c, state, out)
+        elif kind_key == "functionCall" and isinstance(value, dict):
+            self._function_call(part, value, signature, c, state, out)
+        elif kind_key == "executableCode" and isinstance(value, dict):
+            code = value.get("code")
+            rest = {k: v for k, v in value.items() if k != "code" or not isinstance(code, str)}
+            extra = _part_extra(part, kind_key, signature)
+            extra["executableCode"] = rest
+            inner = order_if_needed(value, EXECUTABLE_CODE_RANK)
+            if inner is not None:
+                extra["executableCode_order"] = inner
+            index = self._new_block(state, c, "code", out, extra=extra)
+            if isinstance(code, str):
+                out.append(TextDelta(index=index, delta=code))
+            self._end_whole(state, index, signature, out)
+        elif kind_key == "inlineData" and isinstance(value, dict):
+            self._inline_data(part, value, signature, c, state, out)
+        elif kind_key == "toolCall" and isinstance(value, dict):
+            # A built-in tool's call: its args are the block's value (like a function
+            # call's), id and toolType its id and name; other fields stay in extra.
+            ident = value.get("id")
+            tool = value.get("toolType")
+            ident = ident if isinstance(ident, str) else None
+            tool = tool if isinstance(tool, str) else None
+            extra = _part_extra(part, kind_key, signature)
+            rest = {
+                k: v
+                for k, v in value.items()
+                if not (k == "args" or (k == "id" and ident) or (k == "toolType" and tool))
+            }
+            if rest:
+                extra["toolCall"] = rest
+            inner = order_if_needed(value, TOOL_CALL_RANK)
+            if inner is not None:
+                extra["toolCall_order"] = inner
+            if "args" not in value:
+                extra["no_args"] = True
+            index = self._new_block(
+                state,
+                c,
+                "server_tool_call",
+                out,
+                id=ident,
+                name=tool,
+                value=value.get("args"),
+                extra=extra or None,
+            )
+            self._end_whole(state, index, signature, out)
+        elif kind_key in ("codeExecutionResult", "toolResponse") and isinstance(value, dict):
+            kind: BlockKind = (
+                "code_result" if kind_key == "codeExecutionResult" else "server_tool_result"
+            )
+            ident = value.get("id")
+            tool = value.get("toolType")
+            index = self._new_block(
+                state,
+                c,
+                kind,
+                out,
+                id=ident if isinstance(ident, str) else None,
+                name=tool if isinstance(tool, str) else None,
+                value=value,
+                extra=_part_extra(part, kind_key, signature) or None,
+            )
+            self._end_whole(state, index, signature, out)
+        else:
+            # functionResponse, fileData, unknown kinds, or a known kind of the wrong type.
+            known = kind_key in _KNOWN_OTHER
+            if self.strict and not known:
+                raise self.protocol_error(f"unknown part kind: keys {sorted(part)}")
+            body = {k: v for k, v in part.items() if k != "thoughtSignature" or signature is None}
+            name = kind_key if kind_key is not None else next(iter(part), None)
+            index = self._new_block(state, c, "other", out, name=name, value=body)
+            self._end_whole(state, index, signature, out)
+
+    def _end_whole(
+        self, state: _Candidate, index: int, signature: str | None, out: list[Event]
+    ) -> None:
+        if signature is not None:
+            self._sign(state, index, signature, out)
+        out.append(BlockEnd(index=index))
+
+    def _text_part(
+        self,
+        part: dict[str, Any],
+        text: str,
+        signature: str | None,
+        c: int,
+        state: _Candidate,
+        out: list[Event],
+    ) -> None:
+        thought = part.get("thought") is True
+        if (
+            text == ""
+            and signature is not None
+            and state.last is not None
+            and state.last_textual
+            and not state.last_signed
+            and len(part) <= 3
+            and all(k in ("text", "thought", "thoughtSignature") for k in part)
+        ):
+            # Gemini 3's final empty-text part carrying the signature of the run before.
+            extra: dict[str, Any] = {
+                "part": {k: v for k, v in part.items() if k != "thoughtSignature"}
+            }
+            order = order_if_needed(part, PART_RANK)
+            if order is not None:
+                extra["part_order"] = order
+            index = state.last
+            out.append(SignatureDelta(index=index, delta=signature, extra=extra))
+            state.last_signed = True
+            if state.open == index:
+                self._close_open(state, out)
+            return
+        kind: BlockKind = "reasoning" if thought else "text"
+        if state.open is None or state.open_kind != kind:
+            index = self._new_block(state, c, kind, out)
+            state.open = index
+            state.open_kind = kind
+        else:
+            index = state.open
+        extra = _part_extra(part, "text", signature, thought=thought)
+        if kind == "text":
+            out.append(TextDelta(index=index, delta=text, extra=extra or None))
+        else:
+            out.append(ReasoningDelta(index=index, delta=text, summary=True, extra=extra or None))
+        if signature is not None:
+            self._sign(state, index, signature, out)
+            self._close_open(state, out)
+
+    def _function_call(
+        self,
+        part: dict[str, Any],
+        call: dict[str, Any],
+        signature: str | None,
+        c: int,
+        state: _Candidate,
+        out: list[Event],
+    ) -> None:
+        state.has_calls = True
+        name = call.get("name")
+        ident = call.get("id")
+        name = name if isinstance(name, str) else None
+        ident = ident if isinstance(ident, str) else None
+        if state.call is None and "willContinue" not in call and "partialArgs" not in call:
+            extra = _part_extra(part, "functionCall", signature)
+            rest = {
+                k: v
+                for k, v in call.items()
+                if not (k == "args" or (k == "name" and name) or (k == "id" and ident))
+            }
+            if rest:
+                extra["functionCall"] = rest
+            inner = order_if_needed(call, FUNCTION_CALL_RANK)
+            if inner is not None:
+                extra["functionCall_order"] = inner
+            index = self._new_block(
+                state, c, "tool_call", out, id=ident, name=name, extra=extra or None
+            )
+            if "args" in call:
+                out.append(ToolInputDelta(index=index, delta=_ENCODE.encode(call["args"]).decode()))
+            self._end_whole(state, index, signature, out)
+            return
+        if state.call is None:
+            index = self._new_block(
+                state, c, "tool_call", out, id=ident, name=name, extra={"streamed": True}
+            )
+            state.call = _StreamedCall(index)
+        streamed = state.call
+        if not streamed.fold(call):
+            self.warn(out, "partial_args", "a partialArgs entry has a path that was not understood")
+        ends = call.get("willContinue") is not True
+        extra = _part_extra(part, "functionCall", signature)
+        extra["functionCall"] = call
+        out.append(
+            ToolInputDelta(index=streamed.index, delta=streamed.json() if ends else "", extra=extra)
+        )
+        if signature is not None:
+            self._sign(state, streamed.index, signature, out)
+        if ends:
+            out.append(BlockEnd(index=streamed.index))
+            state.call = None
+
+    def _inline_data(
+        self,
+        part: dict[str, Any],
+        blob: dict[str, Any],
+        signature: str | None,
+        c: int,
+        state: _Candidate,
+        out: list[Event],
+    ) -> None:
+        mime = blob.get("mimeType")
+        data = blob.get("data")
+        mime = mime if isinstance(mime, str) else None
+        kind: BlockKind = "other"
+        if mime is not None and mime.startswith("image/"):
+            kind = "image"
+        elif mime is not None and mime.startswith("audio/"):
+            kind = "audio"
+        extra = _part_extra(part, "inlineData", signature)
+        rest = {
+            k: v
+            for k, v in blob.items()
+            if not (
+                (k == "mimeType" and mime is not None) or (k == "data" and isinstance(data, str))
+            )
+        }
+        if rest:
+            extra["inlineData"] = rest
+        inner = order_if_needed(blob, INLINE_DATA_RANK)
+        if inner is not None:
+            extra["inlineData_order"] = inner
+        run = f"audio:{mime}"
+        if kind == "audio" and state.open is not None and state.open_kind == run:
+            index = state.open
+        else:
+            index = self._new_block(
+                state, c, kind, out, name="inlineData" if kind == "other" else None
+            )
+            if kind == "audio":
+                state.open = index
+                state.open_kind = run
+        out.append(
+            DataDelta(
+                index=index,
+                delta=data if isinstance(data, str) else "",
+                mime_type=mime,
+                extra=extra or None,
+            )
+        )
+        if signature is not None:
+            self._sign(state, index, signature, out)
+        if state.open != index:
+            out.append(BlockEnd(index=index))
+        elif signature is not None:
+            self._close_open(state, out)
+
+
+def _plain_citations(value: Any) -> bool:
+    """``citationMetadata`` that is exactly ``{"citationSources": [objects...]}``."""
+    if not isinstance(value, dict) or list(value) != ["citationSources"]:
+        return False
+    sources = value["citationSources"]
+    return (
+        isinstance(sources, list)
+        and bool(sources)
+        and all(isinstance(source, dict) for source in sources)
+    )
+
+
+def _part_extra(
+    part: dict[str, Any], kind_key: str, signature: str | None, *, thought: bool = False
+) -> dict[str, Any]:
+    """``extra`` for a part's event: the part fields no event models, and their order."""
+    extra: dict[str, Any] = {}
+    if len(part) > 1:
+        rest = {
+            k: v
+            for k, v in part.items()
+            if k != kind_key
+            and not (k == "thoughtSignature" and signature is not None)
+            and not (k == "thought" and thought)
+        }
+        if rest:
+            extra["part"] = rest
+        order = order_if_needed(part, PART_RANK)
+        if order is not None:
+            extra["part_order"] = order
+    return extra

@@ -1,0 +1,625 @@
+"""Unified events -> Gemini ``streamGenerateContent`` bytes, in both framings.
+
+Two modes, chosen by the stream's :class:`~polystream.events.StreamStart`:
+
+* **Same dialect** (``StreamStart.dialect == "gemini_generate"``): the events of one
+  native chunk are gathered and written when the chunk-ending
+  :class:`~polystream.events.UsageUpdate` arrives (see :mod:`.decode`). Parts,
+  signatures, candidate fields and chunk fields come back exactly, key order
+  included, without using ``raw``.
+* **Another dialect**: each content event becomes its own chunk at once (a text or
+  reasoning delta, an image or audio fragment, a signature); tool calls and code are
+  buffered until their block ends because Gemini sends a ``functionCall`` whole. The
+  Finish writes a last chunk with the mapped ``finishReason`` and ``usageMetadata``
+  (:func:`.usage.to_usage_metadata`); ``modelVersion`` and ``responseId`` come from the
+  StreamStart.
+
+Carriers (recorded as :class:`~polystream.dialects._base.Loss` with ``carried=True``):
+an opaque signature of another dialect (Anthropic ``signature``, OpenAI/xAI
+``encrypted_content``) is written as the ``thoughtSignature`` of the part it belongs
+to, or of an empty-text part right after the block's parts (``{"text": "",
+"thoughtSignature": ...}``). Decoding that stream attaches the signature to the same
+reasoning, text or tool-call block (see the decoder's signature rule), so a hop back
+to the source dialect restores it byte for byte. Gemini itself validates
+signatures, so such a stream must not be sent back to Gemini as history.
+
+What Gemini cannot carry is reported with :meth:`lose`: refusal and compaction blocks
+(refusal text is written as plain text), server tool calls/results and ``other``
+blocks of other dialects, citations whose shape has no ``citationSources`` form,
+metadata other than grounding / URL context / safety ratings / prompt feedback,
+``cache_write_tokens``, unknown events, keep-alives in the JSON-array framing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+from polystream.dialects._base import DialectEncoder
+from polystream.events import (
+    BlockEnd,
+    BlockStart,
+    Citation,
+    DataDelta,
+    ErrorEvent,
+    Event,
+    Finish,
+    KeepAlive,
+    Metadata,
+    ReasoningDelta,
+    SignatureDelta,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+    Usage,
+    UsageUpdate,
+)
+from polystream.wire.jsonarray import JSONArrayEncoder
+
+from .finish_reason import to_gemini_finish_reason
+from .status import google_status
+from .usage import to_usage_metadata
+from .wire import (
+    CANDIDATE_RANK,
+    CHUNK_RANK,
+    EXECUTABLE_CODE_RANK,
+    FUNCTION_CALL_RANK,
+    INLINE_DATA_RANK,
+    PART_RANK,
+    TOOL_CALL_RANK,
+    dumps_pretty,
+    dumps_sse,
+    ordered,
+    tool_call_object,
+)
+
+__all__ = ["GeminiGenerateEncoder"]
+
+DIALECT: Final = "gemini_generate"
+_DECODE: Final = msgspec.json.Decoder()
+_METADATA_FIELDS: Final = {
+    "grounding": "groundingMetadata",
+    "url_context": "urlContextMetadata",
+    "safety_ratings": "safetyRatings",
+}
+_GEMINI_DIALECTS: Final = frozenset({"gemini_generate", "gemini_interactions", "gemini_live"})
+
+
+class _Part:
+    """One part being assembled: its fields, the block it belongs to, key orders."""
+
+    __slots__ = ("block", "fields", "inner_order", "order")
+
+    def __init__(
+        self, block: int, fields: dict[str, Any], extra: dict[str, Any] | None = None
+    ) -> None:
+        self.block = block
+        self.fields = fields
+        self.order: list[str] | None = None
+        self.inner_order: list[str] | None = None
+        if extra:
+            rest = extra.get("part")
+            if isinstance(rest, dict):
+                for key, value in rest.items():
+                    fields.setdefault(key, value)
+            order = extra.get("part_order")
+            self.order = order if isinstance(order, list) else None
+
+    def render(self) -> dict[str, Any]:
+        fields = self.fields
+        for key, rank in (
+            ("functionCall", FUNCTION_CALL_RANK),
+            ("executableCode", EXECUTABLE_CODE_RANK),
+            ("inlineData", INLINE_DATA_RANK),
+            ("toolCall", TOOL_CALL_RANK),
+        ):
+            inner = fields.get(key)
+            if isinstance(inner, dict):
+                fields[key] = ordered(inner, rank, self.inner_order)
+        return ordered(fields, PART_RANK, self.order)
+
+
+class _Candidate:
+    """A candidate's share of the chunk being assembled."""
+
+    __slots__ = ("citations", "fields", "parts")
+
+    def __init__(self) -> None:
+        self.parts: list[_Part] = []
+        self.fields: dict[str, Any] = {}
+        self.citations: list[Any] = []
+
+
+class _Block:
+    """What the encoder remembers of a unified block."""
+
+    __slots__ = (
+        "args",
+        "candidate",
+        "id",
+        "index",
+        "kind",
+        "name",
+        "signature",
+        "slot",
+        "streamed",
+    )
+
+    def __init__(self, start: BlockStart) -> None:
+        self.index = start.index
+        self.kind = start.kind
+        self.candidate = start.candidate
+        self.id = start.id or start.call_id
+        self.name = start.name
+        self.streamed = bool(start.extra and start.extra.get("streamed"))
+        self.slot: _Part | None = None  # the part this block fills (same dialect)
+        self.args: list[str] | None = None  # buffered tool input / code (other dialects)
+        self.signature: str | None = None
+
+
+class GeminiGenerateEncoder(DialectEncoder):
+    """Encoder for ``streamGenerateContent`` (see the module docstring).
+
+    Args:
+        framing: ``"sse"`` (``?alt=sse``: ``data: {...}\\r\\n\\r\\n``) or ``"json_array"``
+            (the default endpoint: pretty-printed elements of one JSON array).
+
+    Call :meth:`encode` per event, then :meth:`close` (which writes the closing ``]``
+    of the array). :attr:`content_type` is the HTTP content type of the framing.
+    """
+
+    dialect = DIALECT
+
+    def __init__(self, *, framing: Literal["sse", "json_array"] = "sse") -> None:
+        super().__init__()
+        if framing not in ("sse", "json_array"):
+            raise ValueError(f"unknown framing {framing!r}")
+        self.framing = framing
+        self._array = JSONArrayEncoder() if framing == "json_array" else None
+        self._same = False
+        self._source: str | None = None
+        self._model: str | None = None
+        self._id: str | None = None
+        self._blocks: dict[int, _Block] = {}
+        self._candidates: dict[int, _Candidate] = {}
+        self._chunk_fields: dict[str, Any] = {}
+        self._usage = Usage()
+        self._errored = False
+        self._unterminated = False
+        self._buffering = 0  # foreign tool-call / code blocks still open
+
+    @property
+    def content_type(self) -> str:  # type: ignore[override]
+        """``text/event-stream`` for SSE, ``application/json`` for the JSON array."""
+        return "application/json" if self.framing == "json_array" else "text/event-stream"
+
+    # -- framing ---------------------------------------------------------------------------
+
+    def _frame(self, chunk: Any, *, bare: bool = False) -> bytes:
+        if self._array is not None:
+            return self._array.element(dumps_pretty(chunk))
+        if bare:
+            # Google writes an error after SSE events as bare pretty-printed JSON.
+            return dumps_pretty(chunk) + b"\n"
+        return b"data: " + dumps_sse(chunk) + b"\r\n\r\n"
+
+    def close(self) -> bytes:
+        """End of the events: the closing ``]`` of the array (nothing for SSE, nor for
+        an array whose stream was cut: the decoder's Finish says so)."""
+        out = b""
+        if not self._same and self._has_pending():
+            out = self._flush_foreign()
+        if self._array is not None and not self._unterminated:
+            out += self._array.close()
+        return out
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _encode(self, event: Event) -> bytes:
+        kind = type(event)
+        if kind is StreamStart:
+            assert isinstance(event, StreamStart)
+            self._source = event.dialect
+            self._same = event.dialect == DIALECT
+            self._model = event.model
+            self._id = event.id
+            return b""
+        if kind is UsageUpdate:
+            assert isinstance(event, UsageUpdate)
+            if self._same and event.extra is not None and "chunk" in event.extra:
+                return self._flush_same(event)
+            self._usage = self._usage.merged(event.usage)
+            if event.usage.cache_write_tokens:
+                self.lose("usage.cache_write_tokens", event, "Gemini reports no cache writes")
+            return b""
+        if kind is Finish:
+            assert isinstance(event, Finish)
+            return self._finish(event)
+        if kind is ErrorEvent:
+            assert isinstance(event, ErrorEvent)
+            return self._error(event)
+        if kind is KeepAlive:
+            assert isinstance(event, KeepAlive)
+            if self._array is None and event.comment is not None:
+                return b":" + (b" " + event.comment.encode() if event.comment else b"") + b"\r\n"
+            self.lose("keep-alive", event, "Gemini's JSON array has no keep-alive")
+            return b""
+        if kind is Unknown:
+            assert isinstance(event, Unknown)
+            if self._same:
+                data = event.data.encode()
+                return (
+                    self._array.element(data)
+                    if self._array is not None
+                    else (b"data: " + data + b"\r\n\r\n")
+                )
+            self.lose(f"event:{event.name}", event, "an unknown event of another dialect")
+            return b""
+        self._content(event)
+        if not self._same and self._buffering == 0 and self._has_pending():
+            return self._flush_foreign()
+        return b""
+
+    def _content(self, event: Event) -> None:
+        if isinstance(event, BlockStart):
+            self._block_start(event)
+        elif isinstance(event, TextDelta):
+            self._text(event)
+        elif isinstance(event, ReasoningDelta):
+            block = self._blocks.get(event.index)
+            if block is not None:
+                self._add(block, {"text": event.delta, "thought": True}, event.extra)
+        elif isinstance(event, ToolInputDelta):
+            self._tool_input(event)
+        elif isinstance(event, DataDelta):
+            self._data(event)
+        elif isinstance(event, SignatureDelta):
+            self._signature(event)
+        elif isinstance(event, BlockEnd):
+            self._block_end(event)
+        elif isinstance(event, Citation):
+            self._citation(event)
+        elif isinstance(event, Metadata):
+            self._metadata(event)
+        # StatusUpdate, Warning and Raw have no Gemini form and carry no content.
+
+    def _cand(self, number: int) -> _Candidate:
+        cand = self._candidates.get(number)
+        if cand is None:
+            cand = self._candidates[number] = _Candidate()
+        return cand
+
+    def _add(self, block: _Block, fields: dict[str, Any], extra: dict[str, Any] | None) -> _Part:
+        part = _Part(block.index, fields, extra)
+        self._cand(block.candidate).parts.append(part)
+        return part
+
+    def _block_start(self, event: BlockStart) -> None:
+        block = _Block(event)
+        self._blocks[event.index] = block
+        extra = event.extra
+        kind = event.kind
+        if kind == "tool_call":
+            if self._same and not block.streamed:
+                call: dict[str, Any] = {}
+                if event.name is not None:
+                    call["name"] = event.name
+                if event.id is not None:
+                    call["id"] = event.id
+                if extra and isinstance(extra.get("functionCall"), dict):
+                    call.update(extra["functionCall"])
+                block.slot = self._add(block, {"functionCall": call}, extra)
+                block.slot.inner_order = _list(extra, "functionCall_order")
+            elif not self._same:
+                block.args = []
+                self._buffering += 1
+        elif kind == "code":
+            if self._same:
+                code = dict(extra.get("executableCode", {})) if extra else {}
+                block.slot = self._add(block, {"executableCode": code}, extra)
+                block.slot.inner_order = _list(extra, "executableCode_order")
+            else:
+                block.args = []
+                self._buffering += 1
+        elif kind == "server_tool_call" and self._same:
+            block.slot = self._add(block, {"toolCall": tool_call_object(event)}, extra)
+            block.slot.inner_order = _list(extra, "toolCall_order")
+        elif kind in ("code_result", "server_tool_call", "server_tool_result"):
+            key = {
+                "code_result": "codeExecutionResult",
+                "server_tool_call": "toolCall",
+                "server_tool_result": "toolResponse",
+            }[kind]
+            value = event.value
+            if self._same and isinstance(value, dict):
+                block.slot = self._add(block, {key: value}, extra)
+            elif kind == "code_result" and isinstance(value, dict) and "outcome" in value:
+                block.slot = self._add(block, {key: value}, None)
+            else:
+                self.lose(f"block:{kind}", event, "Gemini has no form for this server tool block")
+        elif kind == "other":
+            if self._same and isinstance(event.value, dict):
+                block.slot = self._add(block, dict(event.value), None)
+            else:
+                self.lose("block:other", event, "a block kind Gemini cannot carry")
+        elif kind == "refusal":
+            self.lose("block:refusal", event, "Gemini has no refusal part; written as text")
+        elif kind == "compaction":
+            self.lose("block:compaction", event, "Gemini has no compaction part")
+
+    def _text(self, event: TextDelta) -> None:
+        block = self._blocks.get(event.index)
+        if block is None:
+            return
+        if block.kind in ("text", "refusal"):
+            self._add(block, {"text": event.delta}, event.extra)
+        elif block.kind == "reasoning":
+            self._add(block, {"text": event.delta, "thought": True}, event.extra)
+        elif block.kind == "code":
+            if block.slot is not None:
+                block.slot.fields["executableCode"]["code"] = event.delta
+            elif block.args is not None:
+                block.args.append(event.delta)
+        elif block.kind != "compaction":
+            self.lose(f"text:{block.kind}", event, "text in a block kind Gemini cannot carry")
+
+    def _tool_input(self, event: ToolInputDelta) -> None:
+        block = self._blocks.get(event.index)
+        if block is None:
+            return
+        if block.streamed and event.extra and isinstance(event.extra.get("functionCall"), dict):
+            block.slot = self._add(
+                block, {"functionCall": event.extra["functionCall"]}, event.extra
+            )
+        elif block.slot is not None and "functionCall" in block.slot.fields:
+            if event.delta:
+                block.slot.fields["functionCall"]["args"] = _DECODE.decode(event.delta)
+        elif block.args is not None:
+            block.args.append(event.delta)
+
+    def _data(self, event: DataDelta) -> None:
+        block = self._blocks.get(event.index)
+        if block is None:
+            return
+        blob: dict[str, Any] = {}
+        if event.extra and isinstance(event.extra.get("inlineData"), dict):
+            blob.update(event.extra["inlineData"])
+        if event.mime_type is not None:
+            blob["mimeType"] = event.mime_type
+        blob["data"] = event.delta
+        part = self._add(block, {"inlineData": blob}, event.extra)
+        part.inner_order = _list(event.extra, "inlineData_order")
+        if event.replace and not self._same:
+            self.lose("data.replace", event, "a refined partial image is sent as a new part")
+
+    def _signature(self, event: SignatureDelta) -> None:
+        block = self._blocks.get(event.index)
+        if block is None:
+            return
+        if not self._same and self._source not in _GEMINI_DIALECTS:
+            self.lose(
+                "signature",
+                event,
+                "carried in thoughtSignature; restored by a hop back to the source dialect",
+                carried=True,
+            )
+        extra = event.extra
+        if extra and isinstance(extra.get("part"), dict):
+            fields = dict(extra["part"])
+            fields["thoughtSignature"] = event.delta
+            self._add(block, fields, {"part_order": extra.get("part_order")})
+            return
+        if block.args is not None:  # a buffered foreign tool call or code block
+            block.signature = (block.signature or "") + event.delta
+            return
+        parts = self._cand(block.candidate).parts
+        index = event.index
+        for part in reversed(parts):
+            if part.block == index:
+                part.fields["thoughtSignature"] = part.fields.get("thoughtSignature", "") + (
+                    event.delta
+                )
+                return
+        self._add(block, {"text": "", "thoughtSignature": event.delta}, None)
+
+    def _block_end(self, event: BlockEnd) -> None:
+        block = self._blocks.get(event.index)
+        if block is None or block.args is None:
+            return
+        self._buffering -= 1
+        joined = "".join(block.args)
+        block.args = None
+        if block.kind == "tool_call":
+            call: dict[str, Any] = {}
+            if block.name is not None:
+                call["name"] = block.name
+            try:
+                call["args"] = _DECODE.decode(joined) if joined.strip() else {}
+            except msgspec.DecodeError:
+                self.lose("tool_call.arguments", event, "arguments are not valid JSON")
+                call["args"] = {}
+            if block.id is not None:
+                call["id"] = block.id
+            fields: dict[str, Any] = {"functionCall": call}
+        else:
+            fields = {"executableCode": {"language": "PYTHON", "code": joined}}
+        if block.signature is not None:
+            fields["thoughtSignature"] = block.signature
+        self._add(block, fields, None)
+
+    def _citation(self, event: Citation) -> None:
+        block = self._blocks.get(event.index) if event.index is not None else None
+        number = block.candidate if block is not None else 0
+        if block is None and event.extra and type(event.extra.get("candidate")) is int:
+            number = event.extra["candidate"]
+        source = event.citation
+        if not self._same:
+            mapped = _citation_source(source)
+            if mapped is None:
+                self.lose("citation", event, "no citationSources form for this citation")
+                return
+            source = mapped
+        self._cand(number).citations.append(source)
+
+    def _metadata(self, event: Metadata) -> None:
+        if event.name == "finish" and isinstance(event.value, dict):
+            self._cand(event.candidate).fields.update(event.value)
+        elif event.name in _METADATA_FIELDS:
+            self._cand(event.candidate).fields[_METADATA_FIELDS[event.name]] = event.value
+        elif event.name == "prompt_feedback":
+            self._chunk_fields["promptFeedback"] = event.value
+        else:
+            self.lose(f"metadata:{event.name}", event, "Gemini has no field for this metadata")
+
+    def _error(self, event: ErrorEvent) -> bytes:
+        error = event.error
+        if error.kind == "protocol":
+            self.lose("error:protocol", event, "a decoding error has no native form")
+            return b""
+        self._errored = True
+        raw = error.raw
+        if not (isinstance(raw, dict) and self._same):
+            code, status = google_status(error.kind)
+            raw = {
+                "code": error.http_status or code,
+                "message": error.message,
+                "status": error.code if self._source == DIALECT and error.code else status,
+            }
+        self._chunk_fields["error"] = raw
+        if self._same:
+            return b""
+        return self._flush_foreign()
+
+    def _finish(self, event: Finish) -> bytes:
+        if event.extra and event.extra.get("unterminated"):
+            self._unterminated = True
+        if self._same or event.status == "truncated":
+            return b""
+        if event.usage is not None:
+            self._usage = self._usage.merged(event.usage)
+        error = event.error
+        if (
+            event.status == "failed"
+            and error is not None
+            and not self._errored
+            and error.kind != "content_filter"
+        ):
+            # A failure without its in-band error event: write the error object.
+            self._error(ErrorEvent(error=error))
+            return self._flush_foreign()
+        reason = to_gemini_finish_reason(event.reason)
+        if not self._candidates:
+            self._cand(0)
+        for cand in self._candidates.values():
+            cand.fields["finishReason"] = reason
+        return self._flush_foreign(final=True)
+
+    # -- chunks ----------------------------------------------------------------------------
+
+    def _has_pending(self) -> bool:
+        return bool(self._chunk_fields) or any(
+            cand.parts or cand.fields or cand.citations for cand in self._candidates.values()
+        )
+
+    def _render_candidate(self, cand: _Candidate, base: dict[str, Any]) -> dict[str, Any]:
+        out = base
+        out.update(cand.fields)
+        if cand.citations:
+            out["citationMetadata"] = {"citationSources": cand.citations}
+        return out
+
+    def _flush_same(self, event: UsageUpdate) -> bytes:
+        extra = event.extra or {}
+        chunk: dict[str, Any] = {}
+        residuals = extra.get("candidates")
+        if isinstance(residuals, list):
+            rendered = []
+            for pos, residual in enumerate(residuals):
+                if not isinstance(residual, dict) or "_literal" in residual:
+                    rendered.append(
+                        residual.get("_literal") if isinstance(residual, dict) else None
+                    )
+                    continue
+                number = residual.get("index")
+                if type(number) is not int:
+                    number = pos
+                cand = self._candidates.pop(number, None) or _Candidate()
+                body = {k: v for k, v in residual.items() if not k.startswith("_")}
+                parts = [part.render() for part in cand.parts]
+                if "_content" in residual:
+                    template = residual["_content"]
+                    if isinstance(template, dict):
+                        body["content"] = {
+                            k: (parts if k == "parts" and v is None else v)
+                            for k, v in template.items()
+                        }
+                    elif isinstance(template, list) and template:
+                        body["content"] = template[0]
+                else:
+                    body["content"] = {"parts": parts, "role": "model"}
+                body = self._render_candidate(cand, body)
+                rendered.append(ordered(body, CANDIDATE_RANK, _list(residual, "_order")))
+            chunk["candidates"] = rendered
+        chunk.update(self._chunk_fields)
+        self._chunk_fields = {}
+        if event.usage.raw is not None:
+            chunk["usageMetadata"] = event.usage.raw
+        residual_chunk = extra.get("chunk")
+        if isinstance(residual_chunk, dict):
+            chunk.update(residual_chunk)
+        self._candidates.clear()
+        chunk = ordered(chunk, CHUNK_RANK, _list(extra, "order"))
+        return self._frame(chunk, bare=bool(extra.get("bare")))
+
+    def _flush_foreign(self, *, final: bool = False) -> bytes:
+        chunk: dict[str, Any] = {}
+        if self._candidates:
+            rendered = []
+            for number in sorted(self._candidates):
+                cand = self._candidates[number]
+                parts = [part.render() for part in cand.parts]
+                body: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
+                body = self._render_candidate(cand, body)
+                body["index"] = number
+                rendered.append(ordered(body, CANDIDATE_RANK))
+            chunk["candidates"] = rendered
+        chunk.update(self._chunk_fields)
+        self._chunk_fields = {}
+        self._candidates.clear()
+        if final and not self._usage.is_empty():
+            chunk["usageMetadata"] = to_usage_metadata(self._usage)
+        if self._model is not None:
+            chunk["modelVersion"] = self._model
+        if self._id is not None:
+            chunk["responseId"] = self._id
+        return self._frame(ordered(chunk, CHUNK_RANK))
+
+
+def _list(extra: dict[str, Any] | None, key: str) -> list[str] | None:
+    if not extra:
+        return None
+    value = extra.get(key)
+    return value if isinstance(value, list) else None
+
+
+def _citation_source(citation: Any) -> dict[str, Any] | None:
+    """A Gemini ``citationSources`` entry for another dialect's citation, if it has a URL."""
+    if not isinstance(citation, dict):
+        return None
+    uri = citation.get("uri") or citation.get("url")
+    if not isinstance(uri, str):
+        return None
+    out: dict[str, Any] = {}
+    start = citation.get("startIndex", citation.get("start_index"))
+    end = citation.get("endIndex", citation.get("end_index"))
+    if type(start) is int:
+        out["startIndex"] = start
+    if type(end) is int:
+        out["endIndex"] = end
+    out["uri"] = uri
+    title = citation.get("title")
+    if isinstance(title, str):
+        out["title"] = title
+    return out

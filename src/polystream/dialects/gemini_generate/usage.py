@@ -1,0 +1,92 @@
+"""Gemini ``usageMetadata`` <-> canonical :class:`~polystream.events.Usage`.
+
+The arithmetic (Gemini counts thoughts and tool-use prompts *beside* the prompt and
+candidate counts, and ``totalTokenCount`` is their sum):
+
+* ``input_tokens  = promptTokenCount + toolUsePromptTokenCount``
+* ``output_tokens = candidatesTokenCount + thoughtsTokenCount`` (thought tokens are
+  never lost from the output count: pain point "Gemini thoughtsTokenCount is separate")
+* ``total_tokens  = totalTokenCount`` as stated
+* ``reasoning_tokens = thoughtsTokenCount``; ``cache_read_tokens =
+  cachedContentTokenCount`` (already part of ``promptTokenCount``);
+  ``tool_prompt_tokens = toolUsePromptTokenCount``
+* ``audio_input_tokens`` / ``audio_output_tokens``: the ``AUDIO`` entries of
+  ``promptTokensDetails`` / ``candidatesTokensDetails``.
+
+A sum is reported only when at least one of its terms is; missing terms count 0.
+``raw`` is the ``usageMetadata`` object exactly as sent. Every chunk carries one; the
+last is authoritative.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from polystream.events import Usage
+
+__all__ = ["from_usage_metadata", "to_usage_metadata"]
+
+
+def _int(obj: dict[str, Any], key: str) -> int | None:
+    value = obj.get(key)
+    return value if type(value) is int else None
+
+
+def _sum(a: int | None, b: int | None) -> int | None:
+    if a is None and b is None:
+        return None
+    return (a or 0) + (b or 0)
+
+
+def _modality(details: Any, modality: str) -> int | None:
+    if not isinstance(details, list):
+        return None
+    for entry in details:
+        if isinstance(entry, dict) and entry.get("modality") == modality:
+            count = entry.get("tokenCount")
+            return count if type(count) is int else None
+    return None
+
+
+def from_usage_metadata(meta: dict[str, Any]) -> Usage:
+    """Convert one ``usageMetadata`` object (see the module docstring)."""
+    prompt = _int(meta, "promptTokenCount")
+    tool = _int(meta, "toolUsePromptTokenCount")
+    candidates = _int(meta, "candidatesTokenCount")
+    thoughts = _int(meta, "thoughtsTokenCount")
+    return Usage(
+        input_tokens=_sum(prompt, tool),
+        output_tokens=_sum(candidates, thoughts),
+        reasoning_tokens=thoughts,
+        cache_read_tokens=_int(meta, "cachedContentTokenCount"),
+        tool_prompt_tokens=tool,
+        audio_input_tokens=_modality(meta.get("promptTokensDetails"), "AUDIO"),
+        audio_output_tokens=_modality(meta.get("candidatesTokensDetails"), "AUDIO"),
+        total_tokens=_int(meta, "totalTokenCount"),
+        raw=meta,
+    )
+
+
+def to_usage_metadata(usage: Usage) -> dict[str, Any]:
+    """The ``usageMetadata`` for a canonical usage (the inverse of
+    :func:`from_usage_metadata` on the counts it reads; detail lists are not rebuilt).
+    """
+    out: dict[str, Any] = {}
+    tool = usage.tool_prompt_tokens or 0
+    thoughts = usage.reasoning_tokens or 0
+    if usage.input_tokens is not None:
+        out["promptTokenCount"] = usage.input_tokens - tool
+    if usage.cache_read_tokens:
+        out["cachedContentTokenCount"] = usage.cache_read_tokens
+    if usage.output_tokens is not None:
+        out["candidatesTokenCount"] = usage.output_tokens - thoughts
+    if usage.tool_prompt_tokens:
+        out["toolUsePromptTokenCount"] = usage.tool_prompt_tokens
+    if usage.reasoning_tokens:
+        out["thoughtsTokenCount"] = usage.reasoning_tokens
+    total = usage.total_tokens
+    if total is None and (usage.input_tokens is not None or usage.output_tokens is not None):
+        total = (usage.input_tokens or 0) + (usage.output_tokens or 0)
+    if total is not None:
+        out["totalTokenCount"] = total
+    return out
