@@ -62,9 +62,9 @@ def fresh_chunks(head: bytes, make: Callable[[int], bytes], total: int) -> Itera
 
 
 def test_documented_defaults() -> None:
-    assert DEFAULT_MAX_LINE_SIZE == 32 * MiB
-    assert DEFAULT_MAX_EVENT_SIZE == 64 * MiB
-    assert DEFAULT_MAX_ELEMENT_SIZE == 64 * MiB
+    assert 32 * MiB == DEFAULT_MAX_LINE_SIZE
+    assert 64 * MiB == DEFAULT_MAX_EVENT_SIZE
+    assert 64 * MiB == DEFAULT_MAX_ELEMENT_SIZE
     assert DEFAULT_MAX_DEPTH == 256
 
 

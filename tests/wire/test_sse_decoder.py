@@ -17,9 +17,8 @@ from polystream.errors import (
     RemoteProtocolError,
     StreamTruncated,
 )
-from polystream.wire.sse import SSEComment, SSEDecoder, ServerSentEvent
-
-from ..helpers import assert_chunking_invariant, feed_all, split_at
+from polystream.wire.sse import ServerSentEvent, SSEComment, SSEDecoder
+from tests.helpers import assert_chunking_invariant, feed_all, split_at
 
 BOM = b"\xef\xbb\xbf"
 

@@ -10,15 +10,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from polystream.errors import LocalProtocolError
-from polystream.wire.sse import SSEComment, SSEDecoder, SSEEncoder, ServerSentEvent
+from polystream.wire.sse import ServerSentEvent, SSEComment, SSEDecoder, SSEEncoder
+from tests.helpers import assert_chunking_invariant, feed_all, split_at
 
-from ..helpers import assert_chunking_invariant
 
-
-def decoded(data: bytes) -> list[tuple[Any, ...]]:
+def decoded(data: bytes, *, bytewise: bool = True) -> list[tuple[Any, ...]]:
     """Decode a whole stream into comparable tuples (no offsets)."""
     out: list[tuple[Any, ...]] = []
-    for frame in assert_chunking_invariant(SSEDecoder, data, seeds=3):
+    if bytewise:
+        frames = assert_chunking_invariant(SSEDecoder, data, seeds=3)
+    else:
+        frames = feed_all(SSEDecoder, [data])
+        assert feed_all(SSEDecoder, split_at(data, [len(data) // 3, len(data) // 2])) == frames
+    for frame in frames:
         if isinstance(frame, SSEComment):
             out.append(("comment", frame.text))
         else:
@@ -193,4 +197,4 @@ def test_round_trip_property(frames: list[tuple[Any, ...]]) -> None:
             last_id = id_
         # SSE normalises line ends inside data to LF, and "" names the default type.
         expected.append(("\n".join(_lines(data)), event or None, last_id, retry))
-    assert decoded(wire) == expected
+    assert decoded(wire, bytewise=False) == expected

@@ -20,9 +20,8 @@ from typing import Any
 import pytest
 
 from polystream.errors import StreamTruncated
-from polystream.wire.sse import SSEComment, SSEDecoder, ServerSentEvent
-
-from ..helpers import assert_chunking_invariant
+from polystream.wire.sse import ServerSentEvent, SSEComment, SSEDecoder
+from tests.helpers import assert_chunking_invariant
 
 BOM = b"\xef\xbb\xbf"
 
