@@ -966,3 +966,92 @@ def test_foreign_truncated_and_failed_streams() -> None:
     assert frames[2][1]["interaction"]["status"] == "failed"
     events = decode(data)
     assert isinstance(events[-1], Finish) and events[-1].status == "failed"
+
+
+# -- the documentation's own examples, verbatim (migration guide, "Streaming") ---------------
+
+LEGACY_DOC_EXAMPLE = b"""event: interaction.start
+data: {"id": "int_123", "status": "in_progress"}
+
+event: content.start
+data: {"index": 0, "type": "text"}
+
+event: content.delta
+data: {"delta": {"type": "text", "text": "Quantum entanglement is..."}}
+
+event: content.stop
+data: {"index": 0}
+
+event: interaction.complete
+data: {"id": "int_123", "status": "done", "usage": {"total_tokens": 42}}
+
+"""
+
+STEPS_DOC_EXAMPLE = b"""event: interaction.created
+data: {"interaction": {"id": "int_xyz", "status": "in_progress", "object": "interaction", \
+"model": "gemini-3.5-flash"}, "event_type": "interaction.created"}
+
+event: interaction.in_progress
+data: {"interaction_id": "int_xyz", "event_type": "interaction.in_progress"}
+
+event: step.start
+data: {"index": 0, "step": {"type": "thought", "signature": "abc123..."}, \
+"event_type": "step.start"}
+
+event: step.stop
+data: {"index": 0, "event_type": "step.stop"}
+
+event: step.start
+data: {"index": 1, "step": {"content": [{"text": "Once upon", "type": "text"}], \
+"type": "model_output"}, "event_type": "step.start"}
+
+event: step.delta
+data: {"index": 1, "delta": {"text": " a time...", "type": "text"}, "event_type": "step.delta"}
+
+event: step.stop
+data: {"type": "step.stop", "index": 1, "status": "done"}
+
+event: interaction.completed
+data: {"type": "interaction.completed", "interaction": {"id": "int_xyz", "status": "completed", \
+"usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}}
+
+"""
+
+
+def test_legacy_doc_example() -> None:
+    events = decode(LEGACY_DOC_EXAMPLE)
+    decoder = StreamDecoder(DIALECT)
+    decoder.feed(LEGACY_DOC_EXAMPLE)
+    decoder.close()
+    result = decoder.result()
+    assert (result.id, result.text, result.usage.total_tokens) == (
+        "int_123",
+        "Quantum entanglement is...",
+        42,
+    )
+    assert result.finish_reason == FinishReason(unified="stop", raw="done")
+    assert [w.code for w in result.warnings] == ["missing_done"]
+    assert native_frames(Encoder().encode_all(events)) == native_frames(LEGACY_DOC_EXAMPLE)
+    assert rebuild(events) == {
+        "id": "int_123",
+        "status": "done",
+        "usage": {"total_tokens": 42},
+        "outputs": [{"type": "text", "text": "Quantum entanglement is..."}],
+    }
+
+
+def test_steps_doc_example() -> None:
+    events = decode(STEPS_DOC_EXAMPLE)
+    decoder = StreamDecoder(DIALECT)
+    decoder.feed(STEPS_DOC_EXAMPLE)
+    decoder.close()
+    result = decoder.result()
+    assert result.text == "Once upon a time..."
+    assert result.blocks[0].signature == "abc123..."
+    assert result.blocks[1].status == "done"
+    assert result.finish_reason == FinishReason(unified="stop", raw="completed")
+    assert native_frames(Encoder().encode_all(events)) == native_frames(STEPS_DOC_EXAMPLE)
+    assert rebuild(events)["steps"] == [
+        {"type": "thought", "signature": "abc123..."},
+        {"type": "model_output", "content": [{"text": "Once upon a time...", "type": "text"}]},
+    ]

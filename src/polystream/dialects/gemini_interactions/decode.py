@@ -496,10 +496,17 @@ class Decoder(FramedDecoder):
             raise self.protocol_error("step.start without an integer index")
         key = "content" if legacy else "step"
         step = payload.get(key)
+        if step is None and key not in payload and type(payload.get("type")) is str:
+            # Legacy examples put the content's fields beside the index:
+            # ``{"index": 0, "type": "text"}`` (migration guide).
+            flags["bare"] = True
+            step = {k: v for k, v in payload.items() if k not in _ENVELOPE and k != "index"}
         if type(step) is not dict or type(step.get("type")) is not str:
             raise self.protocol_error(f"{key} is not an object with a string type")
         rest = {
-            k: v for k, v in payload.items() if k not in ("event_type", "event_id", "index", key)
+            k: v
+            for k, v in payload.items()
+            if k not in _ENVELOPE and k not in ("index", key) and not flags.get("bare")
         }
         state = _Step(
             self._next_index,

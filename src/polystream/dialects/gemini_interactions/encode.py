@@ -297,6 +297,8 @@ class Encoder(DialectEncoder):
             step.update(extra.get("step") or {})
             key = "content" if self._legacy else "step"
             payload: dict[str, Any] = {"index": provider, key: step}
+            if extra.get("bare"):
+                payload = {"index": provider, **step}
             payload.update(extra.get("p") or {})
             return self._emit("content.start" if self._legacy else "step.start", payload, event)
         return self._foreign_block_start(event)
