@@ -298,6 +298,15 @@ class StreamCall:
                     f"(resume {self.resumes} of {self.max_resumes})",
                 )
             ]
+        if not self._output_delivered:
+            # Nothing reached the consumer yet: start over, as for a failed connection.
+            delay = self.retry.after_connection_error()
+            if delay is not None:
+                self._held = []
+                self._decoder = None
+                self._schedule(self._initial(), delay)
+                why = message or "stream ended before any output"
+                return [self._retry_warning(why, delay)]
         events = self._decoder.close()
         if message is not None or not self.resume_enabled:
             events = [self._explain_truncation(e, message) for e in events]

@@ -158,7 +158,7 @@ class EventStream:
                 return
             call.on_open(response.status_code, response.headers)
             try:
-                for chunk in response.iter_raw():
+                for chunk in response.iter_bytes():
                     yield from call.feed(chunk)
                     if call.pending or call.finished:
                         break
@@ -304,7 +304,7 @@ class AsyncEventStream:
             call.on_open(response.status_code, response.headers)
             events: list[Event] = []
             try:
-                async for chunk in response.aiter_raw():
+                async for chunk in response.aiter_bytes():
                     for event in call.feed(chunk):
                         yield event
                     if call.pending or call.finished:

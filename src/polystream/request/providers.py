@@ -157,7 +157,16 @@ def error_from_body(status: int, body: Any) -> ErrorInfo:
             message = error
     elif isinstance(body, str) and body.strip():
         message = body.strip()[:500]
-    kind = _CODE_KIND.get(code or "", kind_for_status(status))
+    by_status = kind_for_status(status)
+    kind = _CODE_KIND.get(code or "", by_status)
+    if kind in ("server", "unknown", "invalid_request") and by_status not in (
+        "server",
+        "unknown",
+        "invalid_request",
+    ):
+        # A generic code (server_error, invalid_request_error) says less than the
+        # status: 503 is overloaded, 401 authentication, 429 a rate limit.
+        kind = by_status
     return ErrorInfo(
         kind=kind,
         message=message,

@@ -372,7 +372,7 @@ class _Gateway:
                         call.on_open(response.status_code, response.headers)
                         ended: list[Event] = []
                         try:
-                            async for chunk in response.aiter_raw():
+                            async for chunk in response.aiter_bytes():
                                 for event in call.feed(chunk):
                                     yield event
                                 if call.pending or call.finished:
@@ -455,7 +455,13 @@ class _Gateway:
                     await queue.put(encoder.encode(event))
                 await queue.put(encoder.close())
                 await queue.put(_DONE)
-            except PolystreamError as exc:
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the consumer must always get a terminal item
+                if not isinstance(exc, PolystreamError):
+                    logger.error(
+                        "upstream failure: %s", scrub(f"{type(exc).__name__}: {exc}", self.secrets)
+                    )
                 await queue.put(exc)
 
         producer = asyncio.create_task(produce())
@@ -494,7 +500,10 @@ class _Gateway:
                 if isinstance(item, PolystreamError) and not started:
                     await self._error(send, dialect, 502, str(item), kind="server")
                     return
-                if isinstance(item, PolystreamError):
+                if isinstance(item, Exception) and not started:
+                    await self._error(send, dialect, 502, "the upstream call failed", kind="server")
+                    return
+                if isinstance(item, Exception):
                     # After the stream began: end it; the encoder already wrote what it could.
                     break
                 if not started:

@@ -1,0 +1,108 @@
+"""An emulator upstream and a gateway in front of it, both on loopback."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+
+from polystream.journal import Journal
+from polystream.proxy import GatewayConfig, Limits, Route, Upstream
+from polystream.retry import RetryPolicy
+from polystream.scenario import Emulator, parse_scenarios
+from polystream.server import ServerThread
+from polystream.server.gateway import create_gateway
+
+GATEWAY_KEY = "gw-test-key-123456"
+CANARY = "sk-canary-9f8e7d6c5b4a3f2e1d0c"
+UPSTREAM_MODEL = {
+    "openai": "gpt-5.4-nano",
+    "xai": "grok-4.3",
+    "anthropic": "claude-haiku-4-5",
+    "gemini": "gemini-3.5-flash-lite",
+}
+PREFIX = {"openai": "/openai/v1", "xai": "/xai/v1", "anthropic": "/anthropic", "gemini": "/gemini"}
+
+
+class AppThread:
+    """Any ASGI app served by uvicorn on a free loopback port, in a thread."""
+
+    def __init__(self, app: Any) -> None:
+        self._socket = socket.socket()
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", 0))
+        self.port = self._socket.getsockname()[1]
+        self.app = app
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=1
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> AppThread:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert self._server.started
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(5)
+        self._socket.close()
+
+
+@pytest.fixture
+def stack() -> Iterator[Callable[..., tuple[ServerThread, AppThread]]]:
+    """``stack(upstream_dialect, scenarios, **limits)`` -> (emulator, gateway)."""
+    running: list[Any] = []
+
+    def start(
+        upstream_dialect: str,
+        scenarios: list[dict[str, Any]] | None = None,
+        *,
+        journal: Journal | None = None,
+        api_key: str | None = GATEWAY_KEY,
+        emulator: ServerThread | None = None,
+        **limits: Any,
+    ) -> tuple[ServerThread, AppThread]:
+        if emulator is None:
+            emulator = ServerThread(Emulator(parse_scenarios(scenarios or []))).start()
+            running.append(emulator)
+        provider = upstream_dialect.split("_", maxsplit=1)[0]
+        upstream = Upstream(
+            name=provider,
+            dialect=upstream_dialect,
+            base_url=emulator.base_url + PREFIX[provider],
+            api_key=CANARY,
+        )
+        # Every inbound model is rewritten to one the upstream knows.
+        route = Route(model="*", upstream=provider, rewrite=UPSTREAM_MODEL[provider])
+        config = GatewayConfig(
+            upstreams={provider: upstream}, routes=[route], api_key=api_key, limits=Limits(**limits)
+        )
+        gateway = AppThread(
+            create_gateway(
+                config,
+                journal=journal,
+                retry=RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.02),
+            )
+        ).start()
+        running.append(gateway)
+        return emulator, gateway
+
+    yield start
+    for server in reversed(running):
+        server.stop()

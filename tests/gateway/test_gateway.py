@@ -1,0 +1,393 @@
+"""The gateway with the official SDKs as clients and the emulator as an upstream that
+speaks a *different* dialect: streaming and not, tool calls, reasoning, errors, keys."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+from google import genai
+from google.genai import types as gtypes
+
+from .conftest import CANARY, GATEWAY_KEY, AppThread
+
+REPLY: dict[str, Any] = {
+    "reasoning": {"text": "Let me think.", "signature": "c2lnLWdhdGV3YXk="},
+    "text": ["It ", "is ", "sunny."],
+    "usage": {"input_tokens": 20, "output_tokens": 9, "reasoning_tokens": 3},
+}
+TOOL_REPLY: dict[str, Any] = {
+    "text": "Checking.",
+    "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_w1"}],
+    "finish": {"reason": "tool_calls"},
+}
+WEATHER_TOOL = {
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "input_schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+
+
+def anthropic_client(gateway: AppThread, key: str = GATEWAY_KEY) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key=key, base_url=gateway.base_url + "/anthropic", max_retries=0)
+
+
+def openai_client(gateway: AppThread, key: str = GATEWAY_KEY) -> openai.OpenAI:
+    return openai.OpenAI(api_key=key, base_url=gateway.base_url + "/openai/v1", max_retries=0)
+
+
+def genai_client(gateway: AppThread, key: str = GATEWAY_KEY) -> genai.Client:
+    return genai.Client(
+        api_key=key, http_options=gtypes.HttpOptions(base_url=gateway.base_url + "/gemini")
+    )
+
+
+@pytest.mark.parametrize(
+    "upstream",
+    ["openai_responses", "openai_chat", "gemini_generate", "gemini_interactions", "xai_responses"],
+)
+def test_anthropic_sdk_through_gateway(stack: Callable[..., Any], upstream: str) -> None:
+    _, gateway = stack(upstream, [{"reply": REPLY}])
+    client = anthropic_client(gateway)
+    with client.messages.stream(
+        model="claude-x", max_tokens=100, messages=[{"role": "user", "content": "weather?"}]
+    ) as stream:
+        message = stream.get_final_message()
+    texts = [b.text for b in message.content if b.type == "text"]
+    assert "".join(texts) == "It is sunny."
+    assert message.stop_reason == "end_turn"
+    assert message.usage.output_tokens == 9
+
+
+def test_anthropic_sdk_tool_call_from_openai_upstream(stack: Callable[..., Any]) -> None:
+    _, gateway = stack("openai_responses", [{"match": {"tools": True}, "reply": TOOL_REPLY}])
+    client = anthropic_client(gateway)
+    with client.messages.stream(
+        model="claude-x",
+        max_tokens=100,
+        tools=[WEATHER_TOOL],
+        messages=[{"role": "user", "content": "weather?"}],
+    ) as stream:
+        message = stream.get_final_message()
+    calls = [b for b in message.content if b.type == "tool_use"]
+    assert len(calls) == 1
+    assert calls[0].name == "get_weather" and calls[0].input == {"city": "Paris"}
+    assert message.stop_reason == "tool_use"
+
+
+def test_anthropic_sdk_non_streaming(stack: Callable[..., Any]) -> None:
+    _, gateway = stack("gemini_generate", [{"reply": REPLY}])
+    message = anthropic_client(gateway).messages.create(
+        model="claude-x", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert "".join(b.text for b in message.content if b.type == "text") == "It is sunny."
+
+
+@pytest.mark.parametrize("upstream", ["gemini_generate", "anthropic_messages", "openai_chat"])
+def test_openai_responses_sdk_through_gateway(stack: Callable[..., Any], upstream: str) -> None:
+    _, gateway = stack(upstream, [{"reply": REPLY}])
+    client = openai_client(gateway)
+    with client.responses.stream(model="gpt-x", input="weather?") as stream:
+        response = stream.get_final_response()
+    assert response.output_text == "It is sunny."
+    assert response.status == "completed"
+
+
+def test_openai_chat_sdk_tool_call_from_gemini(stack: Callable[..., Any]) -> None:
+    _, gateway = stack("gemini_generate", [{"match": {"tools": True}, "reply": TOOL_REPLY}])
+    client = openai_client(gateway)
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "get_weather", "parameters": WEATHER_TOOL["input_schema"]},
+        }
+    ]
+    with client.chat.completions.stream(
+        model="gpt-x",
+        tools=tools,  # type: ignore[arg-type]
+        messages=[{"role": "user", "content": "weather?"}],
+    ) as s:
+        completion = s.get_final_completion()
+    call = completion.choices[0].message.tool_calls[0]  # type: ignore[index]
+    assert call.function.name == "get_weather"
+    assert call.function.arguments and '"Paris"' in call.function.arguments
+    assert completion.choices[0].finish_reason == "tool_calls"
+
+
+def test_openai_chat_non_streaming(stack: Callable[..., Any]) -> None:
+    _, gateway = stack("anthropic_messages", [{"reply": REPLY}])
+    completion = openai_client(gateway).chat.completions.create(
+        model="gpt-x", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert completion.choices[0].message.content == "It is sunny."
+
+
+@pytest.mark.parametrize("upstream", ["anthropic_messages", "openai_responses"])
+def test_genai_sdk_through_gateway(stack: Callable[..., Any], upstream: str) -> None:
+    _, gateway = stack(upstream, [{"reply": REPLY}])
+    client = genai_client(gateway)
+    chunks = list(client.models.generate_content_stream(model="gemini-x", contents="weather?"))
+    text = "".join(c.text or "" for c in chunks)
+    assert text == "It is sunny."
+    assert chunks[-1].candidates[0].finish_reason == gtypes.FinishReason.STOP  # type: ignore[index]
+
+
+def test_reasoning_signature_reaches_the_upstream(stack: Callable[..., Any]) -> None:
+    """Turn 2 of a thinking + tool conversation: the Anthropic signature the client sends
+    back arrives at an Anthropic upstream byte for byte (via the gateway's request
+    translation), so multi-turn tool use keeps working."""
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        import json
+
+        seen.append(json.loads(request.content))
+        body = (
+            b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
+            b'"type":"message","role":"assistant","model":"claude-x","content":[],'
+            b'"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,'
+            b'"output_tokens":1}}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'
+        )
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    from polystream.proxy import GatewayConfig, Upstream
+    from polystream.server.gateway import create_gateway
+
+    app = create_gateway(
+        GatewayConfig(
+            upstreams={
+                "anthropic": Upstream(
+                    name="anthropic",
+                    dialect="anthropic_messages",
+                    base_url="http://upstream",
+                    api_key=CANARY,
+                )
+            }
+        ),
+        transport=httpx.MockTransport(handler),
+    )
+    gateway = AppThread(app).start()
+    try:
+        client = anthropic_client(gateway, key="anything")
+        client.messages.create(
+            model="claude-x",
+            max_tokens=50,
+            messages=[
+                {"role": "user", "content": "weather?"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "hmm", "signature": "EqQBCkYIARgCKkD+/="},
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_1",
+                            "name": "get_weather",
+                            "input": {"city": "Paris"},
+                        },
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}
+                    ],
+                },
+            ],
+        )
+    finally:
+        gateway.stop()
+    assistant = seen[0]["messages"][1]["content"]
+    assert assistant[0] == {
+        "type": "thinking",
+        "thinking": "hmm",
+        "signature": "EqQBCkYIARgCKkD+/=",
+    }
+    assert assistant[1]["input"] == {"city": "Paris"}
+
+
+def test_wrong_or_missing_key_is_401_in_each_shape(stack: Callable[..., Any]) -> None:
+    _, gateway = stack("openai_chat", [{"reply": REPLY}])
+    with pytest.raises(anthropic.AuthenticationError):
+        anthropic_client(gateway, key="wrong").messages.create(
+            model="claude-x", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+        )
+    with pytest.raises(openai.AuthenticationError):
+        openai_client(gateway, key="wrong").chat.completions.create(
+            model="gpt-x", messages=[{"role": "user", "content": "x"}]
+        )
+    response = httpx.post(
+        gateway.base_url + "/gemini/v1beta/models/g:generateContent", json={"contents": []}
+    )
+    assert response.status_code == 401
+    assert response.json()["error"]["status"] == "UNAUTHENTICATED"
+
+
+def test_malformed_and_untranslatable_requests_are_400(stack: Callable[..., Any]) -> None:
+    _, gateway = stack("openai_responses", [{"reply": REPLY}])
+    headers = {"x-api-key": GATEWAY_KEY}
+    bad_json = httpx.post(
+        gateway.base_url + "/anthropic/v1/messages", headers=headers, content=b"{nope"
+    )
+    assert bad_json.status_code == 400
+    assert bad_json.json()["error"]["type"] == "invalid_request_error"
+    # Stop sequences cannot be sent to a Responses upstream: a clear 400, not a silent drop.
+    stop = httpx.post(
+        gateway.base_url + "/anthropic/v1/messages",
+        headers=headers,
+        json={
+            "model": "claude-x",
+            "max_tokens": 10,
+            "stop_sequences": ["END"],
+            "messages": [{"role": "user", "content": "x"}],
+        },
+    )
+    assert stop.status_code == 400
+    assert "stop" in stop.json()["error"]["message"]
+    missing = httpx.post(
+        gateway.base_url + "/anthropic/v1/messages",
+        headers=headers,
+        json={"model": "claude-x", "messages": []},
+    )
+    assert missing.status_code == 400 and "max_tokens" in missing.json()["error"]["message"]
+    unknown = httpx.post(gateway.base_url + "/anthropic/v1/nothing", headers=headers, json={})
+    assert unknown.status_code == 404
+
+
+def test_oversized_body_is_413(stack: Callable[..., Any]) -> None:
+    _, gateway = stack("openai_chat", [{"reply": REPLY}], max_body_bytes=1000)
+    response = httpx.post(
+        gateway.base_url + "/openai/v1/chat/completions",
+        headers={"authorization": f"Bearer {GATEWAY_KEY}"},
+        json={"model": "m", "messages": [{"role": "user", "content": "x" * 5000}]},
+    )
+    assert response.status_code == 413
+
+
+def test_upstream_error_is_mapped_and_the_key_never_leaks(
+    stack: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    echo = f"Incorrect API key provided: {CANARY}. You can find your key at ..."
+    _, gateway = stack(
+        "openai_chat",
+        [{"reply": REPLY, "faults": {"http_error": {"status": 401, "message": echo}}}],
+    )
+    client = anthropic_client(gateway)
+    with pytest.raises(anthropic.AuthenticationError) as info:
+        client.messages.create(
+            model="claude-x", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+        )
+    body = str(info.value.response.text)
+    assert CANARY not in body and CANARY[:8] not in body and CANARY[-6:] not in body
+    assert "Incorrect API key provided" in body
+    for record in caplog.records:
+        assert CANARY not in record.getMessage()
+
+
+def test_upstream_rate_limit_keeps_retry_after(stack: Callable[..., Any]) -> None:
+    _, gateway = stack(
+        "anthropic_messages",
+        [{"reply": REPLY, "faults": {"http_error": {"status": 429, "retry_after": 120}}}],
+    )
+    response = httpx.post(
+        gateway.base_url + "/openai/v1/chat/completions",
+        headers={"authorization": f"Bearer {GATEWAY_KEY}"},
+        json={"model": "gpt-x", "stream": True, "messages": [{"role": "user", "content": "x"}]},
+    )
+    assert response.status_code == 429
+    assert response.headers["retry-after"] == "120"
+    assert response.json()["error"]["type"] == "rate_limit_error"
+
+
+def test_upstream_in_band_error_after_output_reaches_client_typed(
+    stack: Callable[..., Any],
+) -> None:
+    _, gateway = stack(
+        "anthropic_messages",
+        [
+            {
+                "reply": REPLY,
+                "faults": {"error": {"after": 6, "kind": "overloaded", "message": "Overloaded"}},
+            }
+        ],
+    )
+    from polystream import decode
+
+    response = httpx.post(
+        gateway.base_url + "/openai/v1/responses",
+        headers={"authorization": f"Bearer {GATEWAY_KEY}"},
+        json={"model": "gpt-x", "input": "x", "stream": True},
+    )
+    result = decode(response.content, "openai_responses")
+    assert result.status == "failed"
+    assert result.error is not None and result.error.kind == "overloaded"
+
+
+def test_upstream_garbage_is_a_typed_error_and_the_gateway_keeps_serving() -> None:
+    from polystream import decode
+    from polystream.proxy import GatewayConfig, Upstream
+    from polystream.server.gateway import create_gateway
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200,
+            headers={"content-type": "text/event-stream"},
+            content=b"data: {this is not json\n\n",
+        )
+
+    app = create_gateway(
+        GatewayConfig(
+            upstreams={
+                "openai": Upstream(
+                    name="openai", dialect="openai_chat", base_url="http://up", api_key=CANARY
+                )
+            }
+        ),
+        transport=httpx.MockTransport(handler),
+    )
+    gateway = AppThread(app).start()
+    try:
+        for _ in range(3):
+            response = httpx.post(
+                gateway.base_url + "/anthropic/v1/messages",
+                json={
+                    "model": "claude-x",
+                    "max_tokens": 10,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "x"}],
+                },
+            )
+            assert response.status_code == 200
+            result = decode(response.content, "anthropic_messages")
+            assert result.status in ("failed", "truncated")
+            assert result.error is not None
+            assert CANARY not in response.text
+    finally:
+        gateway.stop()
+
+
+def test_no_buffering_headers(stack: Callable[..., Any]) -> None:
+    _, gateway = stack("openai_chat", [{"reply": REPLY}])
+    with httpx.stream(
+        "POST",
+        gateway.base_url + "/anthropic/v1/messages",
+        headers={"x-api-key": GATEWAY_KEY},
+        json={
+            "model": "c",
+            "max_tokens": 5,
+            "stream": True,
+            "messages": [{"role": "user", "content": "x"}],
+        },
+    ) as response:
+        assert response.headers["cache-control"] == "no-cache"
+        assert response.headers["x-accel-buffering"] == "no"
+        response.read()
