@@ -465,7 +465,12 @@ def test_encode_foreign_stream() -> None:
     assert deltas[0] == {"role": "assistant", "reasoning_content": "Think about "}
     assert deltas[2] == {
         "polystream": [
-            {"type": "signature", "target": "reasoning", "data": "EqQBCkgIARABGAIiQL+sig=="}
+            {
+                "index": 0,
+                "type": "signature",
+                "target": "reasoning",
+                "data": "EqQBCkgIARABGAIiQL+sig==",
+            }
         ]
     }
     assert deltas[3] == {"content": "Checking both."}

@@ -53,7 +53,8 @@ exactly without ``raw`` (each key is present only when needed):
 * ``tc``: the tool-call fragment minus the modelled values (``id``, ``function.name``,
   non-empty ``function.arguments``), on :class:`BlockStart` and on a fragment that is
   not the standard continuation ``{"index": n, "function": {"arguments": "..."}}``.
-* ``p``: the event came from the ``polystream`` carrier.
+* ``p``: the event came from the ``polystream`` carrier; ``pi``: its entry's ``index``
+  when it is not the next one in the choice's count (``"-"``: no index).
 * ``top``: an error line's fields besides ``error``; ``done: false`` on a Finish that
   had no ``[DONE]`` (a failed stream that just closed).
 """
@@ -165,7 +166,15 @@ class _Tool:
 class _Choice:
     """Decoding state of one choice (candidate)."""
 
-    __slots__ = ("finish_raw", "last_of_kind", "open_tools", "residual", "text", "tools")
+    __slots__ = (
+        "carry_next",
+        "finish_raw",
+        "last_of_kind",
+        "open_tools",
+        "residual",
+        "text",
+        "tools",
+    )
 
     def __init__(self, residual: dict[str, Any]) -> None:
         self.residual = residual
@@ -174,6 +183,7 @@ class _Choice:
         self.open_tools: list[_Tool] = []
         self.last_of_kind: dict[str, int] = {}  # for carrier signatures and citations
         self.finish_raw: str | None = None
+        self.carry_next = 0  # the polystream carrier index the encoder would write next
 
 
 class ChatDecoder(FramedDecoder):
@@ -612,6 +622,10 @@ class ChatDecoder(FramedDecoder):
         """Read the polystream carrier back into events (see the encoder's docstring)."""
         for entry in entries:
             kind = entry.get("type") if isinstance(entry, dict) else None
+            # The entry's index: implicit when it is the next one the encoder counts.
+            got = entry.get("index", "-") if isinstance(entry, dict) else "-"
+            pi: dict[str, Any] = {} if got == state.carry_next else {"pi": got}
+            state.carry_next = got + 1 if type(got) is int else state.carry_next + 1
             if kind == "signature" and isinstance(entry.get("data"), str):
                 target = entry.get("target")
                 index: int | None = None
@@ -624,7 +638,7 @@ class ChatDecoder(FramedDecoder):
                     index = self._open_text(state, candidate, target)
                 if index is not None:
                     x = self._x(True)
-                    x[EXTRA_KEY]["p"] = 1
+                    x[EXTRA_KEY].update(p=1, **pi)
                     self._emit(SignatureDelta(index=index, delta=entry["data"], extra=x))
                     continue
             elif kind == "citation":
@@ -634,12 +648,12 @@ class ChatDecoder(FramedDecoder):
                         state.text[0] if state.text is not None else state.last_of_kind.get("text")
                     )
                 x = self._x(True, identifies=target_index is not None)
-                x[EXTRA_KEY]["p"] = 1
+                x[EXTRA_KEY].update(p=1, **pi)
                 self._emit(Citation(citation=entry.get("citation"), index=target_index, extra=x))
                 continue
             elif kind == "metadata" and isinstance(entry.get("name"), str):
                 x = self._x(True)
-                x[EXTRA_KEY]["p"] = 1
+                x[EXTRA_KEY].update(p=1, **pi)
                 self._emit(
                     Metadata(
                         name=entry["name"],

@@ -20,14 +20,18 @@ restores the events:
 * reasoning text -> ``delta.reasoning_content`` (native on ``xai_chat``; a carrier on
   ``openai_chat``, the field DeepSeek-style servers also use);
 * signatures (Anthropic ``signature``, Gemini ``thoughtSignature``, encrypted
-  reasoning) -> ``delta.polystream: [{"type": "signature", "target": <block kind>,
+  reasoning) -> ``delta.polystream: [{"index": n, "type": "signature", "target": <block kind>,
   "tool_index": <n, tool calls only>, "data": "..."}]``, attached to the latest block of
   that kind in the choice;
-* citations of another dialect -> ``delta.polystream: [{"type": "citation",
+* citations of another dialect -> ``delta.polystream: [{"index": n, "type": "citation",
   "target": "text" | null, "citation": {...}}]`` (Chat's own ``annotations`` are
   ``url_citation`` objects only, so foreign shapes are not written there);
 * reply metadata (Gemini grounding, safety ratings...) -> ``delta.polystream:
-  [{"type": "metadata", "name": ..., "value": ..., "merge": bool}]``.
+  [{"index": n, "type": "metadata", "name": ..., "value": ..., "merge": bool}]``.
+
+``index`` counts the carrier entries of each choice from 0: the openai SDK merges list
+entries in a delta by ``index`` (and fails on entries without one), so unique indices
+make it keep every entry.
 
 Not carried (``carried=False``): server tool calls and results, image and audio
 blocks, compaction, code and code-result blocks, unknown events, tolerated protocol
@@ -58,6 +62,7 @@ from polystream.events import (
     BlockStart,
     Citation,
     ErrorEvent,
+    ErrorInfo,
     Event,
     Finish,
     KeepAlive,
@@ -78,6 +83,7 @@ __all__ = ["ChatEncoder"]
 
 _CHAT_KINDS: Final = frozenset({"text", "reasoning", "refusal", "tool_call"})
 _SSE: Final = SSEEncoder()
+_NO_INDEX: Final = "-"
 # Events of another dialect that may write bytes (the rest write nothing).
 _WRITING: Final = frozenset(
     {
@@ -155,7 +161,9 @@ class ChatEncoder(DialectEncoder):
         self._finished: set[int] = set()
         self._usage: Usage | None = None
         self._reasoning_noted: set[int] = set()
+        self._carry_next: dict[int, int] = {}  # next polystream carrier index per choice
         self._done = False
+        self._error_written = False
 
     # -- output -------------------------------------------------------------------------
 
@@ -297,7 +305,7 @@ class ChatEncoder(DialectEncoder):
             assert isinstance(event, Metadata)
             if x.get("p"):
                 delta = self._entry_for(x, event.candidate)["delta"]
-                delta.setdefault("polystream", []).append(self._carry(event))
+                delta.setdefault("polystream", []).append(self._carry(event, x))
             elif event.name == "finish_reason":
                 self._entry_for(x, event.candidate)["finish_reason"] = event.value
             else:
@@ -320,15 +328,18 @@ class ChatEncoder(DialectEncoder):
         elif kind is Unknown:
             assert isinstance(event, Unknown)
             if x.get("p"):
-                delta = self._entry_for(x, self._entry_candidate or 0)["delta"]
-                delta.setdefault("polystream", []).append(DECODER.decode(event.data))
+                entry = self._entry_for(x, self._entry_candidate or 0)
+                item = DECODER.decode(event.data)
+                got = item.get("index", _NO_INDEX) if isinstance(item, dict) else _NO_INDEX
+                self._next_carry_index(entry["index"], got)
+                entry["delta"].setdefault("polystream", []).append(item)
             else:
                 return _SSE.event(event.data, event=x.get("ev"))
         elif kind is ErrorEvent:
             assert isinstance(event, ErrorEvent)
             prefix = self.close()
             line = dict(x.get("top") or {})
-            line["error"] = event.error.raw if event.error.raw is not None else _error(event)
+            line["error"] = event.error.raw if event.error.raw is not None else _error(event.error)
             return prefix + self._write(line)
         elif kind is Finish:
             assert isinstance(event, Finish)
@@ -347,24 +358,49 @@ class ChatEncoder(DialectEncoder):
             return self._flush(x["env"], x.get("ev"))
         return b""
 
-    def _carry(self, event: Event) -> dict[str, Any]:
-        """The ``delta.polystream`` entry for an event Chat has no field for."""
+    def _next_carry_index(self, candidate: int, index: Any) -> None:
+        self._carry_next[candidate] = (
+            index + 1 if type(index) is int else self._carry_next.get(candidate, 0) + 1
+        )
+
+    def _carry(self, event: Event, x: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ``delta.polystream`` entry for an event Chat has no field for.
+
+        Each entry has an ``index``, counting per choice: the openai SDK merges list
+        entries of a delta by their ``index`` and rejects entries without one.
+        """
+        if isinstance(event, SignatureDelta | Citation):
+            block = self._blocks.get(event.index) if event.index is not None else None
+            candidate = block.candidate if block is not None else 0
+        else:
+            assert isinstance(event, Metadata)
+            candidate = event.candidate
+        if x is not None and "ci" in x:
+            candidate = x["ci"]
+        elif x is not None and self._entry_candidate is not None:
+            candidate = self._entry_candidate
+        index: Any = self._carry_next.get(candidate, 0)
+        if x is not None and "pi" in x:
+            index = x["pi"]
+        self._next_carry_index(candidate, index)
+        item: dict[str, Any] = {} if index is _NO_INDEX or index == "-" else {"index": index}
         if isinstance(event, SignatureDelta):
             block = self._blocks.get(event.index)
             kind = block.kind if block is not None else "reasoning"
-            item: dict[str, Any] = {"type": "signature", "target": kind}
+            item["type"] = "signature"
+            item["target"] = kind
             if block is not None and kind == "tool_call" and block.tool_index is not None:
                 item["tool_index"] = block.tool_index
             item["data"] = event.delta
             return item
         if isinstance(event, Citation):
-            return {
-                "type": "citation",
-                "target": "text" if event.index is not None else None,
-                "citation": event.citation,
-            }
-        assert isinstance(event, Metadata)
-        item = {"type": "metadata", "name": event.name, "value": event.value}
+            item["type"] = "citation"
+            item["target"] = "text" if event.index is not None else None
+            item["citation"] = event.citation
+            return item
+        item["type"] = "metadata"
+        item["name"] = event.name
+        item["value"] = event.value
         if event.merge:
             item["merge"] = True
         return item
@@ -524,7 +560,8 @@ class ChatEncoder(DialectEncoder):
             return prefix
         if kind is ErrorEvent:
             assert isinstance(event, ErrorEvent)
-            return prefix + self._write({"error": _error(event)})
+            self._error_written = True
+            return prefix + self._write({"error": _error(event.error)})
         if kind is Finish:
             assert isinstance(event, Finish)
             return prefix + self._finish(event)
@@ -536,6 +573,11 @@ class ChatEncoder(DialectEncoder):
         if event.status == "truncated":
             return b""
         parts: list[bytes] = []
+        if event.status == "failed" and event.error is not None and not self._error_written:
+            # A failure reported only on the terminal event (Responses response.failed):
+            # Chat's only way to say it is an error line.
+            self._error_written = True
+            parts.append(self._write({"error": _error(event.error)}))
         if event.status != "failed":
             reason = to_wire_finish_reason(event.reason)
             for candidate in self._candidates or [0]:
@@ -563,9 +605,8 @@ def _copy_fragment(residual: dict[str, Any]) -> dict[str, Any]:
     return fragment
 
 
-def _error(event: ErrorEvent) -> dict[str, Any]:
+def _error(error: ErrorInfo) -> dict[str, Any]:
     """An OpenAI-shaped error object for an error of another dialect."""
-    error = event.error
     return {
         "message": error.message,
         "type": error.code or error.kind,
