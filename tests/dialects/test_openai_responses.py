@@ -37,7 +37,7 @@ from polystream.events import (
     Warning,
 )
 
-from ..helpers import FIXTURES, native_frames, stream_fixtures
+from tests.helpers import FIXTURES, native_frames, stream_fixtures
 
 D = "openai_responses"
 FIX = FIXTURES / D
@@ -65,12 +65,22 @@ RESP = {"id": "resp_1", "object": "response", "created_at": 7, "model": "gpt-x",
 
 def small_stream() -> bytes:
     return sse(
-        {"type": "response.created", "sequence_number": 0, "response": RESP | {"status": "in_progress"}},
+        {
+            "type": "response.created",
+            "sequence_number": 0,
+            "response": RESP | {"status": "in_progress"},
+        },
         {
             "type": "response.output_item.added",
             "sequence_number": 1,
             "output_index": 0,
-            "item": {"id": "msg_1", "type": "message", "status": "in_progress", "content": [], "role": "assistant"},
+            "item": {
+                "id": "msg_1",
+                "type": "message",
+                "status": "in_progress",
+                "content": [],
+                "role": "assistant",
+            },
         },
         {
             "type": "response.content_part.added",
@@ -137,7 +147,13 @@ def test_exact_events_of_a_small_stream() -> None:
             extra={
                 "type": "response.output_item.added",
                 "output_index": 0,
-                "item": {"id": "msg_1", "type": "message", "status": "in_progress", "content": [], "role": "assistant"},
+                "item": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "status": "in_progress",
+                    "content": [],
+                    "role": "assistant",
+                },
             },
         ),
         BlockStart(
@@ -226,7 +242,9 @@ def test_reasoning_signature_and_summary_parts() -> None:
         (1, True, "Say 4."),
     ]
     sig = [e for e in events if isinstance(e, SignatureDelta)]
-    assert sig == [SignatureDelta(index=0, delta="gAAAAABoPq1x-enc+/content==", extra={"implicit": True})]
+    assert sig == [
+        SignatureDelta(index=0, delta="gAAAAABoPq1x-enc+/content==", extra={"implicit": True})
+    ]
     result = accumulate(events)
     assert result.blocks[0].signature == "gAAAAABoPq1x-enc+/content=="
     assert result.usage.reasoning_tokens == 180 and result.usage.cache_read_tokens == 16
@@ -239,19 +257,36 @@ def test_annotations_become_citations() -> None:
         (
             1,
             0,
-            {"type": "url_citation", "start_index": 0, "end_index": 24, "title": "News", "url": "https://example.com/news"},
+            {
+                "type": "url_citation",
+                "start_index": 0,
+                "end_index": 24,
+                "title": "News",
+                "url": "https://example.com/news",
+            },
         )
     ]
     result = accumulate(events)
     web = result.blocks[0]
-    assert (web.kind, web.name, web.arguments["query"]) == ("server_tool_call", "web_search", "polystream release")
-    statuses = [e.status for e in events if isinstance(e, StatusUpdate) and e.extra and "web_search" in e.extra["type"]]
+    assert (web.kind, web.name, web.arguments["query"]) == (
+        "server_tool_call",
+        "web_search",
+        "polystream release",
+    )
+    statuses = [
+        e.status
+        for e in events
+        if isinstance(e, StatusUpdate) and e.extra and "web_search" in e.extra["type"]
+    ]
     assert statuses == ["in_progress", "searching", "completed"]
 
 
 def test_code_interpreter_and_partial_images() -> None:
     result = decode((FIX / "code_interpreter.sse").read_bytes(), D)
-    assert (result.blocks[0].kind, result.blocks[0].text) == ("code", "import math\nprint(math.factorial(5))")
+    assert (result.blocks[0].kind, result.blocks[0].text) == (
+        "code",
+        "import math\nprint(math.factorial(5))",
+    )
     events = decode_events((FIX / "image_generation.sse").read_bytes(), D)
     data = [e for e in events if isinstance(e, DataDelta)]
     assert [(d.delta[-5:], d.replace, d.mime_type) for d in data] == [
@@ -301,7 +336,9 @@ def test_undocumented_event_is_unknown_and_never_aborts() -> None:
     )
     events = events_of(data)
     unknown = [e for e in events if isinstance(e, Unknown)]
-    assert unknown == [Unknown(name="response.brand_new", data='{"type":"response.brand_new","x":1}')]
+    assert unknown == [
+        Unknown(name="response.brand_new", data='{"type":"response.brand_new","x":1}')
+    ]
     assert isinstance(events[-1], Finish) and events[-1].status == "completed"
     with pytest.raises(RemoteProtocolError, match="unknown event 'response.brand_new'"):
         events_of(data, strict=True)
@@ -313,9 +350,19 @@ def test_resumed_background_stream_decodes_and_rebuilds() -> None:
     full = decode_events((FIX / "background.sse").read_bytes(), D)
     resumed = decode_events((FIX / "resumed_background.sse").read_bytes(), D)
     assert resumed[0] == StreamStart(
-        dialect=D, id=full[0].id, model=full[0].model, created=full[0].created, extra={"resumed": True}
+        dialect=D,
+        id=full[0].id,
+        model=full[0].model,
+        created=full[0].created,
+        extra={"resumed": True},
     )
-    assert [e.status for e in resumed if isinstance(e, StatusUpdate) and e.extra and e.extra["type"] in ("response.queued", "response.in_progress")] == ["queued", "in_progress"]
+    assert [
+        e.status
+        for e in resumed
+        if isinstance(e, StatusUpdate)
+        and e.extra
+        and e.extra["type"] in ("response.queued", "response.in_progress")
+    ] == ["queued", "in_progress"]
     assert rebuild(resumed) == rebuild(full)
     assert accumulate(resumed).text == "Background work done."
     # cut off before the terminal event: rebuilt from the events
@@ -358,7 +405,9 @@ def test_rebuild_agrees_with_the_terminal_response(path: Path) -> None:
 
 
 def _with_sequence(numbers: list[int]) -> bytes:
-    frames = [json.loads(part.split(b"data: ", 1)[1]) for part in small_stream().split(b"\n\n") if part]
+    frames = [
+        json.loads(part.split(b"data: ", 1)[1]) for part in small_stream().split(b"\n\n") if part
+    ]
     for frame, n in zip(frames, numbers, strict=True):
         frame["sequence_number"] = n
     return sse(*frames)
@@ -398,7 +447,10 @@ def test_stream_without_sequence_numbers() -> None:
 
 
 def test_error_shapes() -> None:
-    nested = {"type": "error", "error": {"type": "server_error", "code": "server_error", "message": "boom", "param": None}}
+    nested = {
+        "type": "error",
+        "error": {"type": "server_error", "code": "server_error", "message": "boom", "param": None},
+    }
     flat = {"type": "error", "code": "rate_limit_exceeded", "message": "slow down", "param": None}
     assert error_info(nested, output_started=False) == ErrorInfo(
         kind="server", message="boom", retryable=True, code="server_error", raw=nested["error"]
@@ -407,7 +459,9 @@ def test_error_shapes() -> None:
         kind="rate_limit", message="slow down", retryable=True, code="rate_limit_exceeded", raw=flat
     )
     assert not error_info(flat, output_started=True).retryable
-    odd = error_info({"type": "error", "error": {"type": "whatever", "message": "?"}}, output_started=False)
+    odd = error_info(
+        {"type": "error", "error": {"type": "whatever", "message": "?"}}, output_started=False
+    )
     assert (odd.kind, odd.code, odd.retryable) == ("unknown", "whatever", False)
 
 
@@ -415,10 +469,18 @@ def test_error_event_mid_stream_fails_the_stream() -> None:
     events = decode_events((FIX / "error_nested_midstream.sse").read_bytes(), D)
     errors = [e for e in events if isinstance(e, ErrorEvent)]
     assert len(errors) == 1
-    assert (errors[0].error.kind, errors[0].error.code, errors[0].error.retryable) == ("server", "server_error", False)
+    assert (errors[0].error.kind, errors[0].error.code, errors[0].error.retryable) == (
+        "server",
+        "server_error",
+        False,
+    )
     finish = events[-1]
     assert isinstance(finish, Finish)
-    assert (finish.status, finish.reason.unified, finish.error) == ("failed", "error", errors[0].error)
+    assert (finish.status, finish.reason.unified, finish.error) == (
+        "failed",
+        "error",
+        errors[0].error,
+    )
     result = accumulate(events)
     assert result.text == "Partial answer"  # everything received before is kept
 
@@ -452,13 +514,23 @@ def test_bad_input(name: str) -> None:
     # everything before the fault was returned by feed() before the raise
     decoder = Decoder(strict=True)
     before = decoder.feed(data[:offset])
-    assert [type(e).__name__ for e in before] == ["StreamStart", "StatusUpdate", "StatusUpdate", "BlockStart"]
+    assert [type(e).__name__ for e in before] == [
+        "StreamStart",
+        "StatusUpdate",
+        "StatusUpdate",
+        "BlockStart",
+    ]
     # tolerant: a typed ErrorEvent, and decoding continues to the end
     events = decode_events(data, D)
     errors = [e for e in events if isinstance(e, ErrorEvent)]
     assert len(errors) == 1
     error = errors[0].error
-    assert (error.kind, error.dialect, error.event_index, error.byte_offset) == ("protocol", D, 4, offset)
+    assert (error.kind, error.dialect, error.event_index, error.byte_offset) == (
+        "protocol",
+        D,
+        4,
+        offset,
+    )
     assert message in error.message
     assert isinstance(events[-1], Finish) and events[-1].status == "completed"
     assert accumulate(events).text == "OK"  # the content_part.done restates it
@@ -485,7 +557,9 @@ def test_bad_input(name: str) -> None:
     ],
 )
 def test_finish_reason_table(raw: str | None, tools: bool, refusal: bool, unified: str) -> None:
-    assert map_finish_reason(raw, tool_calls=tools, refusal=refusal) == FinishReason(unified=unified, raw=raw)  # type: ignore[arg-type]
+    assert map_finish_reason(raw, tool_calls=tools, refusal=refusal) == FinishReason(
+        unified=unified, raw=raw
+    )  # type: ignore[arg-type]
     if raw is not None and raw in FINISH_REASONS and not tools and not refusal:
         assert FINISH_REASONS[raw] == unified
 
@@ -528,7 +602,11 @@ def test_encoding_a_foreign_text_stream_exact_bytes() -> None:
         BlockStart(index=0, kind="text"),
         TextDelta(index=0, delta="Hi"),
         BlockEnd(index=0),
-        Finish(status="incomplete", reason=FinishReason(unified="length", raw="max_tokens"), usage=Usage(input_tokens=2, output_tokens=1)),
+        Finish(
+            status="incomplete",
+            reason=FinishReason(unified="length", raw="max_tokens"),
+            usage=Usage(input_tokens=2, output_tokens=1),
+        ),
     ]
     encoder = Encoder()
     data = encoder.encode_all(events)
@@ -579,12 +657,18 @@ def test_encoding_a_foreign_text_stream_exact_bytes() -> None:
             "role": "assistant",
         }
     ]
-    assert data.startswith(b"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,")
+    assert data.startswith(
+        b'event: response.created\ndata: {"type":"response.created","sequence_number":0,'
+    )
     assert encoder.losses == []
     # deterministic
     assert Encoder().encode_all(events) == data
     back = decode(data, D, strict=True)
-    assert (back.text, back.status, back.finish_reason) == ("Hi", "incomplete", FinishReason(unified="length", raw="max_output_tokens"))
+    assert (back.text, back.status, back.finish_reason) == (
+        "Hi",
+        "incomplete",
+        FinishReason(unified="length", raw="max_output_tokens"),
+    )
 
 
 def test_encoding_losses_are_recorded() -> None:
@@ -610,9 +694,18 @@ def test_encoding_losses_are_recorded() -> None:
     ]
     result = decode(data, D, strict=True)
     assert result.citations == [
-        {"type": "url_citation", "start_index": 3, "end_index": 3, "title": "A", "url": "https://a.example"}
+        {
+            "type": "url_citation",
+            "start_index": 3,
+            "end_index": 3,
+            "title": "A",
+            "url": "https://a.example",
+        }
     ]
-    assert rebuild(decode_events(data, D))["output"][0]["content"][0]["annotations"] == result.citations
+    assert (
+        rebuild(decode_events(data, D))["output"][0]["content"][0]["annotations"]
+        == result.citations
+    )
 
 
 def test_rebuild_of_a_foreign_stream() -> None:

@@ -25,7 +25,7 @@ from polystream.events import (
     Usage,
 )
 
-from ..helpers import FIXTURES, native_frames
+from tests.helpers import FIXTURES, native_frames
 
 D = "xai_responses"
 FIX = FIXTURES / D
@@ -48,7 +48,11 @@ def test_skeleton_reasoning_first_and_snapshot_quirks() -> None:
     assert [e.delta for e in events if isinstance(e, ReasoningDelta)] == ["The user", " wants OK."]
     assert [e.delta for e in events if isinstance(e, TextDelta)] == ["OK"]
     result = accumulate(events)
-    assert (result.text, result.reasoning, result.status) == ("OK", "The user wants OK.", "completed")
+    assert (result.text, result.reasoning, result.status) == (
+        "OK",
+        "The user wants OK.",
+        "completed",
+    )
     # the terminal snapshot has the real creation time
     assert rebuild(events)["created_at"] == 1767225600
 
@@ -59,7 +63,9 @@ def test_function_call_arguments_in_one_delta() -> None:
     assert [(d.index, d.delta) for d in deltas] == [(1, '{"city":"Paris"}')]
     assert [e.delta for e in events if isinstance(e, SignatureDelta)] == ["xai-enc-AbC/1+2=="]
     result = accumulate(events)
-    assert [(c.name, c.arguments) for c in result.tool_calls] == [("get_weather", {"city": "Paris"})]
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [
+        ("get_weather", {"city": "Paris"})
+    ]
     assert result.finish_reason == FinishReason(unified="tool_calls", raw="completed")
 
 
@@ -113,8 +119,10 @@ def test_incomplete_reason() -> None:
     [("max_prompt_tokens", "context_window"), ("max_time_limit", "other")],
 )
 def test_xai_incomplete_reasons(reason: str, unified: str) -> None:
-    data = (FIX / "incomplete_max_output_tokens.sse").read_bytes().replace(
-        b'"reason":"max_output_tokens"', f'"reason":"{reason}"'.encode()
+    data = (
+        (FIX / "incomplete_max_output_tokens.sse")
+        .read_bytes()
+        .replace(b'"reason":"max_output_tokens"', f'"reason":"{reason}"'.encode())
     )
     result = decode(data, D)
     assert result.finish_reason == FinishReason(unified=unified, raw=reason)  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ from polystream.events import (
     UsageUpdate,
 )
 
-from ..helpers import FIXTURES, stream_fixtures
+from tests.helpers import FIXTURES, stream_fixtures
 
 DIALECTS = ("openai_responses", "xai_responses")
 FILES = [p for d in DIALECTS for p in stream_fixtures(d)]
@@ -189,7 +189,9 @@ def test_sdk_agrees_with_polystream(path: Path) -> None:
     assert [
         (c.name, c.id, c.arguments if c.arguments is not None else c.arguments_json)
         for c in result.tool_calls
-    ] == [call for call in view["calls"] if dialect != "xai_responses" or call[1].startswith("call_")]
+    ] == [
+        call for call in view["calls"] if dialect != "xai_responses" or call[1].startswith("call_")
+    ]
     if not any(b.name == "transcript" for b in result.blocks):
         assert result.text == final.output_text
     assert result.usage.input_tokens == final.usage.input_tokens
@@ -236,12 +238,21 @@ def test_sdk_accepts_a_stream_encoded_from_another_dialect(dialect: str) -> None
     assert not isinstance(final, BaseException), final
     assert final.status == "completed"
     assert final.output_text == "Let me check."
-    calls = [(i.name, i.call_id, json.loads(i.arguments)) for i in final.output if i.type == "function_call"]
+    calls = [
+        (i.name, i.call_id, json.loads(i.arguments))
+        for i in final.output
+        if i.type == "function_call"
+    ]
     assert calls == [
         ("get_weather", "toolu_01XYZ", {"city": "Paris"}),
         ("get_time", "toolu_02NOARGS", {}),
     ]
-    assert [i.type for i in final.output] == ["reasoning", "message", "function_call", "function_call"]
+    assert [i.type for i in final.output] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+    ]
     assert final.output[0].content[0].text == "Think about the weather."
     assert final.output[0].encrypted_content is None  # not carried: see the loss below
     assert _usage(final.usage) == {
@@ -274,8 +285,10 @@ def _foreign(events: list[Event]) -> list[Event]:
         if isinstance(event, StreamStart):
             out.append(StreamStart(dialect="other", id=event.id, model=event.model))
             continue
-        if event.extra is not None and event.extra.get("implicit") and not isinstance(
-            event, (SignatureDelta, BlockStart, Finish)
+        if (
+            event.extra is not None
+            and event.extra.get("implicit")
+            and not isinstance(event, (SignatureDelta, BlockStart, Finish))
         ):
             continue
         out.append(msgspec.structs.replace(event, extra=None, cursor=None))

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import msgspec
+
 from polystream.dialects._base import FramedDecoder
 from polystream.dialects._responses.errors import error_info
 from polystream.dialects._responses.finish_reason import map_finish_reason
@@ -127,7 +129,10 @@ class ResponsesDecoder(FramedDecoder):
     # -- dispatch ----------------------------------------------------------------------
 
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
-        payload = self.decode_json(event.data, DECODER)
+        try:
+            payload = DECODER.decode(event.data)
+        except msgspec.DecodeError as exc:
+            raise self.protocol_error(f"malformed JSON payload: {exc}") from None
         if type(payload) is not dict:
             raise self.protocol_error(f"payload is a JSON {type(payload).__name__}, not an object")
         kind = payload.get("type")
@@ -145,7 +150,26 @@ class ResponsesDecoder(FramedDecoder):
             self.raw_event(out, name, DECODER.decode(event.data))
         seq = payload.pop("sequence_number", None)
         if seq is not None:
-            self._check_sequence(seq, out)
+            last = self._seq
+            if type(seq) is int and last is not None and seq == last + 1:
+                self._seq = seq  # the usual case, checked inline
+            else:
+                self._check_sequence(seq, out)
+        if kind == "response.output_text.delta":
+            # The hot path (most events of a stream), inlined: see _text_delta.
+            item_id = payload.get("item_id")
+            item = self._by_id.get(item_id) if type(item_id) is str else None
+            delta = payload.get("delta")
+            if item is not None and type(delta) is str:
+                ci = payload.get("content_index")
+                block = item.parts.get(ci) if type(ci) is int else None
+                if block is not None:
+                    del payload["delta"]
+                    self._output = self._text = True
+                    out.append(
+                        TextDelta(index=block, delta=delta, part=ci, cursor=seq, extra=payload)
+                    )
+                    return
         handler = self._handlers.get(kind)
         if handler is not None:
             handler(payload, seq, out)
@@ -404,7 +428,7 @@ class ResponsesDecoder(FramedDecoder):
             out.append(SignatureDelta(index=block, delta=encrypted, extra=_IMPLICIT))
         value: Any = None
         itype = state.type
-        if itype == "function_call" or itype == "mcp_call":
+        if itype in {"function_call", "mcp_call"}:
             value = item.get("arguments")
         elif itype == "custom_tool_call":
             value = item.get("input")
@@ -432,7 +456,7 @@ class ResponsesDecoder(FramedDecoder):
                         extra=_IMPLICIT,
                     )
                 )
-        elif state.kind == "other" or state.kind == "server_tool_call":
+        elif state.kind in {"other", "server_tool_call"}:
             value = item
         out.append(BlockEnd(index=block, status=status, value=value, cursor=seq, extra=payload))
 

@@ -163,7 +163,7 @@ class Out:
                         )
                 content.append(part)
             item["content"] = content
-        elif itype == "function_call" or itype == "mcp_call":
+        elif itype in {"function_call", "mcp_call"}:
             if self.args:
                 item["arguments"] = "".join(self.args)
         elif itype == "custom_tool_call":
@@ -186,9 +186,8 @@ class Out:
             if self.signature and not self.foreign:
                 # A foreign signature is not OpenAI/xAI state: never sent as such.
                 item["encrypted_content"] = "".join(self.signature)
-        elif itype == "image_generation_call":
-            if self.data is not None:
-                item["result"] = self.data
+        elif itype == "image_generation_call" and self.data is not None:
+            item["result"] = self.data
         return item
 
 
@@ -222,80 +221,77 @@ class Assembler:
         """Fold one event."""
         extra = event.extra
         native = self.native and extra is not None and "type" in extra
-        etype = type(event)
-        if etype is TextDelta:
-            self._text(event)  # type: ignore[arg-type]
-        elif etype is ReasoningDelta:
-            self._reasoning(event)  # type: ignore[arg-type]
-        elif etype is ToolInputDelta:
-            found = self.blocks.get(event.index)  # type: ignore[union-attr]
+        if isinstance(event, TextDelta):
+            self._text(event)
+        elif isinstance(event, ReasoningDelta):
+            self._reasoning(event)
+        elif isinstance(event, ToolInputDelta):
+            found = self.blocks.get(event.index)
             if found is not None:
-                found[0].args.append(event.delta)  # type: ignore[union-attr]
-        elif etype is StreamStart:
-            assert isinstance(event, StreamStart)
+                found[0].args.append(event.delta)
+        elif isinstance(event, StreamStart):
             self.native = event.dialect in FAMILY
             self.id = event.id
             self.model = event.model
             self.created = event.created
             if self.native and extra is not None and isinstance(extra.get("response"), dict):
                 self.base = extra["response"]
-        elif etype is StatusUpdate:
-            if native:
-                self._native_status(extra)  # type: ignore[arg-type]
-        elif etype is BlockStart:
-            assert isinstance(event, BlockStart)
-            if native:
-                self._native_start(event, extra)  # type: ignore[arg-type]
-            elif not (self.native and extra is not None):
-                self._foreign_start(event)
-        elif etype is BlockEnd:
-            assert isinstance(event, BlockEnd)
-            found = self.blocks.get(event.index)
-            if found is None:
-                return
-            out, ci = found
+        elif isinstance(event, StatusUpdate):
             if native:
                 assert extra is not None
-                if extra["type"] == "response.output_item.done":
-                    out.done = extra["item"]
-                    out.closed = True
-                elif ci is not None and extra["type"] == "response.content_part.done":
-                    out.parts[ci].done = extra.get("part")
-            elif ci is None:
-                out.closed = True
-                if out.kind == "tool_call" and not out.args:
-                    value = event.value
-                    if isinstance(value, str):
-                        out.args.append(value)
-                    elif value is not None:
-                        out.args.append(ENCODER.encode(value).decode())
-        elif etype is Citation:
-            assert isinstance(event, Citation)
+                self._native_status(extra)
+        elif isinstance(event, BlockStart):
+            if native:
+                assert extra is not None
+                self._native_start(event, extra)
+            elif not (self.native and extra is not None):
+                self._foreign_start(event)
+        elif isinstance(event, BlockEnd):
+            self._block_end(event, extra if native else None)
+        elif isinstance(event, Citation):
             found = self.blocks.get(event.index) if event.index is not None else None
             if found is not None and found[1] is not None:
                 found[0].parts[found[1]].annotations.append(event.citation)
-        elif etype is DataDelta:
-            assert isinstance(event, DataDelta)
+        elif isinstance(event, DataDelta):
             found = self.blocks.get(event.index)
             if found is not None:
                 out = found[0]
-                out.data = (
-                    event.delta if event.replace or out.data is None else out.data + event.delta
-                )
-        elif etype is SignatureDelta:
-            assert isinstance(event, SignatureDelta)
+                if event.replace or out.data is None:
+                    out.data = event.delta
+                else:
+                    out.data += event.delta
+        elif isinstance(event, SignatureDelta):
             found = self.blocks.get(event.index)
             if found is not None:
                 found[0].signature.append(event.delta)
-        elif etype is UsageUpdate:
-            self.usage = self.usage.merged(event.usage)  # type: ignore[union-attr]
-        elif etype is Finish:
-            assert isinstance(event, Finish)
+        elif isinstance(event, UsageUpdate):
+            self.usage = self.usage.merged(event.usage)
+        elif isinstance(event, Finish):
             self.finish = event
             if event.usage is not None:
                 self.usage = self.usage.merged(event.usage)
-            if native and isinstance(extra, dict) and extra["type"] in TERMINAL:
+            if native and extra is not None and extra["type"] in TERMINAL:
                 self.terminal = extra.get("response")
+
+    def _block_end(self, event: BlockEnd, extra: dict[str, Any] | None) -> None:
+        found = self.blocks.get(event.index)
+        if found is None:
+            return
+        out, ci = found
+        if extra is not None:
+            if extra["type"] == "response.output_item.done":
+                out.done = extra["item"]
+                out.closed = True
+            elif ci is not None and extra["type"] == "response.content_part.done":
+                out.parts[ci].done = extra.get("part")
+        elif ci is None:
+            out.closed = True
+            if out.kind == "tool_call" and not out.args:
+                value = event.value
+                if isinstance(value, str):
+                    out.args.append(value)
+                elif value is not None:
+                    out.args.append(ENCODER.encode(value).decode())
 
     def _text(self, event: TextDelta) -> None:
         found = self.blocks.get(event.index)
@@ -360,7 +356,7 @@ class Assembler:
         self.ids = ids
         item: dict[str, Any]
         part: dict[str, Any] | None = None
-        if kind == "text" or kind == "refusal":
+        if kind in {"text", "refusal"}:
             item = {
                 "id": ids.make(kind),
                 "type": "message",

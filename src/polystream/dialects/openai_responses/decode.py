@@ -9,7 +9,11 @@ __all__ = ["Decoder"]
 
 
 class Decoder(ResponsesDecoder):
-    """Decoder for ``openai_responses`` (see :class:`~polystream.dialects._responses.decode.ResponsesDecoder`)."""
+    """Decoder for ``openai_responses``.
+
+    The shared :class:`~polystream.dialects._responses.decode.ResponsesDecoder` with the
+    OpenAI quirks.
+    """
 
     dialect = "openai_responses"
     quirks = OPENAI

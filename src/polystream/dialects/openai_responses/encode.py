@@ -9,7 +9,11 @@ __all__ = ["Encoder"]
 
 
 class Encoder(ResponsesEncoder):
-    """Encoder for ``openai_responses`` (see :class:`~polystream.dialects._responses.encode.ResponsesEncoder`)."""
+    """Encoder for ``openai_responses``.
+
+    The shared :class:`~polystream.dialects._responses.encode.ResponsesEncoder` with the
+    OpenAI quirks.
+    """
 
     dialect = "openai_responses"
     quirks = OPENAI

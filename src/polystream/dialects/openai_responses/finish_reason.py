@@ -1,4 +1,7 @@
-"""OpenAI Responses finish reasons (the shared table, :mod:`polystream.dialects._responses.finish_reason`)."""
+"""OpenAI Responses finish reasons.
+
+The shared table: :mod:`polystream.dialects._responses.finish_reason`.
+"""
 
 from __future__ import annotations
 

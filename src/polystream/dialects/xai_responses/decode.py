@@ -9,7 +9,11 @@ __all__ = ["Decoder"]
 
 
 class Decoder(ResponsesDecoder):
-    """Decoder for ``xai_responses`` (see :class:`~polystream.dialects._responses.decode.ResponsesDecoder`)."""
+    """Decoder for ``xai_responses``.
+
+    The shared :class:`~polystream.dialects._responses.decode.ResponsesDecoder` with the
+    xAI quirks.
+    """
 
     dialect = "xai_responses"
     quirks = XAI

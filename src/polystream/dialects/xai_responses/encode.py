@@ -9,7 +9,11 @@ __all__ = ["Encoder"]
 
 
 class Encoder(ResponsesEncoder):
-    """Encoder for ``xai_responses`` (see :class:`~polystream.dialects._responses.encode.ResponsesEncoder`)."""
+    """Encoder for ``xai_responses``.
+
+    The shared :class:`~polystream.dialects._responses.encode.ResponsesEncoder` with the
+    xAI quirks.
+    """
 
     dialect = "xai_responses"
     quirks = XAI

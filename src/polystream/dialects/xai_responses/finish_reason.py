@@ -1,4 +1,7 @@
-"""xAI Responses finish reasons (the shared table, :mod:`polystream.dialects._responses.finish_reason`)."""
+"""xAI Responses finish reasons.
+
+The shared table: :mod:`polystream.dialects._responses.finish_reason`.
+"""
 
 from __future__ import annotations
 

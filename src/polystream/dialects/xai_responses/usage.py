@@ -1,4 +1,7 @@
-"""xAI Responses usage -> canonical usage (arithmetic in :mod:`polystream.dialects._responses.usage`)."""
+"""xAI Responses usage -> canonical usage.
+
+The arithmetic is documented in :mod:`polystream.dialects._responses.usage`.
+"""
 
 from __future__ import annotations
 
