@@ -7,12 +7,16 @@ import pytest
 WEATHER = {
     "match": {"contains": "weather"},
     "reply": {
-        "reasoning": {"text": "The user wants the weather. Call the tool.", "signature": "sig-1"},
+        "reasoning": {
+            "text": "The user wants the weather. Call the tool.",
+            "signature": "c2lnLTE=",
+        },
         "text": "Let me check.",
         "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_w1"}],
     },
 }
-"""A reply with reasoning (and its signature), text and a tool call."""
+"""A reply with reasoning (and its signature: base64, as Gemini's SDK requires), text
+and a tool call."""
 
 
 def require(*dialects: str) -> None:

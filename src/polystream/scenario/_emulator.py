@@ -451,8 +451,18 @@ def json_answer(
     return Answer(status=200, headers={"content-type": "application/json"}, plan=plan)
 
 
-def _rebuild(dialect: str, events: Iterable[Event]) -> dict[str, Any]:
-    return get_dialect(dialect).rebuild(events)
+def _rebuild(dialect: str, events: Iterable[Event], framing: str | None = None) -> dict[str, Any]:
+    """The provider's final object for a reply, as its non-streaming endpoint returns it.
+
+    Rebuilt from the reply's own wire stream (encode, then decode with the dialect's
+    decoder), so the unary body always agrees with the streamed answer and carries the
+    dialect's native values (finish reason, usage) exactly as the stream states them.
+    """
+    info = get_dialect(dialect)
+    wire = b"".join(f.data for f in render_frames(dialect, list(events), framing=framing))
+    decoder = info.decoder()
+    decoded = decoder.feed(wire) + decoder.close()
+    return info.rebuild(decoded)
 
 
 def _pending(native: dict[str, Any], dialect: str) -> dict[str, Any]:
