@@ -1055,3 +1055,30 @@ def test_steps_doc_example() -> None:
         {"type": "thought", "signature": "abc123..."},
         {"type": "model_output", "content": [{"text": "Once upon a time...", "type": "text"}]},
     ]
+
+
+def test_foreign_raw_reasoning_and_inline_media() -> None:
+    encoder = Encoder()
+    data = encoder.encode_all(
+        [
+            StreamStart(dialect="xai_chat", id="chatcmpl-1"),
+            BlockStart(index=0, kind="reasoning"),
+            ReasoningDelta(index=0, delta="a"),
+            ReasoningDelta(index=0, delta="b"),
+            BlockEnd(index=0),
+            BlockStart(index=1, kind="text"),
+            DataDelta(index=1, delta="UklGRg==", mime_type="audio/wav"),
+            DataDelta(index=1, delta="JVBERi0=", mime_type="application/pdf"),
+            BlockEnd(index=1),
+            Finish(status="completed", reason=FinishReason(unified="stop")),
+        ]
+    )
+    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [("reasoning.raw", 2)]
+    deltas = [v["delta"] for name, v in native_frames(data) if name == "step.delta"]
+    assert [d["type"] for d in deltas] == [
+        "thought_summary",
+        "thought_summary",
+        "audio",
+        "document",
+    ]
+    assert deltas[2] == {"data": "UklGRg==", "mime_type": "audio/wav", "type": "audio"}

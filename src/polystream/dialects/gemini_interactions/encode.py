@@ -20,6 +20,7 @@ Carriers and losses (foreign mode; each recorded with :meth:`DialectEncoder.lose
 * a server tool this API does not have becomes a ``<name>_call`` / ``<name>_result`` step
   (``carried=True``; the SDK parses it as an unknown step);
 * refusal / code / code-result blocks become ``model_output`` text (``block-kind`` lost);
+* raw (non-summary) reasoning is sent as ``thought_summary`` (recorded once per block);
 * ``compaction`` and ``other`` blocks, reply-level citations, Metadata (grounding, safety),
   cache-write token counts, named keep-alives and Unknown events cannot be carried.
 """
@@ -97,6 +98,7 @@ class Encoder(DialectEncoder):
         self._model: str | None = None
         self._blocks: dict[int, _Block] = {}
         self._skipped: set[int] = set()
+        self._raw_reasoning: set[int] = set()  # blocks whose raw-reasoning loss is recorded
         self._next_step = 0
         self._next_event = 0
         self._usage: Usage | None = None
@@ -391,6 +393,13 @@ class Encoder(DialectEncoder):
         if block is None:
             return b""
         extra = event.extra if self._native and event.extra else {}
+        if not self._native and not event.summary and event.index not in self._raw_reasoning:
+            self._raw_reasoning.add(event.index)
+            self.lose(
+                "reasoning.raw",
+                event,
+                "Interactions streams thought summaries only; raw reasoning sent as a summary",
+            )
         delta: dict[str, Any] = {}
         if "content_raw" in extra:
             delta["content"] = extra["content_raw"]
@@ -444,6 +453,12 @@ class Encoder(DialectEncoder):
         if event.replace and not self._native:
             self.lose("data.replace", event, "Interactions data deltas only append")
         dtype = extra.get("dt") or data_delta_type(block.kind)
+        if not self._native and block.kind not in ("image", "audio") and event.mime_type:
+            # A media part inside another block (Gemini inlineData): its type says which.
+            major = event.mime_type.split("/", 1)[0]
+            dtype = {"audio": "audio", "video": "video", "application": "document"}.get(
+                major, "image"
+            )
         return self._delta(block, dtype, delta, event)
 
     def _citation(self, event: Citation) -> bytes:
