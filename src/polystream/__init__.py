@@ -25,11 +25,24 @@ from polystream.errors import (
 
 __version__ = "0.1.0"
 
+_LAZY = {"Client": "polystream.client", "AsyncClient": "polystream.client"}
+
+
+def __getattr__(name: str) -> object:
+    # The HTTP client pulls in httpx; import it only when it is used.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'polystream' has no attribute {name!r}")
+
 __all__ = [
     "DIALECTS",
     "Accumulator",
+    "AsyncClient",
     "Block",
     "BufferLimitExceeded",
+    "Client",
     "EventOrderError",
     "LocalProtocolError",
     "PolystreamError",
