@@ -366,7 +366,13 @@ class GeminiGenerateDecoder(FramedDecoder):
             # The SSE layer saw the bare lines as an undispatched event; they were read.
             truncation = None
         if truncation is not None and self.strict:
-            raise truncation.located(dialect=self.dialect)
+            # The framing names itself ("json_array", "sse"); report the dialect.
+            raise StreamTruncated(
+                truncation.message,
+                dialect=self.dialect,
+                event_index=truncation.event_index,
+                byte_offset=truncation.byte_offset,
+            )
         usage = None if self._usage.is_empty() else self._usage
         unterminated = {"unterminated": True} if truncation is not None else None
         if self._error is not None:
@@ -781,7 +787,16 @@ class GeminiGenerateDecoder(FramedDecoder):
                 raise self.protocol_error(f"unknown part kind: keys {sorted(part)}")
             body = {k: v for k, v in part.items() if k != "thoughtSignature" or signature is None}
             name = kind_key if kind_key is not None else next(iter(part), None)
-            index = self._new_block(state, c, "other", out, name=name, value=body)
+            order = order_if_needed(part, PART_RANK)
+            index = self._new_block(
+                state,
+                c,
+                "other",
+                out,
+                name=name,
+                value=body,
+                extra={"part_order": order} if order is not None else None,
+            )
             self._end_whole(state, index, signature, out)
 
     def _end_whole(

@@ -341,7 +341,7 @@ class GeminiGenerateEncoder(DialectEncoder):
                 self.lose(f"block:{kind}", event, "Gemini has no form for this server tool block")
         elif kind == "other":
             if self._same and isinstance(event.value, dict):
-                block.slot = self._add(block, dict(event.value), None)
+                block.slot = self._add(block, dict(event.value), extra)
             else:
                 self.lose("block:other", event, "a block kind Gemini cannot carry")
         elif kind == "refusal":

@@ -1,0 +1,817 @@
+"""gemini_generate: exact events, both framings, byte-exact round trips, signature and
+continuity rules, finish-reason / usage / error tables, rebuild, foreign encoding and
+bad input (strict and tolerant)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from polystream import StreamDecoder
+from polystream.accumulate import accumulate
+from polystream.dialects.gemini_generate import Decoder, Encoder, rebuild
+from polystream.dialects.gemini_generate.finish_reason import (
+    FINISH_REASONS,
+    map_finish_reason,
+    to_gemini_finish_reason,
+)
+from polystream.dialects.gemini_generate.status import kind_for
+from polystream.dialects.gemini_generate.usage import from_usage_metadata, to_usage_metadata
+from polystream.errors import RemoteProtocolError, StreamTruncated
+from polystream.events import (
+    BlockEnd,
+    BlockStart,
+    ErrorEvent,
+    ErrorInfo,
+    Event,
+    Finish,
+    FinishReason,
+    Metadata,
+    Raw,
+    ReasoningDelta,
+    SignatureDelta,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+    Usage,
+    UsageUpdate,
+    Warning,
+)
+from tests.helpers import FIXTURES, assert_chunking_invariant, native_frames
+
+HERE = FIXTURES / "gemini_generate"
+STREAMS = sorted(p for p in HERE.iterdir() if p.suffix in (".sse", ".jsonarray"))
+MODEL = "gemini-3.8-flash"
+
+
+def decode(data: bytes, **options: Any) -> list[Event]:
+    decoder = Decoder(**options)
+    return decoder.feed(data) + decoder.close()
+
+
+def sse(*chunks: dict[str, Any]) -> bytes:
+    return b"".join(
+        b"data: " + json.dumps(c, separators=(",", ": ")).encode() + b"\r\n\r\n" for c in chunks
+    )
+
+
+def chunk(parts: list[dict[str, Any]] | None, finish: str | None = None, **more: Any) -> dict:
+    cand: dict[str, Any] = {}
+    if parts is not None:
+        cand["content"] = {"parts": parts, "role": "model"}
+    if finish is not None:
+        cand["finishReason"] = finish
+    cand["index"] = 0
+    cand.update(more)
+    return {"candidates": [cand], "modelVersion": MODEL, "responseId": "r1"}
+
+
+def content(events: list[Event]) -> list[Event]:
+    """The events without the chunk-ending usage updates and the stream start."""
+    return [e for e in events if not isinstance(e, UsageUpdate | StreamStart)]
+
+
+# -- the round trip, byte for byte ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=[p.name for p in STREAMS])
+def test_round_trip_is_byte_exact(path: Path) -> None:
+    data = path.read_bytes()
+    events = decode(data)
+    encoder = Encoder(framing="json_array" if path.suffix == ".jsonarray" else "sse")
+    assert encoder.encode_all(events) == data
+    assert encoder.losses == []
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in STREAMS if p.suffix == ".sse" and p.with_suffix(".jsonarray").exists()]
+)
+def test_sse_events_encode_to_the_array_fixture(path: Path) -> None:
+    # Both framings of a case decode to the same events; encoding the SSE case's events
+    # in the array framing gives the array fixture's exact bytes.
+    events = decode(path.read_bytes())
+    assert decode(path.with_suffix(".jsonarray").read_bytes()) == events
+    assert (
+        Encoder(framing="json_array").encode_all(events)
+        == path.with_suffix(".jsonarray").read_bytes()
+    )
+
+
+def test_content_type_follows_the_framing() -> None:
+    assert Encoder().content_type == "text/event-stream"
+    assert Encoder(framing="json_array").content_type == "application/json"
+    with pytest.raises(ValueError):
+        Encoder(framing="ndjson")  # type: ignore[arg-type]
+
+
+def test_framing_auto_by_first_byte() -> None:
+    for suffix, framing in ((".sse", "sse"), (".jsonarray", "json_array")):
+        decoder = Decoder()
+        decoder.feed((HERE / f"skeleton{suffix}").read_bytes())
+        assert decoder.framing == framing
+    detected = StreamDecoder()  # dialect "auto"
+    detected.feed((HERE / "skeleton.jsonarray").read_bytes())
+    detected.close()
+    assert detected.dialect == "gemini_generate"
+    assert detected.result().text == "OK"
+
+
+# -- exact events --------------------------------------------------------------------------
+
+
+SIG = "CtYBAdHtim9Ql8yKj3mF0p1vZ2hQwS0kL6n+Yb7e/3oXr1uTq5cWm0Zs8Vd2Jf4Ha6Pg9Ek1Ro7Nl3Mi5Kj=="
+
+
+def test_skeleton_exact_events() -> None:
+    events = decode((HERE / "skeleton.sse").read_bytes())
+    usage = from_usage_metadata(
+        {
+            "promptTokenCount": 6,
+            "candidatesTokenCount": 1,
+            "totalTokenCount": 31,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 6}],
+            "thoughtsTokenCount": 24,
+        }
+    )
+    chunk_extra = {
+        "chunk": {"modelVersion": MODEL, "responseId": "k9BjaaXqD8yGz7IP2p3QkA4"},
+        "candidates": [{"index": 0}],
+    }
+    assert events == [
+        StreamStart(dialect="gemini_generate", id="k9BjaaXqD8yGz7IP2p3QkA4", model=MODEL),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="OK"),
+        UsageUpdate(usage=usage, extra=chunk_extra),
+        SignatureDelta(index=0, delta=SIG, extra={"part": {"text": ""}}),
+        BlockEnd(index=0),
+        Metadata(name="finish", value={"finishReason": "STOP"}),
+        UsageUpdate(usage=usage, extra=chunk_extra),
+        Finish(status="completed", reason=FinishReason(unified="stop", raw="STOP"), usage=usage),
+    ]
+    # Thought tokens are part of the output count (pain point 3.3 #22).
+    assert usage.output_tokens == 25 and usage.reasoning_tokens == 24
+    assert usage.input_tokens == 6 and usage.total_tokens == 31
+
+
+def test_keep_raw_emits_each_chunk_before_its_events() -> None:
+    events = decode((HERE / "skeleton.sse").read_bytes(), keep_raw=True)
+    raws = [e for e in events if isinstance(e, Raw)]
+    assert len(raws) == 2
+    assert raws[0].data["candidates"][0]["content"]["parts"] == [{"text": "OK"}]
+    assert isinstance(events[0], Raw) and isinstance(events[1], StreamStart)
+
+
+# -- signatures and continuity -------------------------------------------------------------
+
+
+def test_text_continuity_and_kind_changes() -> None:
+    data = sse(
+        chunk([{"text": "plan", "thought": True}]),
+        chunk([{"text": " more", "thought": True}, {"text": "Hel"}]),
+        chunk([{"text": "lo"}]),
+        chunk([{"functionCall": {"name": "f", "args": {}}}, {"text": "after"}], "STOP"),
+    )
+    events = content(decode(data))
+    assert events == [
+        BlockStart(index=0, kind="reasoning"),
+        ReasoningDelta(index=0, delta="plan", summary=True),
+        ReasoningDelta(index=0, delta=" more", summary=True),
+        BlockEnd(index=0),
+        BlockStart(index=1, kind="text"),
+        TextDelta(index=1, delta="Hel"),
+        TextDelta(index=1, delta="lo"),
+        BlockEnd(index=1),
+        BlockStart(index=2, kind="tool_call", name="f"),
+        ToolInputDelta(index=2, delta="{}"),
+        BlockEnd(index=2),
+        BlockStart(index=3, kind="text"),
+        TextDelta(index=3, delta="after"),
+        BlockEnd(index=3),
+        Metadata(name="finish", value={"finishReason": "STOP"}),
+        Finish(status="completed", reason=FinishReason(unified="tool_calls", raw="STOP")),
+    ]
+    assert Encoder().encode_all(decode(data)) == data
+
+
+def test_signature_rules() -> None:
+    data = sse(
+        # A signature on a text part: that block's, and the block ends.
+        chunk([{"text": "A", "thoughtSignature": "s1"}]),
+        # Text after a signed block starts a new block.
+        chunk([{"text": "B"}]),
+        # The empty-text part carrying only a signature: the preceding (unsigned) block's.
+        chunk([{"text": "", "thoughtSignature": "s2"}]),
+        # A second signature-only part: block 1 is signed already, so it is its own block.
+        chunk([{"text": "", "thoughtSignature": "s3"}], "STOP"),
+    )
+    events = decode(data)
+    assert content(events)[:-2] == [
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="A"),
+        SignatureDelta(index=0, delta="s1"),
+        BlockEnd(index=0),
+        BlockStart(index=1, kind="text"),
+        TextDelta(index=1, delta="B"),
+        SignatureDelta(index=1, delta="s2", extra={"part": {"text": ""}}),
+        BlockEnd(index=1),
+        BlockStart(index=2, kind="text"),
+        TextDelta(index=2, delta=""),
+        SignatureDelta(index=2, delta="s3"),
+        BlockEnd(index=2),
+    ]
+    result = accumulate(events)
+    assert [b.signature for b in result.blocks] == ["s1", "s2", "s3"]
+    assert result.text == "AB"
+    assert Encoder().encode_all(events) == data
+    # rebuild keeps each signature on its own part.
+    assert rebuild(events)["candidates"][0]["content"]["parts"] == [
+        {"text": "A", "thoughtSignature": "s1"},
+        {"text": "B", "thoughtSignature": "s2"},
+        {"text": "", "thoughtSignature": "s3"},
+    ]
+
+
+def test_signature_only_part_after_a_function_call_is_its_own_block() -> None:
+    data = sse(
+        chunk(
+            [
+                {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": "sf"},
+                {"functionCall": {"name": "g", "args": {"b": 2}}},
+            ]
+        ),
+        chunk([{"text": "", "thoughtSignature": "st"}], "STOP"),
+    )
+    events = decode(data)
+    result = accumulate(events)
+    assert [(b.kind, b.name, b.signature) for b in result.blocks] == [
+        ("tool_call", "f", "sf"),
+        ("tool_call", "g", None),  # parallel call: only the first is signed
+        ("text", None, "st"),
+    ]
+    assert Encoder().encode_all(events) == data
+
+
+def test_parallel_calls_fixture_signatures_and_ids() -> None:
+    result = accumulate(decode((HERE / "parallel_function_calls.sse").read_bytes()))
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
+        ("fc_0a1b2c3d", "get_weather", {"city": "Paris"}),
+        ("fc_4e5f6a7b", "get_weather", {"city": "London", "unit": "celsius"}),
+    ]
+    assert result.blocks[0].signature is not None and result.blocks[1].signature is None
+    assert result.finish_reason == FinishReason(unified="tool_calls", raw="STOP")
+
+
+def test_streamed_arguments_assemble_by_path() -> None:
+    data = sse(
+        chunk([{"functionCall": {"name": "plan", "willContinue": True}}]),
+        chunk(
+            [
+                {
+                    "functionCall": {
+                        "partialArgs": [
+                            {
+                                "jsonPath": "$.steps[1].title",
+                                "stringValue": "Bo",
+                                "willContinue": True,
+                            },
+                        ],
+                        "willContinue": True,
+                    }
+                }
+            ]
+        ),
+        chunk(
+            [
+                {
+                    "functionCall": {
+                        "partialArgs": [
+                            {"jsonPath": "$.steps[1].title", "stringValue": "il"},
+                            {"jsonPath": "$['meta data'].ok", "nullValue": "NULL_VALUE"},
+                            {"jsonPath": "$.steps[0]", "numberValue": 1.5},
+                        ],
+                        "willContinue": True,
+                    }
+                }
+            ]
+        ),
+        chunk([{"functionCall": {}}], "STOP"),
+    )
+    events = decode(data)
+    deltas = [e.delta for e in events if isinstance(e, ToolInputDelta)]
+    assert deltas[:-1] == ["", "", ""]
+    assert json.loads(deltas[-1]) == {
+        "steps": [1.5, {"title": "Boil"}],
+        "meta data": {"ok": None},
+    }
+    call = accumulate(events).tool_calls[0]
+    assert call.name == "plan" and call.arguments["steps"][1] == {"title": "Boil"}
+    assert Encoder().encode_all(events) == data
+    native = rebuild(events)["candidates"][0]["content"]["parts"]
+    assert native == [
+        {
+            "functionCall": {
+                "name": "plan",
+                "args": {"steps": [1.5, {"title": "Boil"}], "meta data": {"ok": None}},
+            }
+        }
+    ]
+
+
+def test_streamed_call_truncated_is_incomplete() -> None:
+    data = sse(chunk([{"functionCall": {"name": "plan", "willContinue": True}}]))
+    result = accumulate(decode(data))
+    assert result.status == "truncated"
+    assert result.tool_calls[0].arguments is None
+    assert result.tool_calls[0].error is not None
+
+
+def test_grounding_accumulates_and_arrives_on_the_finish_chunk() -> None:
+    events = decode((HERE / "grounding.sse").read_bytes())
+    grounding = [e for e in events if isinstance(e, Metadata) and e.name == "grounding"]
+    assert len(grounding) == 3 and all(e.merge for e in grounding)
+    result = accumulate(events)
+    merged = result.metadata["grounding"]
+    assert [c["web"]["title"] for c in merged["groundingChunks"]] == [
+        "uefa.com",
+        "bbc.com",
+        "wikipedia.org",
+    ]
+    assert merged["webSearchQueries"] == ["who won euro 2024"]
+    assert "renderedContent" in merged["searchEntryPoint"]
+    native = rebuild(events)["candidates"][0]
+    assert native["groundingMetadata"] == merged
+    assert native["content"]["parts"] == [{"text": result.text}]
+
+
+def test_two_candidates_have_their_own_blocks() -> None:
+    events = decode((HERE / "two_candidates.sse").read_bytes())
+    result = accumulate(events)
+    assert [(b.candidate, b.text) for b in result.blocks] == [(0, "Heads!"), (1, "Tails, again.")]
+    assert result.metadata["finish#1"] == {"finishReason": "STOP"}
+    native = rebuild(events)
+    assert [c["index"] for c in native["candidates"]] == [0, 1]
+    assert native["candidates"][1]["content"]["parts"] == [{"text": "Tails, again."}]
+
+
+# -- finish reasons, errors, usage ----------------------------------------------------------
+
+
+CATALOG = json.loads(
+    Path("/work/shared/reference/event-catalog.json").read_text()
+    if Path("/work/shared/reference/event-catalog.json").exists()
+    else '{"events": []}'
+)
+
+
+def test_finish_reason_table_is_total_over_the_catalog() -> None:
+    names = {
+        e["name"] for e in CATALOG["events"] if e.get("surface") == "gemini.generate.finish_reason"
+    }
+    assert len(FINISH_REASONS) == 21
+    if names:
+        assert names == set(FINISH_REASONS)
+
+
+@pytest.mark.parametrize(
+    ("raw", "unified", "status", "error"),
+    [
+        ("STOP", "stop", "completed", None),
+        ("MAX_TOKENS", "length", "incomplete", None),
+        ("SAFETY", "content_filter", "incomplete", None),
+        ("RECITATION", "content_filter", "incomplete", None),
+        ("IMAGE_SAFETY", "content_filter", "incomplete", None),
+        ("MODEL_ARMOR", "content_filter", "incomplete", None),
+        ("OTHER", "other", "incomplete", None),
+        ("MALFORMED_FUNCTION_CALL", "error", "failed", "server"),
+        ("MALFORMED_RESPONSE", "error", "failed", "server"),
+        ("MISSING_THOUGHT_SIGNATURE", "error", "failed", "invalid_request"),
+        ("UNEXPECTED_TOOL_CALL", "error", "failed", "invalid_request"),
+        ("SOMETHING_NEW", "other", "incomplete", None),
+    ],
+)
+def test_finish_reason_mapping(raw: str, unified: str, status: str, error: str | None) -> None:
+    reason, row = map_finish_reason(raw)
+    assert (reason.unified, reason.raw, row.status, row.error) == (unified, raw, status, error)
+    data = sse(chunk([{"text": "x"}], raw))
+    finish = decode(data)[-1]
+    assert isinstance(finish, Finish)
+    assert (finish.status, finish.reason.raw, finish.reason.unified) == (status, raw, unified)
+    assert (finish.error.kind if finish.error else None) == error
+
+
+def test_unknown_finish_reason_is_an_error_only_in_strict_mode() -> None:
+    data = sse(chunk([{"text": "x"}], "SOMETHING_NEW"))
+    with pytest.raises(RemoteProtocolError, match="SOMETHING_NEW") as info:
+        decode(data, strict=True)
+    assert info.value.dialect == "gemini_generate" and info.value.event_index == 0
+
+
+def test_reverse_finish_reasons() -> None:
+    assert to_gemini_finish_reason(FinishReason(unified="tool_calls", raw="tool_use")) == "STOP"
+    assert to_gemini_finish_reason(FinishReason(unified="length", raw="max_tokens")) == "MAX_TOKENS"
+    assert to_gemini_finish_reason(FinishReason(unified="other", raw="SPII")) == "SPII"
+    assert to_gemini_finish_reason(FinishReason(unified="pause", raw="pause_turn")) == "OTHER"
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "kind"),
+    [
+        ("RESOURCE_EXHAUSTED", 429, "rate_limit"),
+        ("UNAVAILABLE", 503, "overloaded"),
+        ("INTERNAL", 500, "server"),
+        ("INVALID_ARGUMENT", 400, "invalid_request"),
+        ("PERMISSION_DENIED", 403, "permission"),
+        ("DEADLINE_EXCEEDED", 504, "timeout"),
+        (None, 429, "rate_limit"),
+        ("NEW_STATUS", None, "unknown"),
+    ],
+)
+def test_error_kinds(status: str | None, code: int | None, kind: str) -> None:
+    assert kind_for(status, code) == kind
+
+
+def test_error_element_in_the_array() -> None:
+    events = decode((HERE / "error_element.jsonarray").read_bytes())
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert len(errors) == 1
+    error = errors[0].error
+    assert (error.kind, error.code, error.http_status, error.retryable) == (
+        "rate_limit",
+        "RESOURCE_EXHAUSTED",
+        429,
+        True,
+    )
+    finish = events[-1]
+    assert isinstance(finish, Finish) and finish.status == "failed" and finish.error == error
+    assert accumulate(events).text == "Sure, here is"  # nothing received is lost
+
+
+def test_bare_json_error_after_sse_events() -> None:
+    data = (HERE / "error_bare.sse").read_bytes()
+    events = assert_chunking_invariant(Decoder, data, seeds=10)
+    finish = events[-1]
+    assert isinstance(finish, Finish) and finish.status == "failed"
+    assert finish.error is not None
+    assert (finish.error.kind, finish.error.code, finish.error.http_status) == (
+        "overloaded",
+        "UNAVAILABLE",
+        503,
+    )
+
+
+def test_blocked_prompt_fails_with_the_block_reason() -> None:
+    finish = decode((HERE / "blocked_prompt.sse").read_bytes())[-1]
+    assert finish == Finish(
+        status="failed",
+        reason=FinishReason(unified="content_filter", raw="PROHIBITED_CONTENT"),
+        usage=finish.usage,
+        error=ErrorInfo(
+            kind="content_filter",
+            message="prompt blocked: PROHIBITED_CONTENT",
+            code="PROHIBITED_CONTENT",
+        ),
+    )
+
+
+def test_close_without_finish_reason_is_truncated() -> None:
+    for name in ("truncated.sse", "truncated_array.jsonarray"):
+        finish = decode((HERE / name).read_bytes())[-1]
+        assert isinstance(finish, Finish) and finish.status == "truncated"
+        assert finish.error is not None and finish.error.kind == "truncated"
+
+
+def test_usage_arithmetic() -> None:
+    meta = {
+        "promptTokenCount": 100,
+        "cachedContentTokenCount": 40,
+        "candidatesTokenCount": 20,
+        "toolUsePromptTokenCount": 7,
+        "thoughtsTokenCount": 30,
+        "totalTokenCount": 157,
+        "promptTokensDetails": [{"modality": "AUDIO", "tokenCount": 60}],
+        "candidatesTokensDetails": [{"modality": "AUDIO", "tokenCount": 5}],
+    }
+    usage = from_usage_metadata(meta)
+    assert usage == Usage(
+        input_tokens=107,
+        output_tokens=50,
+        reasoning_tokens=30,
+        cache_read_tokens=40,
+        tool_prompt_tokens=7,
+        audio_input_tokens=60,
+        audio_output_tokens=5,
+        total_tokens=157,
+        raw=meta,
+    )
+    back = to_usage_metadata(usage)
+    assert back == {
+        "promptTokenCount": 100,
+        "cachedContentTokenCount": 40,
+        "candidatesTokenCount": 20,
+        "toolUsePromptTokenCount": 7,
+        "thoughtsTokenCount": 30,
+        "totalTokenCount": 157,
+    }
+    assert from_usage_metadata({"promptTokenCount": 3, "totalTokenCount": 3}).output_tokens is None
+
+
+def test_last_usage_is_authoritative() -> None:
+    result = accumulate(decode((HERE / "thoughts.sse").read_bytes()))
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (11, 105)
+    assert result.usage.reasoning_tokens == 96 and result.usage.total_tokens == 116
+
+
+# -- rebuild -------------------------------------------------------------------------------
+
+
+def test_rebuild_merges_like_the_non_streaming_endpoint() -> None:
+    events = decode((HERE / "thoughts.jsonarray").read_bytes())
+    assert rebuild(events) == {
+        "candidates": [
+            {
+                "content": {
+                    "parts": [
+                        {
+                            "text": "**Weighing the options**\n\nThe user asks for a short rhyme.",
+                            "thought": True,
+                        },
+                        {
+                            "text": "Roses are red, skies can be grey.",
+                            "thoughtSignature": "Cq8CAdHtim8vX2p+QmW1Rk3Lz7Yt0Nc4Hd9Fg6Ja2Sb5Ve8Ux1"
+                            "Io/Kl0Pm3Qn6Rs9Tw2Xy5Zb8Ce1Df4Gh7Jk=",
+                        },
+                    ],
+                    "role": "model",
+                },
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": 11,
+            "candidatesTokenCount": 9,
+            "totalTokenCount": 116,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 11}],
+            "thoughtsTokenCount": 96,
+        },
+        "modelVersion": MODEL,
+        "responseId": "Lp3kaeWcNqGm1e8P9uXd2Qs",
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.stem for p in STREAMS if p.suffix == ".jsonarray" and p.with_suffix(".sse").exists()),
+)
+def test_rebuild_is_the_same_in_both_framings(name: str) -> None:
+    a = rebuild(decode((HERE / f"{name}.sse").read_bytes()))
+    b = rebuild(decode((HERE / f"{name}.jsonarray").read_bytes()))
+    assert a == b
+
+
+def test_rebuild_code_execution_and_builtin_tools() -> None:
+    parts = rebuild(decode((HERE / "code_execution.sse").read_bytes()))["candidates"][0]["content"][
+        "parts"
+    ]
+    assert parts[1] == {
+        "executableCode": {
+            "language": "PYTHON",
+            "code": "total = sum(range(1, 101))\nprint(total)\n",
+        }
+    }
+    assert parts[2] == {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "5050\n"}}
+    parts = rebuild(decode((HERE / "builtin_tools.sse").read_bytes()))["candidates"][0]["content"][
+        "parts"
+    ]
+    assert parts[0] == {
+        "toolCall": {
+            "id": "tc_1",
+            "toolType": "GOOGLE_SEARCH_WEB",
+            "args": {"queries": ["tallest building"]},
+        }
+    }
+    assert parts[2] == {"futurePart": {"kind": "hologram", "level": 2}}
+
+
+# -- encoding another dialect's events -------------------------------------------------------
+
+
+ANTHROPIC_SIG = "EqQBCkYIBxgCKkBtmJmYz3dHv1Vq0yHl8Zr2VJ4X5a0Z1c3e4f5g6h7i8j9k0lMnOpQrStUvWxYz=="
+
+
+def foreign_events() -> list[Event]:
+    """An Anthropic-shaped stream: thinking with its signature, text, a tool call."""
+    return [
+        StreamStart(dialect="anthropic_messages", id="msg_01", model="claude-haiku-4-5"),
+        UsageUpdate(usage=Usage(input_tokens=30, cache_read_tokens=10)),
+        BlockStart(index=0, kind="reasoning"),
+        ReasoningDelta(index=0, delta="Let me think."),
+        SignatureDelta(index=0, delta=ANTHROPIC_SIG),
+        BlockEnd(index=0),
+        BlockStart(index=1, kind="text"),
+        TextDelta(index=1, delta="Checking "),
+        TextDelta(index=1, delta="the weather."),
+        BlockEnd(index=1),
+        BlockStart(index=2, kind="tool_call", id="toolu_01", name="get_weather"),
+        ToolInputDelta(index=2, delta='{"city": '),
+        ToolInputDelta(index=2, delta='"Paris"}'),
+        BlockEnd(index=2),
+        Finish(
+            status="completed",
+            reason=FinishReason(unified="tool_calls", raw="tool_use"),
+            usage=Usage(
+                input_tokens=30, output_tokens=42, reasoning_tokens=12, cache_read_tokens=10
+            ),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("framing", ["sse", "json_array"])
+def test_foreign_events_encode_to_a_valid_stream(framing: str) -> None:
+    encoder = Encoder(framing=framing)  # type: ignore[arg-type]
+    data = encoder.encode_all(foreign_events())
+    chunks = native_frames(data)
+    if framing == "sse":
+        assert all(name is None for name, _ in chunks)
+        chunks = [value for _, value in chunks]
+    assert [c["candidates"][0]["content"]["parts"] for c in chunks] == [
+        [{"text": "Let me think.", "thought": True}],
+        [{"text": "", "thoughtSignature": ANTHROPIC_SIG}],
+        [{"text": "Checking "}],
+        [{"text": "the weather."}],
+        [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}, "id": "toolu_01"}}],
+        [],
+    ]
+    last = chunks[-1]
+    assert last["candidates"][0]["finishReason"] == "STOP"
+    assert last["usageMetadata"] == {
+        "promptTokenCount": 30,
+        "cachedContentTokenCount": 10,
+        "candidatesTokenCount": 30,
+        "thoughtsTokenCount": 12,
+        "totalTokenCount": 72,
+    }
+    assert all(
+        c["modelVersion"] == "claude-haiku-4-5" and c["responseId"] == "msg_01" for c in chunks
+    )
+    assert [(loss.what, loss.carried) for loss in encoder.losses] == [("signature", True)]
+
+
+def test_foreign_signature_survives_the_hop_back() -> None:
+    data = Encoder().encode_all(foreign_events())
+    result = accumulate(decode(data))
+    assert [(b.kind, b.signature) for b in result.blocks] == [
+        ("reasoning", ANTHROPIC_SIG),
+        ("text", None),
+        ("tool_call", None),
+    ]
+    assert result.reasoning == "Let me think."
+    assert result.text == "Checking the weather."
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
+        ("toolu_01", "get_weather", {"city": "Paris"})
+    ]
+    assert result.status == "completed"
+    assert result.finish_reason == FinishReason(unified="tool_calls", raw="STOP")
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (30, 42)
+    assert result.usage.reasoning_tokens == 12
+
+
+def test_foreign_losses_and_errors() -> None:
+    encoder = Encoder()
+    data = encoder.encode_all(
+        [
+            StreamStart(dialect="openai_responses", id="resp_1", model="gpt-5.4-nano"),
+            BlockStart(index=0, kind="refusal"),
+            TextDelta(index=0, delta="I can't help with that."),
+            BlockEnd(index=0),
+            Metadata(name="service_tier", value="default"),
+            Unknown(name="response.new_thing", data="{}"),
+            UsageUpdate(usage=Usage(input_tokens=5, cache_write_tokens=2)),
+            ErrorEvent(error=ErrorInfo(kind="overloaded", message="busy", retryable=True)),
+            Finish(
+                status="failed",
+                reason=FinishReason(unified="error", raw=None),
+                error=ErrorInfo(kind="overloaded", message="busy", retryable=True),
+            ),
+        ]
+    )
+    assert {loss.what for loss in encoder.losses} == {
+        "block:refusal",
+        "metadata:service_tier",
+        "event:response.new_thing",
+        "usage.cache_write_tokens",
+    }
+    events = decode(data)
+    assert accumulate(events).text == "I can't help with that."
+    finish = events[-1]
+    assert isinstance(finish, Finish) and finish.status == "failed"
+    assert finish.error is not None
+    assert (finish.error.kind, finish.error.code, finish.error.http_status) == (
+        "overloaded",
+        "UNAVAILABLE",
+        503,
+    )
+
+
+def test_foreign_truncated_stream_stays_truncated() -> None:
+    data = Encoder().encode_all(
+        [
+            StreamStart(dialect="openai_chat"),
+            BlockStart(index=0, kind="text"),
+            TextDelta(index=0, delta="partial"),
+            Finish(status="truncated", reason=FinishReason(unified="error")),
+        ]
+    )
+    finish = decode(data)[-1]
+    assert isinstance(finish, Finish) and finish.status == "truncated"
+
+
+# -- bad input -----------------------------------------------------------------------------
+
+
+def test_malformed_json_strict_and_tolerant() -> None:
+    data = (HERE / "bad" / "malformed_json.sse").read_bytes()
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(data, strict=True)
+    error = info.value
+    assert error.dialect == "gemini_generate" and error.event_index == 1
+    assert error.byte_offset == data.index(b'data: {"candidates": [{\r\n')
+    events = decode(data)
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert len(errors) == 1 and errors[0].error.kind == "protocol"
+    assert errors[0].error.event_index == 1 and errors[0].error.byte_offset == error.byte_offset
+    unknown = [e for e in events if isinstance(e, Unknown)]
+    assert unknown == [Unknown(name="chunk", data='{"candidates": [{')]
+    result = accumulate(events)
+    assert result.text == "Hi there" and result.status == "completed"
+
+
+def test_chunk_that_is_not_an_object() -> None:
+    data = (HERE / "bad" / "not_object.jsonarray").read_bytes()
+    with pytest.raises(RemoteProtocolError, match="not a JSON object") as info:
+        decode(data, strict=True)
+    assert info.value.event_index == 1
+    assert info.value.byte_offset == data.index(b'"oops"')
+    events = decode(data)
+    assert [e.error.event_index for e in events if isinstance(e, ErrorEvent)] == [1]
+    assert Unknown(name="chunk", data='"oops"') in events
+    assert accumulate(events).text == "Hi there"
+
+
+def test_array_that_never_closes() -> None:
+    data = (HERE / "bad" / "unclosed.jsonarray").read_bytes()
+    with pytest.raises(StreamTruncated) as info:
+        decode(data, strict=True)
+    assert info.value.dialect == "gemini_generate"
+    assert info.value.event_index == 2 and info.value.byte_offset == len(data)
+    events = decode(data)
+    finish = events[-1]
+    assert isinstance(finish, Finish) and finish.status == "truncated"
+    assert finish.error is not None and finish.error.byte_offset == len(data)
+    assert accumulate(events).text == "Hi there"  # every element received is kept
+    # The cut is reproduced: re-encoding leaves the array open.
+    assert Encoder(framing="json_array").encode_all(events) == data
+
+
+def test_input_cut_inside_an_element() -> None:
+    data = (HERE / "bad" / "cut_element.jsonarray").read_bytes()
+    with pytest.raises(StreamTruncated) as info:
+        decode(data, strict=True)
+    assert info.value.event_index == 1
+    events = decode(data)
+    assert accumulate(events).text == "Hi"
+    assert isinstance(events[-1], Finish) and events[-1].status == "truncated"
+
+
+def test_unknown_part_kind_passes_through_and_is_strict_error() -> None:
+    data = sse(chunk([{"hologram": {"x": 1}, "thoughtSignature": "sh"}]), chunk([], "STOP"))
+    events = decode(data)
+    blocks = [e for e in events if isinstance(e, BlockStart)]
+    assert blocks == [
+        BlockStart(
+            index=0,
+            kind="other",
+            name="hologram",
+            value={"hologram": {"x": 1}},
+            extra={"part_order": ["hologram", "thoughtSignature"]},
+        )
+    ]
+    assert SignatureDelta(index=0, delta="sh") in events
+    assert not any(isinstance(e, ErrorEvent) for e in events)
+    assert Encoder().encode_all(events) == data
+    with pytest.raises(RemoteProtocolError, match="unknown part kind") as info:
+        decode(data, strict=True)
+    assert info.value.event_index == 0 and info.value.byte_offset == 0
+
+
+def test_invalid_part_keeps_decoding_in_tolerant_mode() -> None:
+    data = sse(chunk(["not a part", {"text": "ok"}], "STOP"))
+    events = decode(data)
+    assert accumulate(events).text == "ok"
+    assert any(isinstance(e, Warning) and e.code == "invalid_part" for e in events)
+    with pytest.raises(RemoteProtocolError, match="not a JSON object"):
+        decode(data, strict=True)
