@@ -104,6 +104,8 @@ from polystream.wire.sse import ServerSentEvent
 
 __all__ = ["ChatDecoder", "error_kind"]
 
+# The "choices" placeholder in an envelope (never mutated; shared to keep diffs cheap).
+_NO_CHOICES: Final[list[Any]] = []
 # delta keys that events carry; every other delta key is a residual.
 _MODELLED_DELTA: Final = frozenset(
     {"content", "refusal", "reasoning_content", "tool_calls", "annotations", "polystream"}
@@ -226,8 +228,9 @@ class ChatDecoder(FramedDecoder):
         except Exception as exc:  # msgspec.DecodeError; kept whole in ErrorInfo.raw
             self._bad(out, f"malformed JSON in a data line: {exc}", data)
             return
-        self.raw_event(out, event.event, obj)
-        if not isinstance(obj, dict):
+        if self.keep_raw:
+            self.raw_event(out, event.event, obj)
+        if type(obj) is not dict:
             self._bad(out, f"chunk payload is a JSON {type(obj).__name__}, not an object", data)
             return
         if "error" in obj and "choices" not in obj:
@@ -353,14 +356,14 @@ class ChatDecoder(FramedDecoder):
         self._events = events
         self._entry_candidate = None
         self._last_frag = None
-        env: dict[str, Any] = {}
-        for key, value in obj.items():
-            if key == "choices":
-                env[key] = []
-            elif key in ("usage", "moderation") and value is not None:
-                env[key] = None
-            else:
-                env[key] = value
+        # The envelope: the chunk minus what events carry (placeholders keep the keys).
+        env = dict(obj)
+        if "choices" in env:
+            env["choices"] = _NO_CHOICES
+        if env.get("usage") is not None:
+            env["usage"] = None
+        if env.get("moderation") is not None:
+            env["moderation"] = None
         if not self._started:
             self._started = True
             created = obj.get("created")
@@ -424,21 +427,23 @@ class ChatDecoder(FramedDecoder):
         state = self._choices.get(candidate)
         if state is None:
             state = self._choices[candidate] = _Choice(self.quirks.choice_fields)
-        residual: dict[str, Any] = {}
-        finish_raw = None
-        for key, value in choice.items():
-            if key in ("index", "delta"):
-                continue
-            if key == "finish_reason" and value is not None:
-                finish_raw = value
-                value = None
-            residual[key] = value
+        # The choice's own fields besides index/delta; a finish_reason is a placeholder.
+        residual = dict(choice)
+        del residual["index"]
+        delta = residual.pop("delta", None)
+        finish_raw = residual.get("finish_reason")
+        if finish_raw is not None:
+            residual["finish_reason"] = None
         change = diff(state.residual, residual)
         state.residual = residual
-        delta = choice.get("delta")
-        if not isinstance(delta, dict):
+        if type(delta) is not dict:
             delta = {}
-        rest = {k: v for k, v in delta.items() if k not in _MODELLED_DELTA or _empty(v)}
+        rest = {}
+        for key, value in delta.items():
+            # Modelled fields that carry nothing ("content": "", "refusal": null) are
+            # residuals, kept as sent.
+            if key not in _MODELLED_DELTA or not value or type(value) not in (str, list):
+                rest[key] = value
         explicit: dict[str, Any] = {"ci": candidate, "ch": change}
         if rest:
             explicit["d"] = rest
@@ -730,10 +735,6 @@ def base_envelope(start: StreamStart) -> dict[str, Any]:
     env["choices"] = []
     return env
 
-
-def _empty(value: Any) -> bool:
-    """Modelled delta values that carry nothing (kept as residuals, as sent)."""
-    return value is None or value in ("", []) or not isinstance(value, str | list)
 
 
 def _dumps(value: Any) -> str:

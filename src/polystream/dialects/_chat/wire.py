@@ -75,20 +75,20 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """The shallow difference that turns ``old`` into ``new`` (see the module docstring).
 
     Returns an empty dict when they are equal. Values are compared with ``==`` after a
-    type check, so ``0`` and ``False`` (or ``1`` and ``1.0``) stay distinct.
+    type check, so ``0`` and ``False`` (or ``1`` and ``1.0``) stay distinct. Runs once
+    per chunk: one pass over ``new``, and a pass over ``old`` only when keys vanished.
     """
     out: dict[str, Any] = {}
+    seen = 0
     for key, value in new.items():
-        if key not in old:
-            out[key] = value
-        else:
+        if key in old:
+            seen += 1
             previous = old[key]
-            if previous is not value and (type(previous) is not type(value) or previous != value):
-                out[key] = value
-    if len(old) > len(new) or any(key not in new for key in old):
-        gone = [key for key in old if key not in new]
-        if gone:
-            out[_GONE] = gone
+            if previous is value or (type(previous) is type(value) and previous == value):
+                continue
+        out[key] = value
+    if seen != len(old):
+        out[_GONE] = [key for key in old if key not in new]
     return out
 
 
