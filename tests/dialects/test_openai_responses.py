@@ -742,3 +742,21 @@ def test_keep_raw_does_not_change_round_trip() -> None:
     assert len(raws) == 9 and raws[0].data["sequence_number"] == 0
     assert native_frames(Encoder().encode_all(events)) == native_frames(data)
     assert msgspec.json.decode(msgspec.json.encode(raws[4].data))["delta"] == "OK"
+
+
+def test_other_candidates_are_a_loss() -> None:
+    events = [
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="A"),
+        BlockEnd(index=0),
+        BlockStart(index=1, kind="text", candidate=1),
+        TextDelta(index=1, delta="B"),
+        BlockEnd(index=1),
+        Finish(status="completed", reason=FinishReason(unified="stop", raw="stop")),
+    ]
+    encoder = Encoder()
+    data = encoder.encode_all(events)
+    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [("block:text", 3)]
+    assert "candidate 1" in encoder.losses[0].reason
+    result = decode(data, D, strict=True)
+    assert (result.text, result.id is not None, result.status) == ("A", True, "completed")

@@ -190,11 +190,12 @@ class ResponsesEncoder(DialectEncoder):
         found = self._block(event.index)
         if found is None:
             self._lost_blocks.add(event.index)
-            self.lose(
-                f"block:{event.kind}",
-                event,
-                f"no Responses output item for a foreign {event.kind} block",
+            reason = (
+                f"a Response has one answer: candidate {event.candidate} is dropped"
+                if event.candidate
+                else f"no Responses output item for a foreign {event.kind} block"
             )
+            self.lose(f"block:{event.kind}", event, reason)
             return head
         out, ci = found
         item = dict(out.item)

@@ -352,6 +352,8 @@ class Assembler:
 
     def _foreign_start(self, event: BlockStart) -> None:
         kind = event.kind
+        if event.candidate != 0:
+            return  # a Response has one answer: other candidates have no item
         ids = self.ids or IdFactory(self.quirks.id_style, self.id or "polystream")
         self.ids = ids
         item: dict[str, Any]
