@@ -4,6 +4,7 @@ truncations reach the client as planned."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 
@@ -43,7 +44,7 @@ def test_each_event_leaves_when_produced(serve: Callable[..., ServerThread]) -> 
     first, last = seen[0][0] - started, seen[-1][0] - started
     assert first < 0.15  # the first event did not wait for the others
     assert last - first >= 0.2 * (len(seen) - 1) * 0.8
-    gaps = [b[0] - a[0] for a, b in zip(seen, seen[1:], strict=False)]
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(seen)]
     assert min(gaps) > 0.1  # one by one, not in bursts
     assert seen[-1][1].data == "[DONE]"
 
