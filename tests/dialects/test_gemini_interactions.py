@@ -1082,3 +1082,44 @@ def test_foreign_raw_reasoning_and_inline_media() -> None:
         "document",
     ]
     assert deltas[2] == {"data": "UklGRg==", "mime_type": "audio/wav", "type": "audio"}
+
+
+def test_rebuild_of_another_dialects_events() -> None:
+    assert rebuild(foreign_events()) == {
+        "id": "resp_1",
+        "status": "requires_action",
+        "object": "interaction",
+        "model": "gpt-5.4-nano",
+        "usage": {
+            "total_input_tokens": 120,
+            "total_output_tokens": 30,
+            "total_thought_tokens": 20,
+            "total_cached_tokens": 100,
+            "total_tokens": 170,
+        },
+        "steps": [
+            {
+                "type": "thought",
+                "signature": "gAAAAencrypted==",
+                "summary": [{"type": "text", "text": "Thinking."}],
+            },
+            {
+                "type": "model_output",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "Hello world.",
+                        "annotations": [{"type": "url_citation", "url": "https://x"}],
+                    }
+                ],
+            },
+            {
+                "type": "function_call",
+                "id": "call_1",
+                "name": "lookup",
+                "arguments": {"q": "x"},
+                "signature": "tool-sig",
+            },
+            {"type": "web_search_call", "id": "ws_1"},
+        ],
+    }

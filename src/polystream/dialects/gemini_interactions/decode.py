@@ -97,12 +97,17 @@ __all__ = ["DIALECT", "Decoder"]
 
 DIALECT: Final = "gemini_interactions"
 
-_DERIVED: Final[dict[str, Any]] = {"derived": True}
 _ANY_DECODER: Final = msgspec.json.Decoder()
 _DATA_TYPES: Final = frozenset({"image", "audio", "document", "video"})
 _DELTA_EVENTS: Final = frozenset({"step.delta", "content.delta"})
 _ENVELOPE: Final = frozenset({"event_type", "event_id"})
-_TERMINAL_STATUSES: Final = frozenset(s for s, (f, _) in STATUS_TABLE.items() if s != "in_progress")
+# Statuses that end a turn (a final interaction may still follow); not in_progress/queued/idle.
+_TERMINAL_STATUSES: Final = frozenset(STATUS_TABLE) - {"in_progress", "queued", "idle"}
+
+
+def _derived() -> dict[str, Any]:
+    """``extra`` of a derived event (a fresh mapping: events never share one)."""
+    return {"derived": True}
 
 
 def _is_int(value: Any) -> bool:
@@ -408,7 +413,7 @@ class Decoder(FramedDecoder):
         if type(raw) is dict:
             usage = convert_usage(raw)
             self._usage = usage if self._usage is None else self._usage.merged(usage)
-            out.append(UsageUpdate(usage=usage, cursor=cursor, extra=_DERIVED))
+            out.append(UsageUpdate(usage=usage, cursor=cursor, extra=_derived()))
 
     def _on_error(
         self, payload: dict[str, Any], cursor: Any, flags: dict[str, Any], out: list[Event]
@@ -667,7 +672,9 @@ class Decoder(FramedDecoder):
         # Content the step carries already, for consumers (the encoder uses ``step``).
         signature = step.get("signature")
         if type(signature) is str:
-            out.append(SignatureDelta(index=index, delta=signature, cursor=cursor, extra=_DERIVED))
+            out.append(
+                SignatureDelta(index=index, delta=signature, cursor=cursor, extra=_derived())
+            )
         summary = step.get("summary")
         if type(summary) is list:
             for item in summary:
@@ -682,7 +689,7 @@ class Decoder(FramedDecoder):
                             delta=item["text"],
                             summary=True,
                             cursor=cursor,
-                            extra=_DERIVED,
+                            extra=_derived(),
                         )
                     )
         if stype == "model_output":
@@ -698,7 +705,7 @@ class Decoder(FramedDecoder):
             return
         ctype = item.get("type")
         if ctype == "text" and type(item.get("text")) is str and item["text"]:
-            out.append(TextDelta(index=index, delta=item["text"], cursor=cursor, extra=_DERIVED))
+            out.append(TextDelta(index=index, delta=item["text"], cursor=cursor, extra=_derived()))
         elif ctype in _DATA_TYPES and type(item.get("data")) is str:
             mime = item.get("mime_type")
             out.append(
@@ -707,14 +714,14 @@ class Decoder(FramedDecoder):
                     delta=item["data"],
                     mime_type=mime if type(mime) is str else None,
                     cursor=cursor,
-                    extra=_DERIVED,
+                    extra=_derived(),
                 )
             )
         annotations = item.get("annotations")
         if type(annotations) is list:
             for annotation in annotations:
                 out.append(
-                    Citation(index=index, citation=annotation, cursor=cursor, extra=_DERIVED)
+                    Citation(index=index, citation=annotation, cursor=cursor, extra=_derived())
                 )
 
     def _on_step_stop(
@@ -819,7 +826,7 @@ class Decoder(FramedDecoder):
                 )
                 for annotation in annotations[1:]:
                     out.append(
-                        Citation(index=index, citation=annotation, cursor=cursor, extra=_DERIVED)
+                        Citation(index=index, citation=annotation, cursor=cursor, extra=_derived())
                     )
                 return
             if "annotations" in delta:
@@ -846,12 +853,14 @@ class Decoder(FramedDecoder):
         out.append(primary)
         signature = drest.get("signature")
         if type(signature) is str and dtype != "thought_signature":
-            out.append(SignatureDelta(index=index, delta=signature, cursor=cursor, extra=_DERIVED))
+            out.append(
+                SignatureDelta(index=index, delta=signature, cursor=cursor, extra=_derived())
+            )
         annotations = drest.get("annotations")
         if type(annotations) is list:
             for annotation in annotations:
                 out.append(
-                    Citation(index=index, citation=annotation, cursor=cursor, extra=_DERIVED)
+                    Citation(index=index, citation=annotation, cursor=cursor, extra=_derived())
                 )
 
     def _main_str(self, drest: dict[str, Any], key: str, extra: dict[str, Any]) -> str:

@@ -15,7 +15,8 @@ Rebuilt steps (current schema; legacy ``outputs`` use the content shapes of the 
 * server tool calls / results: the start step's fields updated by each whole-object delta
   (``arguments`` / ``result``, ``signature``, ``is_error``...).
 
-Works on any dialect's events (foreign blocks map as the encoder maps them).
+Works on any dialect's events: those of another dialect are first encoded to this dialect
+and decoded back, so the object is exactly what the encoded stream describes.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from polystream.events import (
     UsageUpdate,
 )
 
-from .decode import DIALECT, data_delta_type
+from .decode import DIALECT, Decoder, data_delta_type
+from .encode import Encoder
 from .finish_reason import native_status
 from .usage import usage_to_native
 from .wire import NAMED_STEP_TYPES, decode_any, main_field, step_type_of
@@ -223,6 +225,12 @@ def rebuild(events: Iterable[Event]) -> dict[str, Any]:
         stream reported.
     """
     events = list(events)
+    first = next((e for e in events if isinstance(e, StreamStart)), None)
+    if first is not None and first.dialect != DIALECT:
+        # Another dialect's events: the object is the one their Interactions encoding
+        # describes, so map them exactly as the encoder does.
+        decoder = Decoder()
+        events = decoder.feed(Encoder().encode_all(events)) + decoder.close()
     interaction: dict[str, Any] = {}
     final: dict[str, Any] | None = None
     legacy = False
