@@ -198,3 +198,17 @@ def test_round_trip_property(frames: list[tuple[Any, ...]]) -> None:
         # SSE normalises line ends inside data to LF, and "" names the default type.
         expected.append(("\n".join(_lines(data)), event or None, last_id, retry))
     assert decoded(wire, bytewise=False) == expected
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda e: e.event("a\ud800b"),
+        lambda e: e.event("x", event="\udfff"),
+        lambda e: e.event("x", id="\ud800"),
+        lambda e: e.comment("\ud800"),
+    ],
+)
+def test_lone_surrogate_is_a_local_error(call: Any) -> None:
+    with pytest.raises(LocalProtocolError):
+        call(SSEEncoder())

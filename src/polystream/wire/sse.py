@@ -429,6 +429,10 @@ class SSEEncoder:
 
         Returns:
             The event's bytes, ending with the blank line that dispatches it.
+
+        Raises:
+            LocalProtocolError: ``event`` holds CR or LF, ``id`` holds CR, LF or NUL,
+                ``retry`` is negative, or the text holds a lone surrogate.
         """
         head = ""
         if event is not None:
@@ -448,9 +452,18 @@ class SSEEncoder:
             body = "".join(f"data: {line}\n" for line in lines)
         else:
             body = f"data: {data}\n"
-        return (head + body + "\n").encode("utf-8")
+        return _utf8(head + body + "\n")
 
     def comment(self, text: str = "") -> bytes:
         """Encode a comment line (a keep-alive). Multi-line text becomes several lines."""
         lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        return "".join(f": {line}\n" if line else ":\n" for line in lines).encode("utf-8")
+        return _utf8("".join(f": {line}\n" if line else ":\n" for line in lines))
+
+
+def _utf8(text: str) -> bytes:
+    """Encode for the wire; text that UTF-8 cannot carry (a lone surrogate) is the
+    caller's error, reported as such."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LocalProtocolError(f"SSE text is not valid Unicode: {exc}", dialect="sse") from None
