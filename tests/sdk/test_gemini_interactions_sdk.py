@@ -293,7 +293,8 @@ def test_sdk_accepts_a_stream_encoded_from_another_dialect() -> None:
         "total_tokens": 65,
     }
     assert len(set(view.event_ids)) == len(events)
-    assert encoder.losses == []
+    # Anthropic thinking is raw reasoning; Interactions only streams summaries.
+    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [("reasoning.raw", 2)]
     summary = events[2].delta
     assert (summary.type, summary.content.text) == ("thought_summary", "Let me look.")
 
