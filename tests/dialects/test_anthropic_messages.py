@@ -981,6 +981,31 @@ def test_ping_after_first_block_is_optional() -> None:
     assert sum(name == "ping" for name, _ in pinged) == 1
 
 
+def test_hand_built_same_dialect_events_get_a_stop_reason_and_usage() -> None:
+    events: list[Event] = [
+        StreamStart(dialect=DIALECT, id="msg_x", model="claude-haiku-4-5"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="Hi"),
+        BlockEnd(index=0),
+        Finish(
+            status="incomplete",
+            reason=FinishReason(unified="length", raw="max_tokens"),
+            usage=Usage(input_tokens=5, output_tokens=2),
+        ),
+    ]
+    frames = native_frames(Encoder().encode_all(events))
+    assert frames[0][1]["message"]["usage"] == {"input_tokens": 0, "output_tokens": 0}
+    assert frames[-2] == (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "max_tokens", "stop_sequence": None},
+            "usage": {"input_tokens": 5, "output_tokens": 2},
+        },
+    )
+    assert frames[-1] == ("message_stop", {"type": "message_stop"})
+
+
 def test_encoder_rejects_impossible_event_order() -> None:
     encoder = Encoder()
     encoder.encode(FOREIGN[0])

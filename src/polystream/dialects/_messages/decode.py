@@ -137,6 +137,7 @@ class MessagesDecoder(FramedDecoder):
         self._next = 0  # next unified block index
         self._usage: dict[str, Any] | None = None  # cumulative native usage
         self._stop_reason: str | None = None
+        self._stop_seen = False  # a stop reason arrived (message_delta or message_start)
 
     # -- dispatch ------------------------------------------------------------------------
 
@@ -331,6 +332,8 @@ class MessagesDecoder(FramedDecoder):
             self._usage = usage
             out.append(UsageUpdate(usage=to_usage(usage, usage)))
         stop_reason = message.get("stop_reason")
+        if stop_reason is not None:
+            self._stop_seen = True
         if type(stop_reason) is str:
             self._note_stop_reason(stop_reason)
         if type(content) is list:
@@ -350,6 +353,7 @@ class MessagesDecoder(FramedDecoder):
             self._bad(out, "message_delta before message_start", data, order=True)
             return
         delta = obj.get("delta")
+        self._stop_seen = True
         if type(delta) is dict:
             stop_reason = delta.get("stop_reason")
             if type(stop_reason) is str:
@@ -386,6 +390,9 @@ class MessagesDecoder(FramedDecoder):
         self._finish(self._extra(obj, ("type",), name, "message_stop"), out)
 
     def _finish(self, extra: dict[str, Any] | None, out: list[Event]) -> None:
+        if not self._stop_seen:
+            # message_stop without any message_delta: say so, or the encoder would add one.
+            extra = {**(extra or {}), "no_delta": True}
         usage = self._usage
         self.emit_finish(
             out,

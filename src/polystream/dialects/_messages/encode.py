@@ -171,6 +171,7 @@ class MessagesEncoder(DialectEncoder):
         self._skipped: set[int] = set()
         self._usage: Usage | None = None
         self._error_sent = False
+        self._stop_sent = False  # a stop reason was written (message_delta or message_start)
         self._pinged = False
         self._done = False
 
@@ -298,7 +299,7 @@ class MessagesEncoder(DialectEncoder):
             model = (start.model if start is not None else None) or "unknown"
         usage = self._message_usage
         if usage is None:
-            usage = {} if family else from_usage(None)
+            usage = from_usage(None)
         message: dict[str, Any] = {
             "id": message_id,
             "type": "message",
@@ -313,6 +314,7 @@ class MessagesEncoder(DialectEncoder):
             apply_diff(message, extra.get("message"))
         if self._in_start and isinstance(message.get("content"), list):
             message["content"] = message["content"] + self._in_start
+        self._stop_sent = message.get("stop_reason") is not None
         payload = _with({"type": "message_start", "message": message}, extra if family else None)
         return _frame(_name("message_start", extra if family else None), payload)
 
@@ -673,6 +675,7 @@ class MessagesEncoder(DialectEncoder):
         if isinstance(absent, list):
             for key in absent:
                 payload.pop(key, None)
+        self._stop_sent = True
         return _frame(_name("message_delta", extra), _with(payload, extra))
 
     def _finish(self, event: Finish) -> bytes:
@@ -696,21 +699,31 @@ class MessagesEncoder(DialectEncoder):
             for unified in list(self._open.values()):
                 # Blocks the source never closed: close them, so the reply is whole.
                 parts.append(self._block_end(BlockEnd(index=unified)))
+        extra = event.extra
+        if not self._stop_sent and not (self._family and extra and extra.get("no_delta")):
+            # Another dialect, or same-family events built by hand (a decoded Messages
+            # stream has its message_delta, its stop reason in message_start, or says
+            # it had neither with extra["no_delta"]).
             usage = self._usage
             if event.usage is not None:
                 usage = event.usage if usage is None else usage.merged(event.usage)
+            native_usage = (
+                usage.raw
+                if self._family and usage is not None and isinstance(usage.raw, dict)
+                else from_usage(usage)
+            )
             delta = {
                 "type": "message_delta",
                 "delta": {
-                    "stop_reason": stop_reason_for(event.reason, native=False),
+                    "stop_reason": stop_reason_for(event.reason, native=self._family),
                     "stop_sequence": None,
                 },
-                "usage": from_usage(usage),
+                "usage": native_usage,
             }
             parts.append(_frame("message_delta", delta))
+        if not self._family:
             parts.append(_frame("message_stop", {"type": "message_stop"}))
             return b"".join(parts)
-        extra = event.extra
         parts.append(_frame(_name("message_stop", extra), _with({"type": "message_stop"}, extra)))
         return b"".join(parts)
 
