@@ -1123,3 +1123,23 @@ def test_rebuild_of_another_dialects_events() -> None:
             {"type": "web_search_call", "id": "ws_1"},
         ],
     }
+
+
+def test_step_restarted_while_open() -> None:
+    data = sse(
+        CREATED,
+        ev("step.start", "e1", index=0, step={"type": "model_output"}),
+        ev("step.start", "e2", index=0, step={"type": "model_output"}),
+        ev("step.delta", "e3", index=0, delta={"type": "text", "text": "x"}),
+        ev("step.stop", "e4", index=0),
+        completed("completed"),
+    )
+    events = decode(data)
+    warning = next(e for e in events if isinstance(e, Warning))
+    assert (warning.code, warning.event_index) == ("step_restarted", 2)
+    starts = [e.index for e in events if isinstance(e, BlockStart)]
+    assert starts == [0, 1]
+    assert [e.index for e in events if isinstance(e, TextDelta)] == [1]
+    assert native_frames(Encoder().encode_all(events)) == native_frames(data)
+    with pytest.raises(RemoteProtocolError, match="still open"):
+        decode(data, strict=True)

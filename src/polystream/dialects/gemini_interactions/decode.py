@@ -234,7 +234,7 @@ class Decoder(FramedDecoder):
         if etype in _DELTA_EVENTS:
             self._on_delta(payload, cursor, flags, out)
         elif etype in ("step.start", "content.start"):
-            self._on_step_start(payload, cursor, flags, etype == "content.start")
+            self._on_step_start(payload, cursor, flags, etype == "content.start", out)
         elif etype in ("step.stop", "content.stop"):
             self._on_step_stop(payload, cursor, flags, out)
         elif etype in STATUS_EVENTS:
@@ -494,11 +494,21 @@ class Decoder(FramedDecoder):
     # -- steps -------------------------------------------------------------------------------
 
     def _on_step_start(
-        self, payload: dict[str, Any], cursor: Any, flags: dict[str, Any], legacy: bool
+        self,
+        payload: dict[str, Any],
+        cursor: Any,
+        flags: dict[str, Any],
+        legacy: bool,
+        out: list[Event],
     ) -> None:
         index = payload.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             raise self.protocol_error("step.start without an integer index")
+        previous = self._steps.get(index)
+        if previous is not None and not previous.ended:
+            # A new block all the same (unified indices are never reused); the old one
+            # simply never ends.
+            self.warn(out, "step_restarted", f"step.start for step {index}, which is still open")
         key = "content" if legacy else "step"
         step = payload.get(key)
         if step is None and key not in payload and type(payload.get("type")) is str:
