@@ -1,0 +1,473 @@
+"""The emulator's sans-I/O core: scenario format, request summaries, reply events,
+delivery plans, provider error shapes, and the Emulator's decisions (no sockets)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from polystream.events import (
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    ReasoningDelta,
+    SignatureDelta,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Usage,
+    UsageUpdate,
+)
+from polystream.scenario import (
+    KEEPALIVE,
+    Emulator,
+    Faults,
+    Frame,
+    InBandError,
+    Reply,
+    RequestError,
+    Scenario,
+    ScenarioError,
+    Timing,
+    error_answer,
+    frames_after,
+    load_scenarios,
+    parse_scenarios,
+    plan_delivery,
+    render_frames,
+    reply_events,
+    retarget,
+    schedule,
+    split_text,
+    summarize,
+)
+from polystream.scenario._reply import strip_usage
+from tests.server.support import WEATHER, require
+
+
+def body_of(answer: object) -> bytes:
+    return b"".join(chunk.data for chunk in answer.plan.chunks)  # type: ignore[attr-defined]
+
+
+# -- format -----------------------------------------------------------------------------
+
+
+def test_load_scenarios_shapes() -> None:
+    one = load_scenarios(b'{"name": "a", "reply": {"text": "hi"}}')
+    many = load_scenarios(b'[{"name": "a"}, {"name": "b"}]')
+    wrapped = load_scenarios(b'{"scenarios": [{"name": "a"}]}')
+    assert [s.name for s in one] == ["a"]
+    assert [s.name for s in many] == ["a", "b"]
+    assert [s.name for s in wrapped] == ["a"]
+    assert one[0].reply is not None and one[0].reply.text == "hi"
+    assert one[0].timing == Timing() and one[0].faults == Faults()
+
+
+def test_load_scenarios_yaml() -> None:
+    pytest.importorskip("yaml")
+    text = "scenarios:\n  - match: {model: 'gpt-*'}\n    reply:\n      text: [a, b]\n"
+    (scenario,) = load_scenarios(text, format="yaml")
+    assert scenario.match.model == "gpt-*"
+    assert scenario.reply is not None and scenario.reply.text == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (b'{"faults": {"http_eror": {"status": 429}}}', "http_eror"),
+        (b'{"timing": {"speed": 0}}', "speed"),
+        (b'{"faults": {"http_error": {"status": 200}}}', "4xx or 5xx"),
+        (b'{"reply": {"tool_calls": [{"arguments": {}}]}}', "name"),
+        (b'{"scenarios": [], "extra": 1}', "only 'scenarios'"),
+        (b"42", "expected a scenario object"),
+        (b"{nope", "invalid JSON"),
+        (b'{"timing": {"recorded": [0.5, 0.1]}}', "must not decrease"),
+    ],
+)
+def test_invalid_scenarios_name_the_problem(document: bytes, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        load_scenarios(document, source="s.json")
+
+
+def test_matching_rules() -> None:
+    (scenario,) = parse_scenarios(
+        {
+            "match": {
+                "model": "gpt-*",
+                "contains": "weather",
+                "tools": True,
+                "provider": ["openai", "xai"],
+            }
+        }
+    )
+    base = {
+        "dialect": "openai_chat",
+        "provider": "openai",
+        "model": "gpt-5",
+        "user_text": "the weather?",
+        "has_tools": True,
+        "has_tool_result": False,
+    }
+    assert scenario.matches(**base)  # type: ignore[arg-type]
+    assert not scenario.matches(**{**base, "model": "claude-x"})  # type: ignore[arg-type]
+    assert not scenario.matches(**{**base, "user_text": "hello"})  # type: ignore[arg-type]
+    assert not scenario.matches(**{**base, "has_tools": False})  # type: ignore[arg-type]
+    assert not scenario.matches(**{**base, "provider": "gemini"})  # type: ignore[arg-type]
+    (second,) = parse_scenarios({"match": {"tool_result": True, "dialect": "openai_chat"}})
+    assert second.matches(**{**base, "has_tool_result": True})  # type: ignore[arg-type]
+    assert not second.matches(**base)  # type: ignore[arg-type]
+    assert not second.matches(
+        **{
+            **base,
+            "has_tool_result": True,  # type: ignore[arg-type]
+            "dialect": "xai_chat",
+        }
+    )
+
+
+# -- request summaries --------------------------------------------------------------------
+
+
+def test_summaries_per_dialect() -> None:
+    responses = summarize(
+        "openai_responses",
+        {
+            "model": "gpt-5",
+            "stream": True,
+            "background": True,
+            "tools": [{"type": "function", "name": "f"}],
+            "input": [
+                {"role": "user", "content": [{"type": "input_text", "text": "hey"}]},
+                {"type": "function_call_output", "call_id": "c", "output": "1"},
+            ],
+        },
+    )
+    assert (responses.model, responses.stream, responses.background) == ("gpt-5", True, True)
+    assert responses.user_text == "hey" and responses.has_tool_result
+    assert responses.tool_names == ("f",)
+    chat = summarize(
+        "xai_chat",
+        {
+            "model": "grok-4",
+            "messages": [{"role": "user", "content": "yo"}],
+            "stream_options": {"include_usage": True},
+            "tools": [{"type": "function", "function": {"name": "g"}}],
+        },
+    )
+    assert chat.provider == "xai" and chat.include_usage and chat.tool_names == ("g",)
+    assert chat.user_text == "yo" and not chat.has_tool_result
+    messages = summarize(
+        "anthropic_messages",
+        {
+            "model": "claude-x",
+            "max_tokens": 5,
+            "messages": [
+                {"role": "user", "content": "q"},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]},
+            ],
+        },
+    )
+    assert messages.user_text == "q" and messages.has_tool_result
+    gemini = summarize(
+        "gemini_generate",
+        {
+            "contents": [{"parts": [{"text": "hello"}, {"text": "x", "thought": True}]}],
+            "tools": [{"functionDeclarations": [{"name": "h"}]}],
+        },
+        model="models/gemini-3",
+        stream=True,
+    )
+    assert (gemini.model, gemini.user_text, gemini.stream) == ("gemini-3", "hello", True)
+    assert gemini.tool_names == ("h",)
+    interaction = summarize(
+        "gemini_interactions",
+        {
+            "model": "gemini-3",
+            "stream": True,
+            "input": [
+                {"type": "user_input", "content": [{"type": "text", "text": "hi"}]},
+                {"type": "function_result", "call_id": "c", "result": "r"},
+            ],
+        },
+    )
+    assert interaction.user_text == "hi" and interaction.has_tool_result
+    assert summarize("gemini_interactions", {"model": "m", "input": "plain"}).user_text == "plain"
+
+
+@pytest.mark.parametrize(
+    ("dialect", "body", "message"),
+    [
+        ("openai_responses", {"input": "x"}, "Missing required parameter: 'model'."),
+        ("openai_chat", {"model": "gpt-5"}, "Missing required parameter: 'messages'."),
+        ("openai_chat", {"model": "gpt-5", "messages": []}, "empty array"),
+        ("openai_responses", {"model": 5}, "Invalid type for 'model'"),
+        (
+            "openai_chat",
+            {"model": "m", "messages": [{"role": "user"}], "stream": "yes"},
+            "Invalid type for 'stream'",
+        ),
+        ("anthropic_messages", {"model": "c", "messages": []}, "max_tokens: Field required"),
+        ("anthropic_messages", {"model": "c", "max_tokens": 0, "messages": []}, "greater than 0"),
+        ("gemini_generate", {}, "contents is not specified"),
+        ("gemini_interactions", {"input": "x"}, "'model' or 'agent'"),
+        ("xai_messages", [1], "JSON object"),
+    ],
+)
+def test_invalid_requests(dialect: str, body: object, message: str) -> None:
+    with pytest.raises(RequestError, match=message) as caught:
+        summarize(dialect, body, model="gemini-3")
+    assert caught.value.status == 400
+
+
+# -- reply events -----------------------------------------------------------------------------
+
+
+def test_split_text() -> None:
+    assert split_text("one two  three ", None) == ["one", " two", "  three", " "]
+    assert split_text("héllo", 2) == ["hé", "ll", "o"]
+    assert split_text("", None) == []
+    text = " lead and\ttabs\nnewline "
+    assert "".join(split_text(text, None)) == text
+
+
+def test_reply_events_structure() -> None:
+    (scenario,) = parse_scenarios(WEATHER)
+    summary = summarize(
+        "openai_chat", {"model": "gpt-5", "messages": [{"role": "user", "content": "weather"}]}
+    )
+    events = reply_events(scenario.reply, summary, response_id="chatcmpl-1", created=7)
+    assert events[0] == StreamStart(dialect="scenario", id="chatcmpl-1", model="gpt-5", created=7)
+    starts = [e for e in events if isinstance(e, BlockStart)]
+    assert [(s.index, s.kind) for s in starts] == [(0, "reasoning"), (1, "text"), (2, "tool_call")]
+    assert starts[2].id == "call_w1" and starts[2].name == "get_weather"
+    assert "".join(e.delta for e in events if isinstance(e, ReasoningDelta)) == (
+        "The user wants the weather. Call the tool."
+    )
+    assert [e.delta for e in events if isinstance(e, SignatureDelta)] == ["c2lnLTE="]
+    assert "".join(e.delta for e in events if isinstance(e, TextDelta)) == "Let me check."
+    arguments = "".join(e.delta for e in events if isinstance(e, ToolInputDelta))
+    assert json.loads(arguments) == {"city": "Paris"}
+    assert sum(isinstance(e, BlockEnd) for e in events) == 3
+    finish = events[-1]
+    assert isinstance(finish, Finish) and finish.status == "completed"
+    assert finish.reason.unified == "tool_calls" and finish.reason.raw is None
+    usage = finish.usage
+    assert usage is not None and usage.total_tokens == usage.input_tokens + usage.output_tokens  # type: ignore[operator]
+    assert usage.reasoning_tokens and usage.reasoning_tokens <= usage.output_tokens  # type: ignore[operator]
+
+
+def test_default_reply_is_deterministic_and_quotes_the_user() -> None:
+    summary = summarize(
+        "anthropic_messages",
+        {
+            "model": "claude-x",
+            "max_tokens": 9,
+            "messages": [{"role": "user", "content": "Ça « va » ?"}],
+        },
+    )
+    first = reply_events(None, summary, response_id="msg_1")
+    assert first == reply_events(None, summary, response_id="msg_1")
+    text = "".join(e.delta for e in first if isinstance(e, TextDelta))
+    assert "Ça « va » ?" in text
+    assert isinstance(first[-1], Finish) and first[-1].reason.unified == "stop"
+
+
+def test_explicit_deltas_usage_and_finish() -> None:
+    (scenario,) = parse_scenarios(
+        {
+            "reply": {
+                "text": ["He", "llo"],
+                "usage": {"input_tokens": 3, "output_tokens": 2},
+                "finish": {"status": "incomplete", "reason": "length", "raw": "max_tokens"},
+            }
+        }
+    )
+    summary = summarize("openai_chat", {"model": "gpt-5", "messages": [{"role": "user"}]})
+    events = reply_events(scenario.reply, summary, response_id="x")
+    assert [e.delta for e in events if isinstance(e, TextDelta)] == ["He", "llo"]
+    finish = events[-1]
+    assert isinstance(finish, Finish) and finish.status == "incomplete"
+    assert (finish.reason.unified, finish.reason.raw) == ("length", "max_tokens")
+    assert finish.usage == Usage(input_tokens=3, output_tokens=2, total_tokens=5)
+    stripped = strip_usage([*events[:-1], UsageUpdate(usage=Usage(input_tokens=1)), finish])
+    assert not any(isinstance(e, UsageUpdate) for e in stripped)
+    assert isinstance(stripped[-1], Finish) and stripped[-1].usage is None
+
+
+def test_retarget_drops_source_only_fields() -> None:
+    events = [
+        StreamStart(dialect="anthropic_messages", id="msg_a", extra={"k": 1}),
+        BlockStart(index=0, kind="text", extra={"native": True}, cursor=3),
+        TextDelta(index=0, delta="x", raw={"r": 1}),
+        BlockEnd(index=0),
+        Finish(status="completed", reason=FinishReason(unified="stop", raw="end_turn")),
+    ]
+    other = retarget(events, dialect="openai_chat", response_id="chatcmpl-9", model="gpt-5")
+    assert other[0] == StreamStart(dialect="anthropic_messages", id="chatcmpl-9", model="gpt-5")
+    assert all(e.extra is None and e.cursor is None and e.raw is None for e in other)
+    assert isinstance(other[-1], Finish) and other[-1].reason.raw is None
+    same = retarget(events, dialect="anthropic_messages", response_id="msg_b")
+    assert same[1].extra == {"native": True} and same[2].raw is None
+    assert isinstance(same[-1], Finish) and same[-1].reason.raw == "end_turn"
+
+
+# -- delivery plans --------------------------------------------------------------------------
+
+
+def test_schedule() -> None:
+    assert schedule(3, Timing(first_event=0.5, delay=0.1)) == pytest.approx([0.5, 0.6, 0.7])
+    assert schedule(4, Timing(recorded=[0.0, 1.0], delay=0.5, speed=2.0)) == pytest.approx(
+        [0.0, 0.5, 0.75, 1.0]
+    )
+
+
+def frames(*datas: bytes) -> list[Frame]:
+    return [Frame(data=d) for d in datas]
+
+
+def test_plan_keepalive_and_drop() -> None:
+    plan = plan_delivery(
+        frames(b"data: a\n\n", b"data: b\n\n", b"data: c\n\n"),
+        timing=Timing(first_event=0.35, delay=0.25),
+        faults=Faults(keepalive=0.1, drop_at_event=2),
+        sse=True,
+    )
+    assert [(round(c.at, 2), c.data) for c in plan.chunks] == [
+        (0.1, KEEPALIVE),
+        (0.2, KEEPALIVE),
+        (0.3, KEEPALIVE),
+        (0.35, b"data: a\n\n"),
+        (0.45, KEEPALIVE),
+        (0.55, KEEPALIVE),
+        (0.6, b"data: b\n\n"),
+    ]
+    assert plan.drop and plan.frames == 2
+    cut = plan_delivery(
+        frames(b"0123456789", b"abcdef"), timing=Timing(), faults=Faults(drop_at_byte=12), sse=False
+    )
+    assert b"".join(c.data for c in cut.chunks) == b"0123456789ab" and cut.drop
+    whole = plan_delivery(frames(b"x"), timing=Timing(), faults=Faults(), sse=True)
+    assert not whole.drop and [c.data for c in whole.chunks] == [b"x"]
+
+
+def test_plan_odd_boundaries() -> None:
+    data = 'data: {"t":"é✓"}\n\n'.encode()
+    plan = plan_delivery(
+        frames(data),
+        timing=Timing(),
+        faults=Faults(split_utf8=True, line_endings="crlf", cr_at_chunk_end=True),
+        sse=True,
+    )
+    pieces = [c.data for c in plan.chunks]
+    assert b"".join(pieces) == data.replace(b"\n", b"\r\n")
+    assert pieces[0].endswith(b"\xc3")  # inside "é"
+    assert sum(p.endswith(b"\r") for p in pieces) == 2  # every CRLF cut between CR and LF
+    with pytest.raises(UnicodeDecodeError):
+        pieces[0].decode()  # a chunk that is not valid UTF-8 on its own
+    small = plan_delivery(
+        frames(b"abcdefghij"), timing=Timing(), faults=Faults(chunk_size=4), sse=False
+    )
+    assert [c.data for c in small.chunks] == [b"abcd", b"efgh", b"ij"]
+    cr = plan_delivery(
+        frames(b"data: x\n\n"), timing=Timing(), faults=Faults(line_endings="cr"), sse=True
+    )
+    assert cr.chunks[0].data == b"data: x\r\r"
+
+
+def test_frames_after() -> None:
+    numbered = [Frame(data=b"a", cursor=0), Frame(data=b"b", cursor=1), Frame(data=b"c", cursor=2)]
+    assert [f.data for f in frames_after(numbered, 0) or []] == [b"b", b"c"]
+    assert frames_after(numbered, 2) == []
+    named = [Frame(data=b"a", cursor="e1"), Frame(data=b"b", cursor="e2")]
+    assert [f.data for f in frames_after(named, "e1") or []] == [b"b"]
+    assert frames_after(named, "nope") is None
+    assert frames_after(named, None) == named
+
+
+def test_render_frames_cursors_error_and_no_terminal() -> None:
+    require("openai_responses")
+    summary = summarize("openai_responses", {"model": "gpt-5", "input": "hi"})
+    events = reply_events(None, summary, response_id="resp_1")
+    full = render_frames("openai_responses", events)
+    assert [f.cursor for f in full] == list(range(len(full)))
+    assert b"response.completed" in full[-1].data
+    cut = render_frames("openai_responses", events, terminal=False)
+    assert not any(b"response.completed" in f.data for f in cut)
+    failed = render_frames("openai_responses", events, error=InBandError(after=2))
+    assert b"response.failed" in failed[-1].data or b'"type":"error"' in failed[-1].data
+    assert not any(b"output_text.delta" in f.data for f in failed)
+
+
+# -- error shapes ------------------------------------------------------------------------------
+
+
+def test_error_shapes_and_retry_after() -> None:
+    openai = error_answer("openai", 429, retry_after=1.5)
+    assert openai.headers["retry-after"] == "2" and openai.headers["retry-after-ms"] == "1500"
+    assert set(json.loads(openai.body)["error"]) == {"message", "type", "param", "code"}
+    anthropic = json.loads(error_answer("anthropic", 529).body)
+    assert anthropic["type"] == "error"
+    assert anthropic["error"] == {"type": "overloaded_error", "message": "Overloaded"}
+    assert json.loads(error_answer("xai", 400, dialect="xai_messages").body)["type"] == "error"
+    gemini = json.loads(error_answer("gemini", 503, "down").body)
+    assert gemini == {"error": {"code": 503, "message": "down", "status": "UNAVAILABLE"}}
+    assert "retry-after" not in error_answer("gemini", 500).headers
+
+
+# -- the emulator's decisions ----------------------------------------------------------------
+
+
+def test_http_error_times_then_success() -> None:
+    require("openai_chat")
+    emulator = Emulator(parse_scenarios({"faults": {"http_error": {"status": 503, "times": 2}}}))
+    body = b'{"model": "gpt-5", "messages": [{"role": "user", "content": "x"}]}'
+    statuses = [emulator.answer("openai_chat", body).status for _ in range(3)]
+    assert statuses == [503, 503, 200]
+
+
+def test_models_known_by_family_scenario_or_any() -> None:
+    require("openai_chat")
+    body = b'{"model": "my-model", "messages": [{"role": "user", "content": "x"}]}'
+    assert Emulator().answer("openai_chat", body).status == 404
+    assert Emulator(any_model=True).answer("openai_chat", body).status == 200
+    named = Emulator(parse_scenarios({"match": {"model": "my-*"}}))
+    assert named.answer("openai_chat", body).status == 200
+
+
+def test_unary_in_band_error_becomes_http_status() -> None:
+    require("anthropic_messages", "openai_chat")
+    emulator = Emulator(parse_scenarios({"faults": {"error": {"kind": "overloaded"}}}))
+    anthropic = emulator.answer(
+        "anthropic_messages",
+        b'{"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}',
+    )
+    assert anthropic.status == 529
+    chat = emulator.answer("openai_chat", b'{"model": "gpt-5", "messages": [{"role": "user"}]}')
+    assert chat.status == 503
+
+
+def test_background_and_retrieve() -> None:
+    require("openai_responses")
+    emulator = Emulator()
+    created = emulator.answer(
+        "openai_responses", b'{"model": "gpt-5", "input": "hi", "background": true}'
+    )
+    pending = json.loads(body_of(created))
+    assert pending["status"] == "queued" and pending["output"] == []
+    final = json.loads(body_of(emulator.retrieve("openai_responses", pending["id"])))
+    assert final["status"] == "completed" and final["id"] == pending["id"]
+    stream = emulator.retrieve("openai_responses", pending["id"], stream=True, cursor=1)
+    assert b'"sequence_number":1,' not in body_of(stream)
+    assert b'"sequence_number":2,' in body_of(stream)
+    assert emulator.retrieve("openai_responses", "resp_unknown").status == 404
+    assert emulator.retrieve("xai_responses", pending["id"]).status == 404  # other provider
+
+
+def test_captures_must_exist() -> None:
+    scenario = Scenario(reply=Reply(replay="missing.sse"))
+    with pytest.raises(ScenarioError, match=r"missing\.sse"):
+        Emulator([scenario])
+    with pytest.raises(ScenarioError, match="capture"):
+        Emulator(replays=[b"not a stream at all"])
