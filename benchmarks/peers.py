@@ -269,6 +269,38 @@ def _prepare_polystream(work: Workload, level: str) -> Runner:
     return run_http
 
 
+def _prepare_polystream_client(work: Workload, level: str) -> Runner:
+    """polystream's own HTTP client (``polystream.client.Client``) over the mock."""
+    if level != "http":
+        raise LookupError("the polystream client is measured through HTTP only")
+    from polystream.client import Client
+    from polystream.events import TextDelta, ToolInputDelta
+
+    import httpx
+
+    chunks = work.chunks()
+    headers = {"content-type": _content_type(work)}
+
+    def handler(request: Any) -> Any:
+        return httpx.Response(200, headers=headers, content=iter(chunks))
+
+    client = Client(transport=httpx.MockTransport(handler), api_key="x", base_url="http://test")
+    deltas = (TextDelta, ToolInputDelta)
+    dialect = work.dialect
+    framing = work.framing
+
+    def run() -> Outcome:
+        start = time.perf_counter()
+        first: float | None = None
+        stream = client.stream(dialect, model="benchmark-model", prompt="go", framing=framing)
+        for event in stream:
+            if first is None and type(event) in deltas:
+                first = time.perf_counter() - start
+        return _polystream_outcome(stream.result(), first)
+
+    return run
+
+
 # -- the minimal loop: split on blank lines, msgspec-decode each payload, join -----------------
 
 
@@ -898,19 +930,26 @@ class Peer:
         label: Column label.
         prepare: ``prepare(workload, level) -> run``.
         families: Workload families it reads (None: all).
-        imports: Module imported at set-up, for the import-time table.
+        levels: The levels it is measured at.
     """
 
     name: str
     label: str
     prepare: Callable[[Workload, str], Runner]
     families: frozenset[str] | None = None
+    levels: tuple[str, ...] = LEVELS
 
 
 PEERS: dict[str, Peer] = {
     peer.name: peer
     for peer in (
         Peer("polystream", "polystream", _prepare_polystream),
+        Peer(
+            "polystream_client",
+            "polystream Client",
+            _prepare_polystream_client,
+            levels=("http",),
+        ),
         Peer("minimal", "minimal loop (msgspec)", _prepare_minimal),
         Peer("generic", "httpx-sse + json.loads", _prepare_generic),
         Peer(
@@ -931,8 +970,10 @@ PEERS: dict[str, Peer] = {
 """Every peer, in column order."""
 
 
-def applies(peer: Peer, work: Workload) -> bool:
-    """Whether ``peer`` can read ``work`` at all."""
+def applies(peer: Peer, work: Workload, level: str | None = None) -> bool:
+    """Whether ``peer`` can read ``work`` at all (at ``level``, when given)."""
+    if level is not None and level not in peer.levels:
+        return False
     return peer.families is None or work.family in peer.families
 
 

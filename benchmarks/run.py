@@ -122,7 +122,7 @@ def measure_times(
             row = results.setdefault(work.name, {}).setdefault(level, {})
             for name in peer_names:
                 peer = peers.PEERS[name]
-                if not peers.applies(peer, work):
+                if not peers.applies(peer, work, level):
                     continue
                 task = {
                     "kind": "time",
