@@ -36,7 +36,6 @@ from polystream.events import (
     Usage,
     Warning,
 )
-
 from tests.helpers import FIXTURES, native_frames, stream_fixtures
 
 D = "openai_responses"
@@ -332,7 +331,9 @@ def test_keepalive_passes_through_in_strict_mode_too() -> None:
 def test_undocumented_event_is_unknown_and_never_aborts() -> None:
     data = small_stream().replace(
         b"event: response.content_part.done",
-        b'event: response.brand_new\ndata: {"type":"response.brand_new","x":1}\n\nevent: response.content_part.done',
+        b"event: response.brand_new\n"
+        b'data: {"type":"response.brand_new","x":1}\n\n'
+        b"event: response.content_part.done",
     )
     events = events_of(data)
     unknown = [e for e in events if isinstance(e, Unknown)]
@@ -340,7 +341,7 @@ def test_undocumented_event_is_unknown_and_never_aborts() -> None:
         Unknown(name="response.brand_new", data='{"type":"response.brand_new","x":1}')
     ]
     assert isinstance(events[-1], Finish) and events[-1].status == "completed"
-    with pytest.raises(RemoteProtocolError, match="unknown event 'response.brand_new'"):
+    with pytest.raises(RemoteProtocolError, match=r"unknown event 'response\.brand_new'"):
         events_of(data, strict=True)
     # and it re-encodes to itself
     assert native_frames(Encoder().encode_all(events)) == native_frames(data)
@@ -760,3 +761,18 @@ def test_other_candidates_are_a_loss() -> None:
     assert "candidate 1" in encoder.losses[0].reason
     result = decode(data, D, strict=True)
     assert (result.text, result.id is not None, result.status) == ("A", True, "completed")
+
+
+def test_strict_mode_rejects_unknown_enum_values() -> None:
+    data = small_stream()
+    odd_item = data.replace(b'"type":"message"', b'"type":"hologram"')
+    events = events_of(odd_item)  # tolerant: an ``other`` block... of a message that is not one
+    assert any(isinstance(e, ErrorEvent) for e in events)  # its content part has no item block
+    with pytest.raises(RemoteProtocolError, match="unknown output item type 'hologram'"):
+        events_of(odd_item, strict=True)
+    odd_reason = data.replace(b'"status":"completed"', b'"status":"exploded"')
+    finish = events_of(odd_reason)[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason == FinishReason(unified="other", raw="exploded")
+    with pytest.raises(RemoteProtocolError, match="unknown status or incomplete reason"):
+        events_of(odd_reason, strict=True)

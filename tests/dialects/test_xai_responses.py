@@ -24,7 +24,6 @@ from polystream.events import (
     ToolInputDelta,
     Usage,
 )
-
 from tests.helpers import FIXTURES, native_frames
 
 D = "xai_responses"

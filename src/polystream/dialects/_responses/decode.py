@@ -23,12 +23,13 @@ import msgspec
 
 from polystream.dialects._base import FramedDecoder
 from polystream.dialects._responses.errors import error_info
-from polystream.dialects._responses.finish_reason import map_finish_reason
+from polystream.dialects._responses.finish_reason import FINISH_REASONS, map_finish_reason
 from polystream.dialects._responses.quirks import Quirks
 from polystream.dialects._responses.usage import to_usage
 from polystream.dialects._responses.wire import (
     DECODER,
     ITEM_KINDS,
+    KNOWN_ITEM_TYPES,
     LIFECYCLE,
     STATUS_EVENTS,
     TERMINAL,
@@ -311,6 +312,8 @@ class ResponsesDecoder(FramedDecoder):
         if not isinstance(raw, str):
             state = resp.get("status")
             raw = state if isinstance(state, str) else status
+        if self.strict and raw not in FINISH_REASONS:
+            raise self.protocol_error(f"unknown status or incomplete reason {raw!r}")
         reason = map_finish_reason(
             raw, tool_calls=self._tool_calls, refusal=self._refusal and not self._text
         )
@@ -365,8 +368,10 @@ class ResponsesDecoder(FramedDecoder):
             raise self.protocol_error("output_item.added without item and output_index")
         if index in self._items:
             raise EventOrderError(f"output_index {index} added twice")
-        self._start(None, out, resumed=True)
         item_type = item.get("type")
+        if self.strict and item_type not in KNOWN_ITEM_TYPES:
+            raise self.protocol_error(f"unknown output item type {item_type!r}")
+        self._start(None, out, resumed=True)
         item_id = item.get("id")
         state = _Item(index, item_id if isinstance(item_id, str) else None, str(item_type))
         self._items[index] = state

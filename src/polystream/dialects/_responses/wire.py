@@ -24,6 +24,7 @@ __all__ = [
     "DECODER",
     "ENCODER",
     "ITEM_KINDS",
+    "KNOWN_ITEM_TYPES",
     "LIFECYCLE",
     "STATUS_EVENTS",
     "TERMINAL",
@@ -106,6 +107,29 @@ ITEM_KINDS: Final[dict[str, BlockKind]] = {
 }
 """Output item type -> block kind (``message`` items hold text/refusal part blocks;
 any other type is an ``other`` block named after it)."""
+
+KNOWN_ITEM_TYPES: Final = frozenset(
+    {
+        *ITEM_KINDS,
+        "message",
+        "function_call_output",
+        "computer_call",
+        "computer_call_output",
+        "program",
+        "program_output",
+        "tool_search_call",
+        "tool_search_output",
+        "additional_tools",
+        "local_shell_call",
+        "local_shell_call_output",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "custom_tool_call_output",
+    }
+)
+"""Output item types of the ``openai-python`` ``ResponseOutputItem`` union (3.x). Any
+other type decodes as an ``other`` block; strict mode rejects it."""
 
 TOOL_NAMES: Final[dict[str, str]] = {
     "web_search_call": "web_search",
