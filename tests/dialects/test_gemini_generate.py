@@ -123,7 +123,7 @@ def test_framing_auto_by_first_byte() -> None:
 # -- exact events --------------------------------------------------------------------------
 
 
-SIG = "CtYBAdHtim9Ql8yKj3mF0p1vZ2hQwS0kL6n+Yb7e/3oXr1uTq5cWm0Zs8Vd2Jf4Ha6Pg9Ek1Ro7Nl3Mi5Kj=="
+SIG = "ThGV3wIN5Z4NZaM6QnnxGD565OXZgOMJ+LVa3/LmHD71X/FvZvQzYCZrldtvj+wB12AxBUMGrkpLOAWY9s8="
 
 
 def test_skeleton_exact_events() -> None:
@@ -541,8 +541,8 @@ def test_rebuild_merges_like_the_non_streaming_endpoint() -> None:
                         },
                         {
                             "text": "Roses are red, skies can be grey.",
-                            "thoughtSignature": "Cq8CAdHtim8vX2p+QmW1Rk3Lz7Yt0Nc4Hd9Fg6Ja2Sb5Ve8Ux1"
-                            "Io/Kl0Pm3Qn6Rs9Tw2Xy5Zb8Ce1Df4Gh7Jk=",
+                            "thoughtSignature": "wCwLll4COr7oCPK1SNjVGTqLUim+bzEhpvFuLUGkSbN9y"
+                            "W93bIQj5XonhUiaP5xD+251aHbWrZqcrEqk5y4=",
                         },
                     ],
                     "role": "model",
@@ -600,7 +600,9 @@ def test_rebuild_code_execution_and_builtin_tools() -> None:
 # -- encoding another dialect's events -------------------------------------------------------
 
 
-ANTHROPIC_SIG = "EqQBCkYIBxgCKkBtmJmYz3dHv1Vq0yHl8Zr2VJ4X5a0Z1c3e4f5g6h7i8j9k0lMnOpQrStUvWxYz=="
+ANTHROPIC_SIG = (
+    "xw7Kaw+I9E2BpBMRZH5Q/aGsRU7AT/1EKw60dDqZMTHHDsprD4j0TYGkExFkflD9oaxFTsBP/UQrDrR0OpkxMQ=="
+)
 
 
 def foreign_events() -> list[Event]:

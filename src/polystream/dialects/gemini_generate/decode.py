@@ -49,8 +49,8 @@ Blocks (unified block index per part run; ``BlockStart.candidate`` is the candid
   so the deltas of the block always concatenate to the complete arguments.
 * ``executableCode`` -> ``code`` block (the code as one TextDelta);
   ``codeExecutionResult`` -> ``code_result`` block with the object as ``value``;
-  ``inlineData`` -> ``image`` / ``audio`` block (:class:`DataDelta`; consecutive audio
-  parts of one MIME type continue one block); ``toolCall`` of a built-in tool ->
+  ``inlineData`` -> one ``image`` / ``audio`` block per part (:class:`DataDelta`; base64
+  fragments with padding do not concatenate as text); ``toolCall`` of a built-in tool ->
   ``server_tool_call`` (``id``, ``name`` = ``toolType``, ``value`` = ``args``),
   ``toolResponse`` -> ``server_tool_result`` with the object as ``value``;
   ``functionResponse``, ``fileData`` and unknown part kinds -> an ``other`` block
@@ -273,8 +273,8 @@ class _Candidate:
     )
 
     def __init__(self) -> None:
-        self.open: int | None = None  # the open block (a text/reasoning/audio run)
-        self.open_kind: str | None = None  # "text", "reasoning" or "audio:<mime>"
+        self.open: int | None = None  # the open block (a text or reasoning run)
+        self.open_kind: str | None = None  # "text" or "reasoning"
         self.last: int | None = None  # the most recent block of the candidate
         self.last_signed = False
         self.last_textual = False  # the most recent block is text or reasoning
@@ -937,16 +937,9 @@ class GeminiGenerateDecoder(FramedDecoder):
         inner = order_if_needed(blob, INLINE_DATA_RANK)
         if inner is not None:
             extra["inlineData_order"] = inner
-        run = f"audio:{mime}"
-        if kind == "audio" and state.open is not None and state.open_kind == run:
-            index = state.open
-        else:
-            index = self._new_block(
-                state, c, kind, out, name="inlineData" if kind == "other" else None
-            )
-            if kind == "audio":
-                state.open = index
-                state.open_kind = run
+        # One block per part, audio included: base64 fragments do not concatenate as
+        # text (each may end in padding), so each fragment stays a whole block.
+        index = self._new_block(state, c, kind, out, name="inlineData" if kind == "other" else None)
         out.append(
             DataDelta(
                 index=index,
@@ -955,12 +948,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                 extra=extra or None,
             )
         )
-        if signature is not None:
-            self._sign(state, index, signature, out)
-        if state.open != index:
-            out.append(BlockEnd(index=index))
-        elif signature is not None:
-            self._close_open(state, out)
+        self._end_whole(state, index, signature, out)
 
 
 def _plain_citations(value: Any) -> bool:

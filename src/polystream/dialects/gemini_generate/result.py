@@ -7,8 +7,9 @@ Merging rules:
   the same kind were already joined into one block by the decoder, so their text is
   concatenated; a signature stays on the part of its block (``thoughtSignature``);
 * function calls whole (``args`` parsed once; a streamed call's ``partialArgs``
-  assembled), code, code results, images and audio (base64 joined), built-in tool
-  calls and responses, and unknown parts as they came;
+  assembled), code, code results, images, built-in tool calls and responses, and
+  unknown parts as they came; consecutive audio parts of one MIME type joined into one
+  (their bytes, not their base64 text);
 * ``groundingMetadata`` accumulated (lists extended: chunks carry only new grounding
   chunks), ``urlContextMetadata`` / ``safetyRatings`` / ``finishReason`` /
   ``finishMessage`` the last sent, citations gathered into ``citationMetadata``;
@@ -18,6 +19,7 @@ Merging rules:
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -136,6 +138,35 @@ def _part(block: _Block) -> dict[str, Any]:
     return ordered(fields, PART_RANK)
 
 
+def _merge_audio(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Join consecutive audio parts of one MIME type into one part, as the
+    non-streaming endpoint returns a single audio part. The bytes are joined, not
+    the base64 text (each streamed fragment is padded on its own)."""
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        blob = part.get("inlineData")
+        previous = out[-1].get("inlineData") if out else None
+        if (
+            len(part) == 1
+            and isinstance(blob, dict)
+            and isinstance(previous, dict)
+            and len(out[-1]) == 1
+            and str(blob.get("mimeType", "")).startswith("audio/")
+            and blob.get("mimeType") == previous.get("mimeType")
+            and isinstance(blob.get("data"), str)
+            and isinstance(previous.get("data"), str)
+        ):
+            try:
+                joined = base64.b64decode(previous["data"]) + base64.b64decode(blob["data"])
+            except ValueError:
+                out.append(part)
+                continue
+            out[-1] = {"inlineData": {**previous, "data": base64.b64encode(joined).decode()}}
+        else:
+            out.append(part)
+    return out
+
+
 def rebuild(events: Iterable[Event]) -> dict[str, Any]:
     """The merged ``GenerateContentResponse`` (see the module docstring).
 
@@ -235,12 +266,8 @@ def rebuild(events: Iterable[Event]) -> dict[str, Any]:
     if cand_fields:
         candidates = []
         for number in sorted(cand_fields):
-            body: dict[str, Any] = {
-                "content": {
-                    "parts": [_part(blocks[i]) for i in order.get(number, [])],
-                    "role": "model",
-                }
-            }
+            parts = _merge_audio([_part(blocks[i]) for i in order.get(number, [])])
+            body: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
             body.update(cand_fields[number])
             if number in citations:
                 body["citationMetadata"] = {"citationSources": citations[number]}
