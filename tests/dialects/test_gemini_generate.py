@@ -642,7 +642,7 @@ def test_foreign_events_encode_to_a_valid_stream(framing: str) -> None:
         chunks = [value for _, value in chunks]
     assert [c["candidates"][0]["content"]["parts"] for c in chunks] == [
         [{"text": "Let me think.", "thought": True}],
-        [{"text": "", "thoughtSignature": ANTHROPIC_SIG}],
+        [{"text": "", "thought": True, "thoughtSignature": ANTHROPIC_SIG}],
         [{"text": "Checking "}],
         [{"text": "the weather."}],
         [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}, "id": "toolu_01"}}],

@@ -35,7 +35,8 @@ Blocks (unified block index per part run; ``BlockStart.candidate`` is the candid
   signature, in final position, as Gemini's non-streaming responses place it; text
   after it starts a new block). An *empty-text part that carries only a signature*
   (Gemini 3's final part) attaches to the preceding block of the same candidate when
-  that block is text or reasoning and has no signature yet; its ``extra["part"]``
+  that block is text or reasoning and has no signature yet (a part flagged
+  ``thought: true`` only to a reasoning block); its ``extra["part"]``
   records the part (``{"text": ""}``) so the encoder writes it back as its own part.
   Otherwise it becomes its own empty text block with the signature. Parallel
   function calls where only the first is signed keep that signature on the first.
@@ -265,6 +266,7 @@ class _Candidate:
         "finish_message",
         "has_calls",
         "last",
+        "last_reasoning",
         "last_signed",
         "last_text",
         "last_textual",
@@ -278,6 +280,7 @@ class _Candidate:
         self.last: int | None = None  # the most recent block of the candidate
         self.last_signed = False
         self.last_textual = False  # the most recent block is text or reasoning
+        self.last_reasoning = False  # the most recent block is reasoning
         self.last_text: int | None = None  # most recent text block (for citations)
         self.call: _StreamedCall | None = None
         self.has_calls = False
@@ -683,6 +686,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         state.last = index
         state.last_signed = False
         state.last_textual = kind in ("text", "reasoning")
+        state.last_reasoning = kind == "reasoning"
         if kind == "text":
             state.last_text = index
         return index
@@ -822,6 +826,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             and state.last is not None
             and state.last_textual
             and not state.last_signed
+            and (not thought or state.last_reasoning)
             and len(part) <= 3
             and all(k in ("text", "thought", "thoughtSignature") for k in part)
         ):

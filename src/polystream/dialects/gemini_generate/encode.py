@@ -18,9 +18,10 @@ Carriers (recorded as :class:`~polystream.dialects._base.Loss` with ``carried=Tr
 an opaque signature of another dialect (Anthropic ``signature``, OpenAI/xAI
 ``encrypted_content``) is written as the ``thoughtSignature`` of the part it belongs
 to, or of an empty-text part right after the block's parts (``{"text": "",
-"thoughtSignature": ...}``). Decoding that stream attaches the signature to the same
-reasoning, text or tool-call block (see the decoder's signature rule), so a hop back
-to the source dialect restores it byte for byte. Gemini itself validates
+"thoughtSignature": ...}``, with ``"thought": true`` for a reasoning block). Decoding
+that stream attaches the signature to the same reasoning, text or tool-call block
+(see the decoder's signature rule), so a hop back to the source dialect restores it
+byte for byte. Gemini itself validates
 signatures, so such a stream must not be sent back to Gemini as history.
 
 What Gemini cannot carry is reported with :meth:`lose`: refusal and compaction blocks
@@ -422,7 +423,12 @@ class GeminiGenerateEncoder(DialectEncoder):
                     event.delta
                 )
                 return
-        self._add(block, {"text": "", "thoughtSignature": event.delta}, None)
+        # A signature-only part after the block's parts; flagged as a thought for a
+        # reasoning block, so that decoding attaches it to a reasoning block only.
+        fields = {"text": "", "thoughtSignature": event.delta}
+        if block.kind == "reasoning":
+            fields["thought"] = True
+        self._add(block, fields, None)
 
     def _block_end(self, event: BlockEnd) -> None:
         block = self._blocks.get(event.index)
