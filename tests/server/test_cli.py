@@ -15,7 +15,7 @@ import pytest
 
 from polystream.cli import main
 from polystream.dialects import SSE_DIALECTS
-from polystream.scenario._demo import DEMO_ANSWER, DEMO_ARGUMENTS, DEMO_TOOL
+from polystream.scenario._demo import DEMO_ANSWER, DEMO_ARGUMENTS, DEMO_REASONING, DEMO_TOOL
 from tests.server.support import require
 
 
@@ -31,7 +31,7 @@ def test_demo_json_every_dialect_completes(capsys: pytest.CaptureFixture[str]) -
         assert row["text"] == DEMO_ANSWER
         assert row["tool_call"]["name"] == DEMO_TOOL
         assert row["tool_call"]["arguments"] == DEMO_ARGUMENTS
-        assert row["reasoning"][0] and row["reasoning"][1]
+        assert tuple(row["reasoning"]) == DEMO_REASONING
         assert [r["unified"] for r in row["finish_reasons"]] == ["tool_calls", "stop"]
         assert row["events"] > 10 and row["bytes"] > 500
         assert 0 < row["ttfe_ms"] < row["elapsed_ms"]

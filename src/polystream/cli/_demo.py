@@ -80,7 +80,13 @@ def _ms(seconds: float | None) -> float | None:
 
 
 def _run_dialect(client: Any, dialect: str) -> dict[str, Any]:
-    from polystream.scenario._demo import DEMO_ANSWER, DEMO_ARGUMENTS, DEMO_TOOL, demo_request
+    from polystream.scenario._demo import (
+        DEMO_ANSWER,
+        DEMO_ARGUMENTS,
+        DEMO_REASONING,
+        DEMO_TOOL,
+        demo_request,
+    )
 
     first = demo_request(dialect, 1)
     step1 = _call(client, dialect, first.path, first.body)
@@ -97,8 +103,8 @@ def _run_dialect(client: Any, dialect: str) -> dict[str, Any]:
             problems.append(f"step {number}: status {step['result'].status}")
     if call is None or call.name != DEMO_TOOL or call.arguments != DEMO_ARGUMENTS:
         problems.append("step 1: expected the get_weather call with its arguments")
-    if not r1.reasoning or not r2.reasoning:
-        problems.append("missing reasoning")
+    if (r1.reasoning, r2.reasoning) != DEMO_REASONING:
+        problems.append("unexpected reasoning")
     if r2.text != DEMO_ANSWER:
         problems.append(f"step 2: unexpected text {r2.text!r}")
     usage = r2.usage
@@ -187,46 +193,47 @@ def _render(report: dict[str, Any]) -> None:
 
     console = Console(highlight=False)
     if not console.is_terminal:
-        console = Console(highlight=False, width=200, color_system=None)
+        console = Console(highlight=False, width=120, color_system=None)
+    rows = report["dialects"]
     console.print(
-        f"[bold]polystream demo[/bold] — one turn through every dialect: {report['question']}"
+        f"[bold]polystream demo[/bold]: one agent turn through {len(rows)} dialects over "
+        "HTTP (emulator on loopback, decoded by polystream)"
     )
-    table = Table(show_lines=True)
-    for name, justify in (
-        ("dialect", "left"),
-        ("TTFE ms", "right"),
-        ("events", "right"),
-        ("bytes", "right"),
-        ("reasoning (step 1)", "left"),
-        ("tool call (step 1)", "left"),
-        ("answer (step 2)", "left"),
-        ("status", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for row in report["dialects"]:
-        call = row["tool_call"]
-        call_text = (
-            "—"
-            if call is None
-            else (f"{call['name']}({msgspec.json.encode(call['arguments']).decode()})")
-        )
-        status = "[green]completed[/green]" if row["ok"] else f"[red]{row['status']}[/red]"
+    console.print(f"[bold]user:[/bold] {report['question']}")
+    reference = next((row for row in rows if row["ok"]), None)
+    if reference is not None:
+        call = reference["tool_call"]
+        arguments = msgspec.json.encode(call["arguments"]).decode()
+        console.print("[bold]unified result[/bold] (the same in every dialect marked ✓):")
+        console.print(f"  step 1  reasoning: {reference['reasoning'][0]}")
+        console.print(f"          tool call: {call['name']}({arguments})")
+        console.print(f"  step 2  reasoning: {reference['reasoning'][1]}")
+        console.print(f"          answer:    {reference['text']}")
+    table = Table(title="per dialect (step 1 + step 2)")
+    table.add_column("dialect", no_wrap=True)
+    table.add_column("TTFE ms", justify="right", no_wrap=True)
+    table.add_column("events", justify="right", no_wrap=True)
+    table.add_column("bytes", justify="right", no_wrap=True)
+    table.add_column("native finish", overflow="fold")
+    table.add_column("unified finish", no_wrap=True)
+    table.add_column("result", no_wrap=True)
+    for row in rows:
+        reasons = [r for r in row["finish_reasons"] if r is not None]
         table.add_row(
             row["dialect"],
             "—" if row["ttfe_ms"] is None else f"{row['ttfe_ms']:.1f}",
             str(row["events"]),
             str(row["bytes"]),
-            row["reasoning"][0],
-            call_text,
-            row["text"],
-            status,
+            " → ".join(str(r["raw"]) for r in reasons) or "—",
+            " → ".join(str(r["unified"]) for r in reasons) or "—",
+            "[green]✓ completed[/green]" if row["ok"] else f"[red]✗ {row['status']}[/red]",
         )
     console.print(table)
-    for row in report["dialects"]:
+    for row in rows:
         for problem in row["problems"]:
             console.print(f"[red]{row['dialect']}: {problem}[/red]")
-    good = sum(1 for row in report["dialects"] if row["ok"])
-    console.print(f"{good}/{len(report['dialects'])} dialects produced the expected result.")
+    good = sum(1 for row in rows if row["ok"])
+    console.print(f"{good}/{len(rows)} dialects produced the expected result.")
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ __all__ = [
     "DEMO_ARGUMENTS",
     "DEMO_MODELS",
     "DEMO_QUESTION",
+    "DEMO_REASONING",
     "DEMO_SCENARIOS",
     "DEMO_TOOL",
     "DemoRequest",
@@ -32,6 +33,12 @@ DEMO_ARGUMENTS: Final = {"city": "Paris", "unit": "celsius"}
 DEMO_RESULT: Final = {"temperature": 18, "unit": "celsius", "conditions": "sunny"}
 DEMO_ANSWER: Final = "It is 18 °C and sunny in Paris right now — a fine day for a walk."
 """The final answer's text (non-ASCII on purpose: UTF-8 must survive every hop)."""
+
+DEMO_REASONING: Final = (
+    "The user wants the current weather in Paris. I should call get_weather.",
+    "The tool says 18 °C and sunny. I can answer in one sentence.",
+)
+"""The reasoning text of step 1 and of step 2."""
 
 DEMO_MODELS: Final = {
     "openai_responses": "gpt-5.4-mini",
@@ -61,7 +68,7 @@ DEMO_SCENARIOS: Final[list[Scenario]] = parse_scenarios(
             "match": {"tool_result": True, "contains": "weather in Paris"},
             "reply": {
                 "reasoning": {
-                    "text": "The tool says 18 °C and sunny. I can answer in one sentence.",
+                    "text": DEMO_REASONING[1],
                     "signature": "c2lnLWRlbW8tc3RlcC0y",
                 },
                 "text": DEMO_ANSWER,
@@ -73,8 +80,7 @@ DEMO_SCENARIOS: Final[list[Scenario]] = parse_scenarios(
             "match": {"tools": True, "contains": "weather in Paris"},
             "reply": {
                 "reasoning": {
-                    "text": "The user wants the current weather in Paris. "
-                    "I should call get_weather.",
+                    "text": DEMO_REASONING[0],
                     "signature": "c2lnLWRlbW8tc3RlcC0x",
                 },
                 "tool_calls": [{"name": DEMO_TOOL, "arguments": DEMO_ARGUMENTS}],
