@@ -15,6 +15,7 @@ import pytest
 
 from polystream.cli import main
 from polystream.dialects import SSE_DIALECTS
+from polystream.scenario import ScenarioError
 from polystream.scenario._demo import DEMO_ANSWER, DEMO_ARGUMENTS, DEMO_REASONING, DEMO_TOOL
 from tests.server.support import require
 
@@ -104,3 +105,45 @@ def test_serve_rejects_bad_scenarios(tmp_path: Path, capsys: pytest.CaptureFixtu
     bad.write_text('{"faults": {"nope": 1}}')
     assert main(["serve", "--scenarios", str(bad)]) == 1
     assert "nope" in capsys.readouterr().err
+
+
+def test_load_emulator_yaml_and_relative_capture(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    require("anthropic_messages", "openai_chat")
+    from polystream.scenario import Emulator, parse_scenarios
+    from polystream.server import ServerThread, load_emulator
+
+    # Record a capture in one dialect...
+    with ServerThread(Emulator(parse_scenarios({"reply": {"text": "recorded words"}}))) as source:
+        capture = httpx.post(
+            source.base_url + "/anthropic/v1/messages",
+            json={
+                "model": "claude-sonnet-5-5",
+                "max_tokens": 9,
+                "stream": True,
+                "messages": [{"role": "user", "content": "x"}],
+            },
+        ).content
+    (tmp_path / "captures").mkdir()
+    (tmp_path / "captures" / "a.sse").write_bytes(capture)
+    scenarios = tmp_path / "s.yaml"
+    scenarios.write_text(
+        "- match: {contains: replay}\n  reply: {replay: captures/a.sse}\n"
+        "- match: {contains: plain}\n  reply: {text: from yaml}\n"
+    )
+    # ...and serve it, from a YAML scenario file, in another dialect.
+    with ServerThread(load_emulator([str(scenarios)])) as server:
+        url = server.base_url + "/openai/v1/chat/completions"
+        replayed = httpx.post(
+            url, json={"model": "gpt-5", "messages": [{"role": "user", "content": "replay it"}]}
+        ).json()
+        plain = httpx.post(
+            url, json={"model": "gpt-5", "messages": [{"role": "user", "content": "plain"}]}
+        ).json()
+    assert replayed["choices"][0]["message"]["content"] == "recorded words"
+    assert replayed["model"] == "gpt-5"
+    assert plain["choices"][0]["message"]["content"] == "from yaml"
+    missing = tmp_path / "m.json"
+    missing.write_text('{"reply": {"replay": "nowhere.sse"}}')
+    with pytest.raises(ScenarioError, match="not found"):
+        load_emulator([str(missing)])
