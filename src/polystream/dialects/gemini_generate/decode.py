@@ -142,6 +142,12 @@ _ENCODE: Final = msgspec.json.Encoder()
 _PATH_SEGMENT: Final = re.compile(
     r"\.([A-Za-z_$][\w$-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
 )
+_EMPTY_USAGE: Final = Usage()
+_MISSING: Final[Any] = object()
+# Key tuples seen at the top of chunks -> their recorded order (None: canonical). Real
+# streams use a handful of key sets; the cache stops growing at a fixed size.
+_ORDER_CACHE: dict[tuple[str, ...], list[str] | None] = {}
+_ORDER_CACHE_SIZE: Final = 256
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
 _SSE_LINE_STARTS: Final = frozenset(b"deir:\r\n")
 
@@ -257,6 +263,29 @@ def _parse_path(path: str) -> list[str | int] | None:
     return out
 
 
+class _Previous:
+    """The previous chunk's repeated values, reused when the next chunk repeats them."""
+
+    __slots__ = (
+        "candidates",
+        "extra",
+        "extra_candidates",
+        "extra_residual",
+        "meta",
+        "residual",
+        "usage",
+    )
+
+    def __init__(self) -> None:
+        self.residual: dict[str, Any] | None = None
+        self.candidates: list[dict[str, Any]] | None = None
+        self.extra: dict[str, Any] | None = None
+        self.extra_residual: dict[str, Any] | None = None
+        self.extra_candidates: list[dict[str, Any]] | None = None
+        self.meta: dict[str, Any] | None = None
+        self.usage: Usage | None = None
+
+
 class _Candidate:
     """Per-candidate block state."""
 
@@ -314,6 +343,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._usage = Usage()
         self._error: ErrorInfo | None = None
         self._blocked: tuple[str, str | None] | None = None
+        self._previous = _Previous()
+        self._index_residuals: dict[int, dict[str, Any]] = {}
         # Bare (non-SSE) text after SSE events: Google writes a JSON error object there.
         self._scan_offset = 0
         self._at_line_start = True
@@ -562,16 +593,52 @@ class GeminiGenerateDecoder(FramedDecoder):
                 self._error_object(value, out)
             else:
                 residual[key] = value
-        extra: dict[str, Any] = {"chunk": residual}
+        # Gemini repeats the same chunk fields and usage on every chunk: equal values
+        # reuse the previous objects (no new dicts, no second usage conversion).
+        previous = self._previous
+        if residual == previous.residual:
+            residual = previous.residual
+        else:
+            previous.residual = residual
         if candidates is not None:
-            extra["candidates"] = candidates
-        order = order_if_needed(chunk, CHUNK_RANK)
-        if order is not None:
-            extra["order"] = order
-        if bare:
-            extra["bare"] = True
-        usage = Usage() if usage_meta is None else from_usage_metadata(usage_meta)
-        self._usage = self._usage.merged(usage)
+            if candidates == previous.candidates:
+                candidates = previous.candidates
+            else:
+                previous.candidates = candidates
+        keys = tuple(chunk)
+        order = _ORDER_CACHE.get(keys, _MISSING)
+        if order is _MISSING:
+            order = order_if_needed(chunk, CHUNK_RANK)
+            if len(_ORDER_CACHE) < _ORDER_CACHE_SIZE:
+                _ORDER_CACHE[keys] = order
+        if (
+            order is None
+            and not bare
+            and residual is previous.extra_residual
+            and candidates is previous.extra_candidates
+            and previous.extra is not None
+        ):
+            extra = previous.extra
+        else:
+            extra = {"chunk": residual}
+            if candidates is not None:
+                extra["candidates"] = candidates
+            if order is not None:
+                extra["order"] = order
+            if bare:
+                extra["bare"] = True
+            previous.extra = extra
+            previous.extra_residual = residual
+            previous.extra_candidates = candidates
+        if usage_meta is None:
+            usage = _EMPTY_USAGE
+        elif usage_meta == previous.meta and previous.usage is not None:
+            usage = previous.usage  # same counts: merging it again changes nothing
+        else:
+            usage = from_usage_metadata(usage_meta)
+            self._usage = self._usage.merged(usage)
+            previous.meta = usage_meta
+            previous.usage = usage
         out.append(UsageUpdate(usage=usage, extra=extra))
 
     def _error_object(self, value: dict[str, Any], out: list[Event]) -> None:
@@ -598,6 +665,24 @@ class GeminiGenerateDecoder(FramedDecoder):
         number = cand.get("index")
         c = number if type(number) is int else pos
         state = self._state(c)
+        content = cand.get("content")
+        if (
+            len(cand) == 2
+            and type(number) is int
+            and type(content) is dict
+            and len(content) == 2
+            and next(iter(cand)) == "content"
+            and next(iter(content)) == "parts"
+            and content.get("role") == "model"
+            and type(content.get("parts")) is list
+        ):
+            # The common chunk: {"content": {"parts": [...], "role": "model"}, "index": n}.
+            for part in content["parts"]:
+                self._part(part, c, state, out)
+            cached = self._index_residuals.get(number)
+            if cached is None:
+                cached = self._index_residuals[number] = {"index": number}
+            return cached
         residual: dict[str, Any] = {}
         grounding = url_context = safety = citations = None
         finish: dict[str, Any] = {}
@@ -703,6 +788,17 @@ class GeminiGenerateDecoder(FramedDecoder):
             state.last_signed = True
 
     def _part(self, part: Any, c: int, state: _Candidate, out: list[Event]) -> None:
+        if type(part) is dict and state.open is not None:
+            # Fast path: a text or thought fragment continuing the open run.
+            text = part.get("text")
+            if type(text) is str:
+                size = len(part)
+                if size == 1 and state.open_kind == "text":
+                    out.append(TextDelta(index=state.open, delta=text))
+                    return
+                if size == 2 and part.get("thought") is True and state.open_kind == "reasoning":
+                    out.append(ReasoningDelta(index=state.open, delta=text, summary=True))
+                    return
         if not isinstance(part, dict):
             self.warn(out, "invalid_part", "a part is not a JSON object")
             index = self._new_block(state, c, "other", out, value=part)
