@@ -1,0 +1,288 @@
+"""The transcoding matrix: every stream fixture of every dialect, converted to each
+target, consumed by the target's official SDK streaming helper.
+
+For a source that completed (or stopped early on purpose), the SDK must accept the
+converted stream, and its final object must agree with polystream's Result of the
+*source* on text, tool calls (names and parsed arguments), finish reason (mapped through
+the unified value) and usage where the target carries it. For a source that failed or
+was truncated, the converted stream must say so in the target's own way: the SDK raises
+or reports a failure, never a clean completion.
+
+``google-genai`` only consumes SSE (``alt=sse``); for the JSON-array framing the test
+asserts that the SDK rejects it, and checks the converted array through polystream's
+own decoder against the SSE conversion instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as gtypes
+
+from polystream import Result, decode
+from polystream.transcode import convert
+
+from .helpers import fixture_dialect, stream_fixtures
+
+TARGETS = [
+    "openai_responses",
+    "openai_chat",
+    "anthropic_messages",
+    "gemini_generate",
+    "gemini_generate:json_array",
+    "gemini_interactions",
+]
+FIXTURES = stream_fixtures()
+CASES = [(path, target) for path in FIXTURES for target in TARGETS]
+IDS = [f"{p.parent.name}/{p.name}->{t}" for p, t in CASES]
+
+_SERVED: list[bytes] = [b""]
+
+
+def _handler(request: httpx2.Request) -> httpx2.Response:
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_SERVED[0])
+
+
+def _http() -> httpx2.Client:
+    return httpx2.Client(transport=httpx2.MockTransport(_handler))
+
+
+@functools.cache
+def _openai() -> openai.OpenAI:
+    return openai.OpenAI(api_key="x", base_url="http://test/v1", http_client=_http(), max_retries=0)
+
+
+@functools.cache
+def _anthropic() -> anthropic.Anthropic:
+    return anthropic.Anthropic(
+        api_key="x", base_url="http://test", http_client=_http(), max_retries=0
+    )
+
+
+@functools.cache
+def _genai() -> genai.Client:
+    return genai.Client(
+        api_key="x", http_options=gtypes.HttpOptions(base_url="http://test", httpx_client=_http())
+    )
+
+
+@functools.cache
+def _source(path: Path) -> Result:
+    return decode(path.read_bytes(), fixture_dialect(path))
+
+
+def _expected_calls(result: Result) -> list[tuple[str | None, Any]]:
+    return [(c.name, c.arguments) for c in result.tool_calls]
+
+
+class Seen:
+    """What an SDK reported, in comparable terms."""
+
+    def __init__(
+        self,
+        text: str,
+        calls: list[tuple[str | None, Any]],
+        finish: str | None,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        ok: bool,
+    ) -> None:
+        self.text = text
+        self.calls = calls
+        self.finish = finish
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.ok = ok
+
+
+def _args(text: str) -> Any:
+    return json.loads(text) if text.strip() else {}
+
+
+def _via_openai_responses(data: bytes) -> Seen:
+    with _openai().responses.stream(model="m", input="x") as stream:
+        response = stream.get_final_response()
+    calls = [
+        (item.name, _args(item.arguments))
+        for item in response.output
+        if item.type == "function_call"
+    ]
+    usage = response.usage
+    return Seen(
+        response.output_text,
+        calls,
+        response.incomplete_details.reason if response.incomplete_details else None,
+        usage.input_tokens if usage else None,
+        usage.output_tokens if usage else None,
+        response.status in ("completed", "incomplete"),
+    )
+
+
+def _via_openai_chat(data: bytes) -> Seen:
+    with _openai().chat.completions.stream(
+        model="m", messages=[{"role": "user", "content": "x"}]
+    ) as stream:
+        completion = stream.get_final_completion()
+    choice = completion.choices[0]
+    calls = [
+        (c.function.name, _args(c.function.arguments)) for c in choice.message.tool_calls or []
+    ]
+    usage = completion.usage
+    return Seen(
+        choice.message.content or "",
+        calls,
+        choice.finish_reason,
+        usage.prompt_tokens if usage else None,
+        usage.completion_tokens if usage else None,
+        True,
+    )
+
+
+def _via_anthropic(data: bytes) -> Seen:
+    with _anthropic().messages.stream(
+        model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+    ) as stream:
+        message = stream.get_final_message()
+    text = "".join(b.text for b in message.content if b.type == "text")
+    calls = [(b.name, b.input) for b in message.content if b.type == "tool_use"]
+    usage = message.usage
+    total_input = (
+        usage.input_tokens
+        + (usage.cache_read_input_tokens or 0)
+        + (usage.cache_creation_input_tokens or 0)
+    )
+    return Seen(text, calls, message.stop_reason, total_input, usage.output_tokens, True)
+
+
+def _via_gemini(data: bytes) -> Seen:
+    chunks = list(_genai().models.generate_content_stream(model="m", contents="x"))
+    text, calls = [], []
+    finish = None
+    usage = None
+    for chunk in chunks:
+        if chunk.usage_metadata is not None:
+            usage = chunk.usage_metadata
+        for candidate in chunk.candidates or []:
+            if candidate.index not in (None, 0):
+                continue
+            if candidate.finish_reason is not None:
+                finish = candidate.finish_reason.value
+            for part in (candidate.content.parts if candidate.content else None) or []:
+                if part.text is not None and not part.thought:
+                    text.append(part.text)
+                if part.function_call is not None:
+                    calls.append((part.function_call.name, part.function_call.args or {}))
+    input_tokens = None
+    output_tokens = None
+    if usage is not None:
+        input_tokens = (usage.prompt_token_count or 0) + (usage.tool_use_prompt_token_count or 0)
+        output_tokens = (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)
+    return Seen("".join(text), calls, finish, input_tokens, output_tokens, finish is not None)
+
+
+def _via_interactions(data: bytes) -> Seen:
+    text: list[str] = []
+    calls: dict[str, list[Any]] = {}
+    order: list[str] = []
+    status = None
+    input_tokens = output_tokens = None
+    for event in _genai().interactions.create(model="m", input="x", stream=True):
+        kind = getattr(event, "event_type", None)
+        if kind == "step.start":
+            step = event.step  # type: ignore[union-attr]
+            if getattr(step, "type", None) == "function_call":
+                key = str(event.index)  # type: ignore[union-attr]
+                calls[key] = [step.name, "", step.arguments]
+                order.append(key)
+        elif kind == "step.delta":
+            delta = event.delta  # type: ignore[union-attr]
+            dtype = getattr(delta, "type", None)
+            if dtype == "text":
+                text.append(delta.text)
+            elif dtype == "arguments_delta" and str(event.index) in calls:  # type: ignore[union-attr]
+                calls[str(event.index)][1] += delta.partial_arguments or ""  # type: ignore[union-attr]
+        elif kind == "interaction.completed":
+            interaction = event.interaction  # type: ignore[union-attr]
+            status = interaction.status
+            usage = interaction.usage
+            if usage is not None:
+                input_tokens = usage.total_input_tokens
+                output_tokens = (usage.total_output_tokens or 0) + (usage.total_thought_tokens or 0)
+    found = []
+    for key in order:
+        name, streamed, whole = calls[key]
+        found.append((name, _args(streamed) if streamed else (whole or {})))
+    return Seen(
+        "".join(text),
+        found,
+        status,
+        input_tokens,
+        output_tokens,
+        status in ("completed", "incomplete", "requires_action"),
+    )
+
+
+CONSUMERS = {
+    "openai_responses": _via_openai_responses,
+    "openai_chat": _via_openai_chat,
+    "anthropic_messages": _via_anthropic,
+    "gemini_generate": _via_gemini,
+    "gemini_interactions": _via_interactions,
+}
+
+
+@pytest.mark.parametrize(("path", "target"), CASES, ids=IDS)
+def test_official_sdk_accepts_converted_stream(path: Path, target: str) -> None:
+    source = _source(path)
+    dialect, _, framing = target.partition(":")
+    options = {"target_options": {"framing": framing}} if framing else {}
+    data, losses = convert(path.read_bytes(), dialect, source=fixture_dialect(path), **options)
+    back = decode(data, dialect)
+    # polystream reads its own output back to the same reply.
+    assert back.text == source.text
+    assert _expected_calls(back) == _expected_calls(source)
+    assert back.status == source.status or (
+        source.status == "incomplete" and back.status in ("incomplete", "completed")
+    ), (source.status, back.status, [l.what for l in losses])
+    if framing == "json_array":
+        with pytest.raises(genai_errors.UnknownApiResponseError):
+            _SERVED[0] = data
+            list(_genai().models.generate_content_stream(model="m", contents="x"))
+        sse, _ = convert(path.read_bytes(), dialect, source=fixture_dialect(path))
+        assert decode(sse, dialect).to_dict() | {"blocks": None} == back.to_dict() | {
+            "blocks": None
+        }
+        return
+    _SERVED[0] = data
+    consume = CONSUMERS[dialect]
+    if source.status in ("failed", "truncated"):
+        try:
+            seen = consume(data)
+        except Exception:
+            return  # the SDK saw the failure
+        assert not seen.ok or seen.finish is None or back.status in ("failed", "truncated")
+        return
+    seen = consume(data)
+    assert seen.ok
+    assert seen.text == source.text
+    assert seen.calls == _expected_calls(source)
+    if source.usage.output_tokens is not None and seen.output_tokens is not None:
+        assert seen.output_tokens == source.usage.output_tokens
+    if source.usage.input_tokens is not None and seen.input_tokens is not None:
+        assert seen.input_tokens == source.usage.input_tokens
+    assert back.finish_reason is not None and source.finish_reason is not None
+    if back.finish_reason.unified != source.finish_reason.unified:
+        # Only where the target has no word for the source's reason, and says so.
+        assert any(l.what.startswith("finish") for l in losses), (
+            source.finish_reason,
+            back.finish_reason,
+        )
