@@ -445,7 +445,10 @@ class ResponsesEncoder(DialectEncoder):
 
     def _finish(self, event: Finish) -> bytes:
         if event.status == "truncated":
-            return b""  # the source was cut off: so is this stream
+            # The source was cut off: so is this stream. Usage has no event of its own.
+            if not self._asm.usage.is_empty() and not self._asm.native:
+                self.lose("usage", event, "Responses reports usage only in the terminal event")
+            return b""
         head = self._open()
         asm = self._asm
         for index, (out, _ci) in list(asm.blocks.items()):

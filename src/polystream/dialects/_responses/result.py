@@ -111,6 +111,7 @@ class Out:
         "parts",
         "rcontent",
         "signature",
+        "start_args",
         "summary",
     )
 
@@ -127,6 +128,7 @@ class Out:
         self.signature: list[str] = []
         self.closed = False
         self.foreign = False
+        self.start_args: str | None = None
 
     @property
     def id(self) -> str | None:
@@ -166,6 +168,8 @@ class Out:
         elif itype in {"function_call", "mcp_call"}:
             if self.args:
                 item["arguments"] = "".join(self.args)
+            elif self.start_args is not None:
+                item["arguments"] = self.start_args
         elif itype == "custom_tool_call":
             if self.args:
                 item["input"] = "".join(self.args)
@@ -292,6 +296,8 @@ class Assembler:
                     out.args.append(value)
                 elif value is not None:
                     out.args.append(ENCODER.encode(value).decode())
+                elif out.start_args is not None:
+                    out.args.append(out.start_args)
 
     def _text(self, event: TextDelta) -> None:
         found = self.blocks.get(event.index)
@@ -395,9 +401,10 @@ class Assembler:
         out.foreign = True
         self._next_output += 1
         if kind == "tool_call" and event.value is not None:
-            # The whole arguments at the start (a Gemini functionCall, say).
+            # The whole arguments at the start (a Gemini functionCall, say): used when
+            # no fragment follows (fragments win, as in the Accumulator).
             value = event.value
-            out.args.append(value if isinstance(value, str) else ENCODER.encode(value).decode())
+            out.start_args = value if isinstance(value, str) else ENCODER.encode(value).decode()
         self.items[out.output_index] = out
         if part is not None:
             out.parts[0] = _Part(part)
