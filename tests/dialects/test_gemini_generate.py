@@ -719,6 +719,22 @@ def test_foreign_losses_and_errors() -> None:
     )
 
 
+def test_foreign_signature_that_is_not_base64_is_lost() -> None:
+    encoder = Encoder()
+    data = encoder.encode_all(
+        [
+            StreamStart(dialect="anthropic_messages"),
+            BlockStart(index=0, kind="reasoning"),
+            ReasoningDelta(index=0, delta="hmm"),
+            SignatureDelta(index=0, delta="not base64!"),
+            BlockEnd(index=0),
+            Finish(status="completed", reason=FinishReason(unified="stop", raw="end_turn")),
+        ]
+    )
+    assert [(loss.what, loss.carried) for loss in encoder.losses] == [("signature", False)]
+    assert b"thoughtSignature" not in data
+
+
 def test_foreign_truncated_stream_stays_truncated() -> None:
     data = Encoder().encode_all(
         [

@@ -18,11 +18,13 @@ Carriers (recorded as :class:`~polystream.dialects._base.Loss` with ``carried=Tr
 an opaque signature of another dialect (Anthropic ``signature``, OpenAI/xAI
 ``encrypted_content``) is written as the ``thoughtSignature`` of the part it belongs
 to, or of an empty-text part right after the block's parts (``{"text": "",
-"thoughtSignature": ...}``, with ``"thought": true`` for a reasoning block). Decoding
-that stream attaches the signature to the same reasoning, text or tool-call block
-(see the decoder's signature rule), so a hop back to the source dialect restores it
-byte for byte. Gemini itself validates
-signatures, so such a stream must not be sent back to Gemini as history.
+"thoughtSignature": ...}``, flagged ``"thought": true`` for a reasoning block).
+Decoding that stream attaches the signature to the same reasoning, text or tool-call
+block (see the decoder's signature rule), so a hop back to the source dialect
+restores it byte for byte. ``thoughtSignature`` is a bytes field: both carriers are
+base64 (standard or URL-safe, which google-genai accepts); a signature that is not
+base64 is reported lost instead. Gemini validates its own signatures, so such a
+stream must not be sent back to Gemini as history.
 
 What Gemini cannot carry is reported with :meth:`lose`: refusal and compaction blocks
 (refusal text is written as plain text), server tool calls/results and ``other``
@@ -33,6 +35,7 @@ metadata other than grounding / URL context / safety ratings / prompt feedback,
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final, Literal
 
 import msgspec
@@ -85,6 +88,8 @@ _METADATA_FIELDS: Final = {
     "url_context": "urlContextMetadata",
     "safety_ratings": "safetyRatings",
 }
+# Standard or URL-safe base64 (google-genai accepts both for thoughtSignature).
+_BASE64: Final = re.compile(r"(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-]{2,3}={0,2})?")
 _GEMINI_DIALECTS: Final = frozenset({"gemini_generate", "gemini_interactions", "gemini_live"})
 
 
@@ -400,6 +405,11 @@ class GeminiGenerateEncoder(DialectEncoder):
         if block is None:
             return
         if not self._same and self._source not in _GEMINI_DIALECTS:
+            if not _BASE64.fullmatch(event.delta):
+                # thoughtSignature is a bytes field: clients (google-genai) reject a
+                # value that is not base64, so such a signature cannot be carried.
+                self.lose("signature", event, "not base64: no Gemini client accepts it")
+                return
             self.lose(
                 "signature",
                 event,
