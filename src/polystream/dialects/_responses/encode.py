@@ -112,12 +112,15 @@ class ResponsesEncoder(DialectEncoder):
 
     def _encode(self, event: Event) -> bytes:
         asm = self._asm
-        asm.feed(event)
         extra = event.extra
         if asm.native and extra is not None:
+            # Same family: the carrier is the native event; nothing to assemble.
             if "type" in extra:
                 return self._native_event(event)
             return b""  # implicit / resumed: no native event of its own
+        asm.feed(event)
+        if asm.native and extra is not None:  # the StreamStart that said so
+            return self._native_event(event) if "type" in extra else b""
         etype = type(event)
         if etype is TextDelta:
             return self._text_delta(event)  # type: ignore[arg-type]
