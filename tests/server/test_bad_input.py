@@ -137,7 +137,9 @@ def test_client_disconnect_stops_the_stream(serve: Callable[..., ServerThread]) 
 
 def test_other_clients_are_served_during_a_slow_stream(serve: Callable[..., ServerThread]) -> None:
     require("openai_chat")
-    server = serve([{"match": {"contains": "slow"}, "timing": {"delay": 0.3}}])
+    server = serve(
+        [{"match": {"contains": "slow"}, "reply": {"text": "a b c"}, "timing": {"delay": 0.25}}]
+    )
     slow_body = {
         "model": "gpt-5.4-mini",
         "stream": True,

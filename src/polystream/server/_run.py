@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -113,18 +114,12 @@ class ServerThread:
             RuntimeError: The server did not start within ``timeout`` seconds.
         """
         self._thread.start()
-        started = threading.Event()
-
-        def wait() -> None:
-            while not self._server.started and self._thread.is_alive():
-                started.wait(0.01)
-
-        waiter = threading.Thread(target=wait, daemon=True)
-        waiter.start()
-        waiter.join(timeout)
-        if not self._server.started:
-            self.stop()
-            raise RuntimeError("the emulator did not start")
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the emulator did not start")
+            time.sleep(0.01)
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
