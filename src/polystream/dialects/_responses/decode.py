@@ -177,10 +177,9 @@ class ResponsesDecoder(FramedDecoder):
         elif kind in _TOOL_INPUT_DELTAS:
             self._tool_delta(payload, seq, out)
         elif kind in STATUS_EVENTS:
-            item = self._item(payload, kind)
+            self._item(payload, kind)  # the item must exist
             status = kind.rsplit(".", 1)[1]
             out.append(StatusUpdate(status=status, cursor=seq, extra=payload))
-            del item
         elif kind in LIFECYCLE:
             self._lifecycle(payload, seq, out)
         elif kind in TERMINAL:
@@ -219,7 +218,8 @@ class ResponsesDecoder(FramedDecoder):
         self._next_block += 1
         return index
 
-    def _start(self, response: Any, out: list[Event], *, resumed: bool) -> None:
+    def _start(self, response: Any, out: list[Event]) -> None:
+        """Open the stream when it did not begin with ``response.created`` (resumed)."""
         if self._started:
             return
         self._started = True
@@ -236,7 +236,6 @@ class ResponsesDecoder(FramedDecoder):
                 extra={"resumed": True},
             )
         )
-        del resumed
 
     def _item(self, payload: dict[str, Any], kind: str) -> _Item:
         """The item an event refers to (by ``item_id``, else ``output_index``)."""
@@ -291,7 +290,7 @@ class ResponsesDecoder(FramedDecoder):
             )
             return
         # A resumed background stream starts here, without response.created.
-        self._start(resp, out, resumed=True)
+        self._start(resp, out)
         status = resp.get("status")
         out.append(
             StatusUpdate(
@@ -305,7 +304,7 @@ class ResponsesDecoder(FramedDecoder):
         resp = payload.get("response")
         if not isinstance(resp, dict):
             raise self.protocol_error(f"{kind} has no response object")
-        self._start(resp, out, resumed=True)
+        self._start(resp, out)
         status = TERMINAL[kind]
         details = resp.get("incomplete_details")
         raw = details.get("reason") if isinstance(details, dict) else None
@@ -371,7 +370,7 @@ class ResponsesDecoder(FramedDecoder):
         item_type = item.get("type")
         if self.strict and item_type not in KNOWN_ITEM_TYPES:
             raise self.protocol_error(f"unknown output item type {item_type!r}")
-        self._start(None, out, resumed=True)
+        self._start(None, out)
         item_id = item.get("id")
         state = _Item(index, item_id if isinstance(item_id, str) else None, str(item_type))
         self._items[index] = state
