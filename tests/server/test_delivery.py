@@ -160,3 +160,38 @@ def test_replay_capture_in_another_dialect(serve: Callable[..., ServerThread]) -
         final = stream.get_final_response()
     assert [item.type for item in final.output] == ["reasoning", "message", "function_call"]
     assert final.output_text == "Replayed answer."
+
+
+def test_citations_and_the_loss_header(serve: Callable[..., ServerThread]) -> None:
+    require("openai_responses", "anthropic_messages")
+    citation = {
+        "type": "url_citation",
+        "url": "https://example.com/a",
+        "title": "A",
+        "start_index": 0,
+        "end_index": 3,
+    }
+    server = serve([{"reply": {"text": "See the docs.", "citations": [citation]}}])
+    sdk = openai.OpenAI(api_key="x", base_url=server.base_url + "/openai/v1")
+    with sdk.responses.stream(model="gpt-5.4-mini", input="q") as stream:
+        final = stream.get_final_response()
+    (message,) = final.output
+    assert message.type == "message"
+    annotations = message.content[0].annotations  # type: ignore[union-attr]
+    assert [a.model_dump() for a in annotations] == [citation]
+    # What a target cannot carry is reported in a header, streamed or not.
+    body = {
+        "model": "claude-sonnet-5-5",
+        "max_tokens": 9,
+        "messages": [{"role": "user", "content": "q"}],
+    }
+    url = server.base_url + "/anthropic/v1/messages"
+    streamed = httpx.post(url, json={**body, "stream": True})
+    unary = httpx.post(url, json=body)
+    assert "citation" in streamed.headers["x-polystream-losses"].split(", ")
+    assert "citation" in unary.headers["x-polystream-losses"].split(", ")
+    assert unary.json()["content"][0]["text"] == "See the docs."
+    responses = httpx.post(
+        server.base_url + "/openai/v1/responses", json={"model": "gpt-5", "input": "q"}
+    )
+    assert "x-polystream-losses" not in responses.headers  # Responses carries it all

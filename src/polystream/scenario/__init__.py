@@ -19,6 +19,7 @@ and writes. See ``docs/emulator.md``.
 from __future__ import annotations
 
 from polystream.scenario._emulator import (
+    LOSS_HEADER,
     MAX_BODY_SIZE,
     MAX_STORED,
     Answer,
@@ -26,6 +27,7 @@ from polystream.scenario._emulator import (
     StoredReply,
     error_to_answer,
     json_answer,
+    loss_header,
 )
 from polystream.scenario._errors import ErrorAnswer, error_answer, provider_of_path
 from polystream.scenario._format import (
@@ -62,6 +64,7 @@ from polystream.scenario._request import MODEL_PATTERNS, RequestError, RequestSu
 
 __all__ = [
     "KEEPALIVE",
+    "LOSS_HEADER",
     "MAX_BODY_SIZE",
     "MAX_STORED",
     "MODEL_PATTERNS",
@@ -95,6 +98,7 @@ __all__ = [
     "frames_after",
     "json_answer",
     "load_scenarios",
+    "loss_header",
     "parse_scenarios",
     "plan_delivery",
     "provider_of_path",

@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 
 from polystream.api import StreamDecoder
-from polystream.dialects import DIALECTS, get_dialect
+from polystream.dialects import DIALECTS, Loss, get_dialect
 from polystream.errors import PolystreamError
 from polystream.events import Event
 from polystream.scenario._errors import ErrorAnswer, error_answer, provider_of_path
@@ -37,6 +37,7 @@ from polystream.scenario._reply import reply_events, reply_id, retarget, strip_u
 from polystream.scenario._request import MODEL_PATTERNS, RequestError, RequestSummary, summarize
 
 __all__ = [
+    "LOSS_HEADER",
     "MAX_BODY_SIZE",
     "MAX_STORED",
     "Answer",
@@ -44,6 +45,7 @@ __all__ = [
     "StoredReply",
     "error_to_answer",
     "json_answer",
+    "loss_header",
 ]
 
 MAX_BODY_SIZE: Final = 8 * 1024 * 1024
@@ -53,6 +55,11 @@ Generous for text prompts; inline images and files belong in the providers' file
 MAX_STORED: Final = 256
 """Replies kept for ``GET`` and resume (oldest dropped first), bounding memory."""
 
+LOSS_HEADER: Final = "x-polystream-losses"
+"""Response header listing what the target dialect could not carry from the reply
+(the encoder's loss report, e.g. ``citation, block:server_tool_call``)."""
+
+_LOSS_HEADER_MAX: Final = 1024
 _KIND_STATUS: Final = {
     "rate_limit": 429,
     "quota": 429,
@@ -254,12 +261,20 @@ class Emulator:
             # Chat Completions sends the usage chunk only when asked
             # (stream_options.include_usage); the non-streaming body always has usage.
             events = strip_usage(events)
+        losses: list[Loss] = []
         frames = render_frames(
-            dialect, events, framing=framing, error=faults.error, terminal=not faults.no_terminal
+            dialect,
+            events,
+            framing=framing,
+            error=faults.error,
+            terminal=not faults.no_terminal,
+            losses=losses,
         )
+        if losses:
+            headers[LOSS_HEADER] = loss_header(losses)
         if dialect in RESUMABLE:
             full = frames
-            if faults.no_terminal or faults.error is not None:
+            if faults.no_terminal:
                 full = render_frames(dialect, events, framing=framing, error=faults.error)
             self._keep(
                 response_id,
@@ -418,7 +433,10 @@ class Emulator:
             return error_to_answer(
                 error_answer(summary.provider, status, faults.error.message, dialect=dialect)
             )
-        native = _rebuild(dialect, events)
+        losses: list[Loss] = []
+        native = _rebuild(dialect, events, losses=losses)
+        if losses:
+            headers[LOSS_HEADER] = loss_header(losses)
         if dialect in RESUMABLE:
             frames = render_frames(dialect, events)
             self._keep(
@@ -451,7 +469,22 @@ def json_answer(
     return Answer(status=200, headers={"content-type": "application/json"}, plan=plan)
 
 
-def _rebuild(dialect: str, events: Iterable[Event], framing: str | None = None) -> dict[str, Any]:
+def loss_header(losses: Iterable[Loss]) -> str:
+    """The ``x-polystream-losses`` value: what the encoder could not carry, each kind
+    once, in order (bounded, ASCII)."""
+    seen = dict.fromkeys(loss.what for loss in losses)
+    text = ", ".join(seen)
+    if len(text) > _LOSS_HEADER_MAX:
+        text = text[: _LOSS_HEADER_MAX - 3] + "..."
+    return text.encode("ascii", "replace").decode("ascii")
+
+
+def _rebuild(
+    dialect: str,
+    events: Iterable[Event],
+    framing: str | None = None,
+    losses: list[Loss] | None = None,
+) -> dict[str, Any]:
     """The provider's final object for a reply, as its non-streaming endpoint returns it.
 
     Rebuilt from the reply's own wire stream (encode, then decode with the dialect's
@@ -459,7 +492,8 @@ def _rebuild(dialect: str, events: Iterable[Event], framing: str | None = None) 
     dialect's native values (finish reason, usage) exactly as the stream states them.
     """
     info = get_dialect(dialect)
-    wire = b"".join(f.data for f in render_frames(dialect, list(events), framing=framing))
+    frames = render_frames(dialect, list(events), framing=framing, losses=losses)
+    wire = b"".join(f.data for f in frames)
     decoder = info.decoder()
     decoded = decoder.feed(wire) + decoder.close()
     return info.rebuild(decoded)

@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from polystream.dialects import DialectEncoder, get_dialect
+from polystream.dialects import DialectEncoder, Loss, get_dialect
 from polystream.events import (
     RETRYABLE_KINDS,
     ErrorEvent,
@@ -144,6 +144,7 @@ def render_frames(
     framing: str | None = None,
     error: InBandError | None = None,
     terminal: bool = True,
+    losses: list[Loss] | None = None,
 ) -> list[Frame]:
     """Encode a stream and cut it into wire events.
 
@@ -155,6 +156,7 @@ def render_frames(
             were produced (never before the ``StreamStart``).
         terminal: False: leave out the ``Finish`` and the encoder's closing bytes
             (the "missing terminal event" fault).
+        losses: When given, receives what the encoder could not carry (its loss report).
 
     Returns:
         The frames, in order.
@@ -199,6 +201,8 @@ def render_frames(
         push(encoder.close())
     if pending:
         frames.append(Frame(data=pending))
+    if losses is not None:
+        losses.extend(encoder.losses)
     if reframe:
         return _as_json_array(frames, terminal=terminal)
     return frames
