@@ -8,6 +8,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from polystream import StreamDecoder, decode, decode_events, get_dialect
 from polystream.accumulate import accumulate
@@ -776,3 +778,60 @@ def test_strict_mode_rejects_unknown_enum_values() -> None:
     assert finish.reason == FinishReason(unified="other", raw="exploded")
     with pytest.raises(RemoteProtocolError, match="unknown status or incomplete reason"):
         events_of(odd_reason, strict=True)
+
+
+_piece = st.text(max_size=8)
+_block = st.one_of(
+    st.tuples(st.just("text"), st.lists(_piece, max_size=4)),
+    st.tuples(st.just("refusal"), st.lists(_piece, min_size=1, max_size=3)),
+    st.tuples(st.just("reasoning"), st.lists(_piece, max_size=4)),
+    st.tuples(
+        st.just("tool_call"),
+        st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=3),
+    ),
+)
+
+
+@settings(max_examples=40)
+@given(blocks=st.lists(_block, max_size=5), cuts=st.lists(st.integers(0, 40), max_size=3))
+def test_foreign_streams_survive_encoding(blocks: list[Any], cuts: list[int]) -> None:
+    events: list[Any] = [StreamStart(dialect="anthropic_messages", id="msg_p", model="m")]
+    for index, (kind, body) in enumerate(blocks):
+        if kind == "tool_call":
+            events.append(BlockStart(index=index, kind="tool_call", id=f"t{index}", name="f"))
+            text = json.dumps(body)
+            points = sorted({c % (len(text) + 1) for c in cuts})
+            last = 0
+            for p in [*points, len(text)]:
+                if p > last:
+                    events.append(ToolInputDelta(index=index, delta=text[last:p]))
+                    last = p
+        else:
+            events.append(BlockStart(index=index, kind=kind))
+            for piece in body:
+                if kind == "reasoning":
+                    events.append(ReasoningDelta(index=index, delta=piece, summary=True))
+                else:
+                    events.append(TextDelta(index=index, delta=piece))
+        events.append(BlockEnd(index=index))
+    events.append(
+        Finish(
+            status="completed",
+            reason=FinishReason(unified="stop", raw="end_turn"),
+            usage=Usage(input_tokens=3, output_tokens=4),
+        )
+    )
+    source = accumulate(events)
+    for encoder in (Encoder(), get_dialect("xai_responses").encoder()):
+        data = encoder.encode_all(events)
+        again = accumulate(decode_events(data, encoder.dialect, strict=True))
+        assert again.text == source.text
+        assert again.refusal == source.refusal
+        assert again.reasoning == source.reasoning
+        assert [(c.id, c.arguments) for c in again.tool_calls] == [
+            (c.id, c.arguments) for c in source.tool_calls
+        ]
+        assert (again.usage.input_tokens, again.usage.output_tokens) == (3, 4)
+        native = get_dialect(encoder.dialect).rebuild(decode_events(data, encoder.dialect))
+        assert native["status"] == "completed"
+        assert len(native["output"]) == len(blocks)
