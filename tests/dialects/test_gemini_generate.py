@@ -108,6 +108,30 @@ def test_content_type_follows_the_framing() -> None:
         Encoder(framing="ndjson")  # type: ignore[arg-type]
 
 
+def test_blank_prefix_before_either_framing() -> None:
+    for suffix in (".sse", ".jsonarray"):
+        data = (HERE / f"skeleton{suffix}").read_bytes()
+        events = decode(data)
+        decoder = Decoder()
+        shifted = decoder.feed(b"\r\n  ") + decoder.feed(b"\n") + decoder.feed(data)
+        shifted += decoder.close()
+        assert shifted == events
+
+
+def test_bare_text_that_is_not_json() -> None:
+    good = sse(chunk([{"text": "Hi"}], "STOP"))
+    data = good + b"<html>Bad gateway</html>\n"
+    events = decode(data)
+    assert accumulate(events).text == "Hi"
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [e.error.kind for e in errors] == ["protocol"]
+    assert errors[0].error.byte_offset == len(good)
+    assert Unknown(name="chunk", data="<html>Bad gateway</html>\n") in events
+    with pytest.raises(RemoteProtocolError) as info:
+        decode(data, strict=True)
+    assert info.value.byte_offset == len(good)
+
+
 def test_framing_auto_by_first_byte() -> None:
     for suffix, framing in ((".sse", "sse"), (".jsonarray", "json_array")):
         decoder = Decoder()

@@ -365,11 +365,14 @@ class GeminiGenerateDecoder(FramedDecoder):
         Raises:
             RemoteProtocolError: Framing errors; dialect errors in strict mode.
         """
+        if self.framing is None and not self._closed:
+            # Until the framing is known (auto), blank bytes are only counted, and an
+            # array needs no bare-text scan at all.
+            head = data.lstrip(b" \t\r\n\xef\xbb\xbf")
+            if not head or head[:1] == b"[":
+                self._scan_offset += len(data)
+                return super().feed(data)
         if self.framing != "json_array" and not self._closed:
-            if self.framing is None:
-                head = data.lstrip(b" \t\r\n\xef\xbb\xbf")
-                if head[:1] == b"[" and self._scan_offset == 0:
-                    return super().feed(data)
             self._scan_bare(data)
         out = super().feed(data)
         if self._bare_ready:
@@ -387,9 +390,7 @@ class GeminiGenerateDecoder(FramedDecoder):
     def _on_close(self, out: list[Event], truncation: StreamTruncated | None) -> None:
         if self._bare_parts:
             # Bare text that never balanced: hand it over as it is (it will not parse).
-            assert self._bare_start is not None
-            self._bare_ready.append((self._bare_start, b"".join(self._bare_parts)))
-            self._bare_parts = []
+            self._bare_done()
         if self._bare_ready:
             self._drain_bare(out, None)
         if (
@@ -510,10 +511,21 @@ class GeminiGenerateDecoder(FramedDecoder):
             pos = end
             self._at_line_start = True
             if self._line_bare and self._bare_depth == 0 and not self._bare_in_string:
-                assert self._bare_start is not None
-                self._bare_ready.append((self._bare_start, b"".join(self._bare_parts)))
-                self._bare_parts = []
-                self._bare_start = None
+                self._bare_done()
+
+    def _bare_done(self) -> None:
+        """A bare text is complete: queue it, unless it is only blanks (ignored)."""
+        assert self._bare_start is not None
+        text = b"".join(self._bare_parts)
+        if text.strip():
+            self._bare_ready.append((self._bare_start, text))
+        elif self._bare_first == self._bare_start:
+            self._bare_first = None
+        self._bare_parts = []
+        self._bare_start = None
+        self._bare_depth = 0
+        self._bare_in_string = False
+        self._bare_escape = False
 
     def _count_braces(self, piece: bytes) -> None:
         depth = self._bare_depth

@@ -215,7 +215,9 @@ class GeminiGenerateEncoder(DialectEncoder):
         """End of the events: the closing ``]`` of the array (nothing for SSE, nor for
         an array whose stream was cut: the decoder's Finish says so)."""
         out = b""
-        if not self._same and self._has_pending():
+        if self._has_pending():
+            # Content never flushed (another dialect's stream without a Finish, or a
+            # same-dialect stream missing its chunk-ending events): write it anyway.
             out = self._flush_foreign()
         if self._array is not None and not self._unterminated:
             out += self._array.close()
