@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from polystream import StreamDecoder, get_dialect
@@ -576,6 +577,85 @@ def test_resumed_legacy_stream_and_implicit_kinds() -> None:
     kinds = [e.kind for e in events if isinstance(e, BlockStart)]
     assert kinds == ["reasoning", "tool_call"]
     assert native_frames(Encoder().encode_all(events)) == native_frames(data)
+
+
+def _wire_events(data: bytes) -> list[bytes]:
+    """The fixture's SSE events, each with its blank line (fixtures use LF); a cut-off
+    last event (truncated.sse) is kept as it is."""
+    *whole, rest = data.split(b"\n\n")
+    frames = [frame + b"\n\n" for frame in whole]
+    if rest:
+        frames.append(rest)
+    assert b"".join(frames) == data
+    return frames
+
+
+def _frame_id(frame: bytes) -> object:
+    values = [value for _name, value in native_frames(frame)]
+    return values[0].get("event_id") if values and isinstance(values[0], dict) else None
+
+
+def _unlocated(events: list[Event]) -> list[Event]:
+    """Events without the framing position of a truncation (counted from the start of
+    the resumed body, not of the original stream)."""
+    out: list[Event] = []
+    for event in events:
+        if isinstance(event, Finish) and event.error is not None:
+            error = msgspec.structs.replace(event.error, event_index=None, byte_offset=None)
+            event = msgspec.structs.replace(event, error=error)
+        out.append(event)
+    return out
+
+
+@pytest.mark.parametrize("partial", [False, True], ids=["boundary", "mid-event"])
+@pytest.mark.parametrize("path", GOOD, ids=[p.name for p in GOOD])
+def test_resume_after_every_event_gives_the_uncut_events(path: Path, partial: bool) -> None:
+    """A drop after any event, then ``reset_framing()`` and the server's replay of the
+    events after ``last_cursor`` (``last_event_id``) fed to the same decoder: the
+    unified events equal the uncut decode (no BlockStart twice, indices continue), also
+    when the drop cut the next event in half."""
+    data = path.read_bytes()
+    frames = _wire_events(data)
+    ids = [_frame_id(frame) for frame in frames]
+    expected = decode(data)
+    for cut in range(1, len(frames)):
+        decoder = Decoder()
+        head = b"".join(frames[:cut])
+        if partial:
+            head += frames[cut][: len(frames[cut]) // 2]
+        got = decoder.feed(head)
+        # The cursor is the id of the last whole event handled, even when that event
+        # produced nothing yet (a step.start whose BlockStart waits for its first delta).
+        last = next(i for i in reversed(ids[:cut]) if i is not None)
+        assert decoder.last_cursor == last, cut
+        decoder.reset_framing()
+        tail = b"".join(frames[ids.index(last) + 1 :])
+        got += decoder.feed(tail) + decoder.close()
+        assert _unlocated(got) == _unlocated(expected), cut
+
+
+def test_last_cursor_of_a_held_step_start_and_of_the_fast_path() -> None:
+    decoder = Decoder()
+    assert decoder.last_cursor is None
+    out = decoder.feed(
+        sse(
+            ev("interaction.created", "e1", interaction={"id": "i"}),
+            ev("step.start", "e2", index=0, step={"type": "model_output"}),
+            done=False,
+        )
+    )
+    assert [type(e) for e in out] == [StreamStart] and decoder.last_cursor == "e2"
+    out = decoder.feed(
+        sse(
+            ev("step.delta", "e3", index=0, delta={"type": "text", "text": "a"}),
+            ev("step.delta", "e4", index=0, delta={"type": "text", "text": "b"}),
+            done=False,
+        )
+    )
+    assert [type(e) for e in out] == [BlockStart, TextDelta, TextDelta]
+    assert [e.cursor for e in out] == ["e2", "e3", "e4"] and decoder.last_cursor == "e4"
+    decoder.feed(sse(ev("some.future_event", "e5"), done=False))
+    assert decoder.last_cursor == "e5"
 
 
 # -- unknown and odd payloads --------------------------------------------------------------------

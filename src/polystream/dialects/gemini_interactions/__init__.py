@@ -34,6 +34,10 @@ def resume_cursor(events: Iterable[Event]) -> str | None:
 
     Returns:
         The last ``event_id``, or None when no event carried one.
+
+    A live decoder knows better: :attr:`Decoder.last_cursor` also counts native events
+    that produced no unified event yet (a ``step.start`` whose BlockStart waits for its
+    first delta); resuming from an older cursor replays that event.
     """
     last: str | None = None
     for event in events:

@@ -205,11 +205,18 @@ class Decoder(FramedDecoder):
             raise self.protocol_error(
                 f"{name or 'event'} payload is not a JSON object: {data[:60]!r}"
             )
+        cursor = payload.get("event_id")
+        if not (cursor is None or type(cursor) is str or _is_int(cursor)):
+            raise self.protocol_error(f"event_id is not a string: {cursor!r}")
+        if cursor is not None:
+            # Every native event with an id is a resume point (``last_event_id``), even
+            # one that yields no unified event yet (a step.start whose BlockStart waits).
+            self.last_cursor = cursor
         etype = payload.get("event_type")
         flags: dict[str, Any] = {}
         if etype is None:
             if name is None:
-                self._unknown(None, data, None, out)
+                self._unknown(None, data, cursor, out)
                 return
             etype = name
             flags["no_event_type"] = True
@@ -222,9 +229,6 @@ class Decoder(FramedDecoder):
                 f"SSE event name {name!r} disagrees with the payload's event_type {etype!r}"
             )
         self.raw_event(out, name, payload)
-        cursor = payload.get("event_id")
-        if not (cursor is None or type(cursor) is str or _is_int(cursor)):
-            raise self.protocol_error(f"event_id is not a string: {cursor!r}")
         if self._legacy is None and etype not in STATUS_EVENTS and etype != "error":
             self._legacy = etype in LEGACY_EVENTS
         if not self._started and etype not in START_EVENTS:
@@ -293,6 +297,7 @@ class Decoder(FramedDecoder):
             out.append(ToolInputDelta(index=step.unified, delta=delta.arguments, cursor=cursor))
         else:
             return False
+        self.last_cursor = cursor
         return True
 
     # -- lifecycle ---------------------------------------------------------------------------
