@@ -196,3 +196,24 @@ def test_status_updates_of_reasoning_parts() -> None:
     ends = [e for e in events if isinstance(e, BlockEnd)]
     assert [e.index for e in ends] == [0, 1]
     assert isinstance(events[-1], Finish)
+
+
+def test_mixed_server_tools() -> None:
+    events = decode_events((FIX / "server_tools_mixed.sse").read_bytes(), D, strict=True)
+    starts = [e for e in events if isinstance(e, BlockStart)]
+    assert [(s.kind, s.name) for s in starts] == [
+        ("reasoning", None),
+        ("server_tool_call", "web_search"),
+        ("server_tool_call", "x_keyword_search"),
+        ("code", "code_interpreter"),
+        ("text", None),
+    ]
+    # the web search item has no progress events: added, then done
+    web = [e for e in events if e.extra and e.extra.get("item_id") == starts[1].id]
+    assert web == []
+    result = accumulate(events)
+    assert result.tool_calls == []
+    assert result.blocks[2].arguments == {"query": "from:xai grok", "limit": 3}
+    assert result.blocks[3].text == "print(2026 - 2023)"
+    assert (result.usage.output_tokens, result.usage.total_tokens) == (320, 1820)
+    assert result.usage.raw["server_side_tool_usage_details"]["x_search_calls"] == 1
