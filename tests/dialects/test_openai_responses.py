@@ -835,3 +835,42 @@ def test_foreign_streams_survive_encoding(blocks: list[Any], cuts: list[int]) ->
         native = get_dialect(encoder.dialect).rebuild(decode_events(data, encoder.dialect))
         assert native["status"] == "completed"
         assert len(native["output"]) == len(blocks)
+
+
+def test_foreign_web_search_becomes_a_web_search_call() -> None:
+    events = [
+        StreamStart(dialect="anthropic_messages", id="msg_w", model="claude"),
+        BlockStart(index=0, kind="server_tool_call", id="srvtoolu_1", name="web_search"),
+        ToolInputDelta(index=0, delta='{"query": '),
+        ToolInputDelta(index=0, delta='"polystream"}'),
+        BlockEnd(index=0),
+        BlockStart(index=1, kind="server_tool_result", id="srvtoolu_1", value=[{"url": "u"}]),
+        BlockEnd(index=1),
+        BlockStart(index=2, kind="text"),
+        TextDelta(index=2, delta="Found it."),
+        BlockEnd(index=2),
+        Finish(status="completed", reason=FinishReason(unified="stop", raw="end_turn")),
+    ]
+    encoder = Encoder()
+    data = encoder.encode_all(events)
+    names = [f[0] for f in native_frames(data)]
+    assert names[2:8] == [
+        "response.output_item.added",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.output_item.done",
+        "response.output_item.added",
+    ]
+    assert [loss.what for loss in encoder.losses] == ["block:server_tool_result"]
+    native = rebuild(decode_events(data, D, strict=True))
+    web = native["output"][0]
+    assert (web["type"], web["status"], web["action"]) == (
+        "web_search_call",
+        "completed",
+        {"type": "search", "query": "polystream"},
+    )
+    assert web["id"].startswith("ws_")
+    result = decode(data, D)
+    assert result.text == "Found it." and result.tool_calls == []
+    assert result.blocks[0].arguments == {"type": "search", "query": "polystream"}

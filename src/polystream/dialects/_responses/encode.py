@@ -205,6 +205,10 @@ class ResponsesEncoder(DialectEncoder):
         head += self._emit(
             "response.output_item.added", {"output_index": out.output_index, "item": item}
         )
+        if item.get("type") == "web_search_call":
+            where = {"item_id": out.id, "output_index": out.output_index}
+            head += self._emit("response.web_search_call.in_progress", where)
+            head += self._emit("response.web_search_call.searching", where)
         if ci is not None:
             head += self._emit(
                 "response.content_part.added",
@@ -425,6 +429,8 @@ class ResponsesEncoder(DialectEncoder):
             )
         elif out.kind == "image":
             chunks.append(self._emit("response.image_generation_call.completed", where))
+        elif item.get("type") == "web_search_call":
+            chunks.append(self._emit("response.web_search_call.completed", where))
         # Each foreign block is its own item (text and refusal: one-part messages).
         out.closed = True
         chunks.append(

@@ -21,10 +21,12 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from polystream.dialects._responses.finish_reason import to_incomplete_reason
 from polystream.dialects._responses.quirks import Quirks
 from polystream.dialects._responses.usage import from_usage
-from polystream.dialects._responses.wire import ENCODER, LIFECYCLE, TERMINAL
+from polystream.dialects._responses.wire import DECODER, ENCODER, LIFECYCLE, TERMINAL
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -42,12 +44,16 @@ from polystream.events import (
     UsageUpdate,
 )
 
-__all__ = ["FAMILY", "Assembler", "IdFactory", "rebuild"]
+__all__ = ["FAMILY", "WEB_SEARCH_NAMES", "Assembler", "IdFactory", "Out", "rebuild"]
 
 FAMILY = frozenset({"openai_responses", "xai_responses"})
 """Dialects whose unified events carry native Responses payloads in ``extra``."""
 
+WEB_SEARCH_NAMES = frozenset({"web_search", "google_search", "web_search_preview"})
+"""Foreign ``server_tool_call`` names written as ``web_search_call`` items."""
+
 _ID_PREFIX = {
+    "web_search": "ws",
     "text": "msg",
     "refusal": "msg",
     "reasoning": "rs",
@@ -192,7 +198,25 @@ class Out:
                 item["encrypted_content"] = "".join(self.signature)
         elif itype == "image_generation_call" and self.data is not None:
             item["result"] = self.data
+        elif itype == "web_search_call" and self.foreign:
+            query = _query("".join(self.args) if self.args else self.start_args)
+            if finished:
+                item["status"] = "completed"
+            if query is not None:
+                item["action"] = {"type": "search", "query": query}
         return item
+
+
+def _query(arguments: str | None) -> str | None:
+    """The ``query`` of a foreign web search's input JSON, if it has one."""
+    if not arguments:
+        return None
+    try:
+        value = DECODER.decode(arguments)
+    except msgspec.DecodeError:
+        return None
+    query = value.get("query") if isinstance(value, dict) else None
+    return query if isinstance(query, str) else None
 
 
 class Assembler:
@@ -290,7 +314,7 @@ class Assembler:
                 out.parts[ci].done = extra.get("part")
         elif ci is None:
             out.closed = True
-            if out.kind == "tool_call" and not out.args:
+            if out.kind in ("tool_call", "server_tool_call") and not out.args:
                 value = event.value
                 if isinstance(value, str):
                     out.args.append(value)
@@ -388,6 +412,13 @@ class Assembler:
                 "call_id": event.call_id or event.id or ids.make("call"),
                 "name": event.name or "",
             }
+        elif kind == "server_tool_call" and event.name in WEB_SEARCH_NAMES:
+            item = {
+                "id": ids.make("web_search"),
+                "type": "web_search_call",
+                "status": "in_progress",
+                "action": {"type": "search"},
+            }
         elif kind == "image":
             item = {
                 "id": ids.make(kind),
@@ -400,7 +431,7 @@ class Assembler:
         out = Out(self._next_output, item, kind)
         out.foreign = True
         self._next_output += 1
-        if kind == "tool_call" and event.value is not None:
+        if kind in ("tool_call", "server_tool_call") and event.value is not None:
             # The whole arguments at the start (a Gemini functionCall, say): used when
             # no fragment follows (fragments win, as in the Accumulator).
             value = event.value
