@@ -564,8 +564,8 @@ class GeminiGenerateEncoder(DialectEncoder):
                 if type(number) is not int:
                     number = pos
                 cand = self._candidates.pop(number, None) or _Candidate()
-                body = {k: v for k, v in residual.items() if not k.startswith("_")}
                 parts = [part.render() for part in cand.parts]
+                body: dict[str, Any] = {}
                 if "_content" in residual:
                     template = residual["_content"]
                     if isinstance(template, dict):
@@ -577,6 +577,9 @@ class GeminiGenerateEncoder(DialectEncoder):
                         body["content"] = template[0]
                 else:
                     body["content"] = {"parts": parts, "role": "model"}
+                for key, value in residual.items():
+                    if not key.startswith("_"):
+                        body[key] = value
                 body = self._render_candidate(cand, body)
                 rendered.append(ordered(body, CANDIDATE_RANK, _list(residual, "_order")))
             chunk["candidates"] = rendered

@@ -128,6 +128,8 @@ INLINE_DATA_RANK: Final[Mapping[str, int]] = {"mimeType": 1, "data": 2}
 TOOL_CALL_RANK: Final[Mapping[str, int]] = {"id": 1, "toolType": 2, "args": 3}
 
 _UNRANKED: Final = 1 << 20
+# rank table id -> key tuple -> whether that key order is canonical (see ``ordered``).
+_CANONICAL: dict[int, dict[tuple[str, ...], bool]] = {}
 
 
 def order_if_needed(obj: Mapping[str, Any], rank: Mapping[str, int]) -> list[str] | None:
@@ -153,10 +155,19 @@ def ordered(
         for key, value in obj.items():  # keys the recorded order does not know
             out.setdefault(key, value)
         return out
-    if order_if_needed(obj, rank) is None:
+    keys = tuple(obj)
+    cache = _CANONICAL.get(id(rank))
+    if cache is None:
+        cache = _CANONICAL[id(rank)] = {}
+    canonical = cache.get(keys)
+    if canonical is None:
+        canonical = order_if_needed(obj, rank) is None
+        if len(cache) < 256:  # a handful of key sets occur; the cache stays small
+            cache[keys] = canonical
+    if canonical:
         return obj
-    keys = sorted(obj, key=lambda k: rank.get(k, _UNRANKED))  # stable: unranked keep order
-    return {key: obj[key] for key in keys}
+    ranked = sorted(obj, key=lambda k: rank.get(k, _UNRANKED))  # stable: unranked keep order
+    return {key: obj[key] for key in ranked}
 
 
 _SCALAR: Final = msgspec.json.Encoder()
@@ -192,50 +203,24 @@ def _compact(value: Any, out: list[bytes]) -> None:
 
 
 def dumps_sse(value: Any) -> bytes:
-    """Gemini's compact JSON (the ``?alt=sse`` form): ``{"a": 1,"b": [2,3]}``."""
-    out: list[bytes] = []
-    _compact(value, out)
-    return b"".join(out)
+    """Gemini's compact JSON (the ``?alt=sse`` form): ``{"a": 1,"b": [2,3]}``.
 
-
-def _pretty(value: Any, indent: bytes, out: list[bytes]) -> None:
-    if isinstance(value, dict):
-        if not value:
-            out.append(b"{}")
-            return
-        inner = indent + b"  "
-        out.append(b"{\n")
-        first = True
-        for key, item in value.items():
-            if not first:
-                out.append(b",\n")
-            first = False
-            out.append(inner)
-            out.append(_SCALAR.encode(key))
-            out.append(b": ")
-            _pretty(item, inner, out)
-        out.append(b"\n" + indent + b"}")
-    elif isinstance(value, list):
-        if not value:
-            out.append(b"[]")
-            return
-        inner = indent + b"  "
-        out.append(b"[\n")
-        for i, item in enumerate(value):
-            if i:
-                out.append(b",\n")
-            out.append(inner)
-            _pretty(item, inner, out)
-        out.append(b"\n" + indent + b"]")
-    else:
-        out.append(_SCALAR.encode(value))
+    msgspec writes ``{"a":1,"b":[2,3]}``; outside strings a ``":`` only ends a key, and
+    inside a string a quote is always escaped, so when ``\\":`` never occurs, adding
+    the space after every ``":`` is exact. Otherwise a slower writer walks the value.
+    """
+    out = _SCALAR.encode(value)
+    if b'\\":' not in out:
+        return out.replace(b'":', b'": ')
+    pieces: list[bytes] = []
+    _compact(value, pieces)
+    return b"".join(pieces)
 
 
 def dumps_pretty(value: Any) -> bytes:
-    """Gemini's pretty-printed JSON (the JSON-array element form, two-space indent)."""
-    out: list[bytes] = []
-    _pretty(value, b"", out)
-    return b"".join(out)
+    """Gemini's pretty-printed JSON (the JSON-array element form, two-space indent,
+    ``"key": value``, empty containers as ``[]`` / ``{}``)."""
+    return msgspec.json.format(_SCALAR.encode(value), indent=2)
 
 
 def tool_call_object(start: BlockStart) -> dict[str, Any]:
