@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from polystream import StreamDecoder, accumulate, decode_events, get_dialect
 from polystream.dialects._chat.finish_reason import map_finish_reason, to_wire_finish_reason
@@ -680,3 +682,167 @@ def test_decoder_class_is_registered() -> None:
     assert isinstance(
         next(e for e in _events("reply_ok.sse") if isinstance(e, StatusUpdate)), StatusUpdate
     )
+
+
+# -- properties ---------------------------------------------------------------------------
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from(["", "a"]))
+_FRAGMENT = st.fixed_dictionaries(
+    {},
+    optional={
+        "index": st.one_of(st.integers(0, 2), st.none()),
+        "id": st.one_of(st.none(), st.sampled_from(["", "c1", "c2"])),
+        "type": st.sampled_from(["function", None]),
+        "function": st.one_of(
+            st.none(),
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "name": st.one_of(st.none(), st.sampled_from(["", "f"])),
+                    "arguments": st.one_of(st.none(), st.sampled_from(["", "{", '{"a":1}'])),
+                    "x": _SCALARS,
+                },
+            ),
+        ),
+    },
+)
+_CARRIED = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "type": st.just("signature"),
+            "target": st.sampled_from(["reasoning", "tool_call"]),
+            "data": st.just("s"),
+        },
+        optional={"index": st.one_of(st.integers(0, 3), st.none()), "tool_index": st.just(0)},
+    ),
+    st.fixed_dictionaries({"type": st.just("metadata"), "name": st.just("g"), "value": _SCALARS}),
+    st.fixed_dictionaries(
+        {"type": st.just("start"), "kind": st.just("reasoning")},
+        optional={"name": st.just("redacted")},
+    ),
+    st.fixed_dictionaries({"type": st.just("zzz")}),
+)
+_DELTA = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.sampled_from(["assistant", None]),
+        "content": st.one_of(st.none(), st.sampled_from(["", "Hi"])),
+        "refusal": st.one_of(st.none(), st.sampled_from(["", "No"])),
+        "reasoning_content": st.one_of(st.none(), st.sampled_from(["", "hm"])),
+        "tool_calls": st.one_of(st.none(), st.lists(_FRAGMENT, max_size=3)),
+        "annotations": st.lists(st.just({"type": "url_citation"}), max_size=1),
+        "polystream": st.lists(_CARRIED, max_size=2),
+        "other": _SCALARS,
+    },
+)
+_CHOICE = st.builds(
+    lambda i, d, more, fin: (
+        {"index": i, "delta": d, **more} | ({} if fin == "absent" else {"finish_reason": fin})
+    ),
+    st.integers(0, 1),
+    _DELTA,
+    st.dictionaries(st.sampled_from(["logprobs", "native_finish_reason"]), _SCALARS, max_size=2),
+    st.sampled_from(["absent", None, "stop", "tool_calls", "weird"]),
+)
+_CHUNK = st.builds(
+    lambda choices, more, usage: (
+        {"id": "c", "object": "chat.completion.chunk", "created": 0}
+        | more
+        | ({} if choices is None else {"choices": choices})
+        | ({} if usage == "absent" else {"usage": usage})
+    ),
+    st.one_of(st.none(), st.lists(_CHOICE, max_size=3)),
+    st.dictionaries(
+        st.sampled_from(["model", "system_fingerprint", "obfuscation"]), _SCALARS, max_size=2
+    ),
+    st.one_of(
+        st.just("absent"),
+        st.none(),
+        st.fixed_dictionaries(
+            {"prompt_tokens": st.integers(0, 9), "completion_tokens": st.integers(0, 9)}
+        ),
+    ),
+)
+_LINE = st.one_of(
+    _CHUNK.map(lambda c: b"data: " + json.dumps(c).encode() + b"\n\n"),
+    _CHUNK.map(lambda c: b"event: message\ndata: " + json.dumps(c).encode() + b"\n\n"),
+    st.just(b": OPENROUTER PROCESSING\n\n"),
+    st.just(b'data: {"error": {"message": "x", "type": "server_error"}, "more": 1}\n\n'),
+    st.just(b'data: {"type": "keepalive"}\n\n'),
+)
+
+
+@settings(max_examples=150)
+@given(lines=st.lists(_LINE, min_size=1, max_size=6), done=st.booleans())
+def test_any_chat_stream_round_trips(lines: list[bytes], done: bool) -> None:
+    """Arbitrary chunks (odd shapes, extra keys, several choices, id-less and index-less
+    fragments, carrier entries, errors, comments): decode then encode reproduces every
+    native event, unless the decoder reported a protocol error."""
+    data = b"".join(lines) + (DONE if done else b"")
+    for dialect in ("openai_chat", "xai_chat"):
+        events = decode_events(data, dialect)
+        if any(isinstance(e, ErrorEvent) and e.error.kind == "protocol" for e in events):
+            continue
+        encoded = get_dialect(dialect).encoder().encode_all(events)
+        assert native_frames(encoded) == native_frames(data)
+
+
+_BLOCK = st.tuples(
+    st.sampled_from(["text", "reasoning", "refusal", "tool_call"]),
+    st.lists(st.sampled_from(["a", "b c", "é", '{"k"', ": 1}"]), max_size=3),
+    st.one_of(st.none(), st.sampled_from(["sigA", "sigB=="])),
+    st.sampled_from([None, "redacted_thinking"]),
+)
+
+
+@settings(max_examples=100)
+@given(blocks=st.lists(_BLOCK, max_size=6), reason=st.sampled_from(["stop", "tool_calls"]))
+def test_foreign_stream_through_chat_keeps_blocks(
+    blocks: list[tuple[str, list[str], str | None, str | None]], reason: str
+) -> None:
+    """Another dialect's blocks -> openai_chat -> decoded again: same text, reasoning,
+    refusal, tool calls, signatures on the same blocks, usage and finish reason."""
+    events: list[Event] = [StreamStart(dialect="anthropic_messages", id="m", model="x")]
+    for index, (kind, deltas, signature, name) in enumerate(blocks):
+        is_tool = kind == "tool_call"
+        events.append(
+            BlockStart(
+                index=index,
+                kind=kind,  # type: ignore[arg-type]
+                id=f"t{index}" if is_tool else None,
+                name=("f" if is_tool else name if kind == "reasoning" else None),
+            )
+        )
+        for delta in deltas:
+            if kind == "reasoning":
+                events.append(ReasoningDelta(index=index, delta=delta))
+            elif is_tool:
+                events.append(ToolInputDelta(index=index, delta=delta))
+            else:
+                events.append(TextDelta(index=index, delta=delta))
+        if signature is not None and kind != "refusal":
+            events.append(SignatureDelta(index=index, delta=signature))
+        events.append(BlockEnd(index=index))
+    usage = Usage(input_tokens=3, output_tokens=5, reasoning_tokens=2)
+    events.append(
+        Finish(status="completed", reason=FinishReason(unified=reason), usage=usage)  # type: ignore[arg-type]
+    )
+    back = accumulate(decode_events(Encoder().encode_all(events), DIALECT))
+    original = accumulate(events)
+    assert (back.text, back.reasoning, back.refusal) == (
+        original.text,
+        original.reasoning,
+        original.refusal,
+    )
+    assert [(c.id, c.name, c.arguments_json) for c in back.tool_calls] == [
+        (c.id, c.name, c.arguments_json) for c in original.tool_calls
+    ]
+
+    def signed(result: Any) -> list[tuple[str, str | None]]:
+        return [(b.kind, b.signature) for b in result.blocks if b.signature]
+
+    assert signed(back) == signed(original)
+    redacted = [b.name for b in original.blocks if b.name == "redacted_thinking"]
+    assert [b.name for b in back.blocks if b.name == "redacted_thinking"] == redacted
+    assert (back.usage.input_tokens, back.usage.output_tokens) == (3, 5)
+    assert back.finish_reason is not None and back.finish_reason.unified == reason

@@ -54,7 +54,8 @@ exactly without ``raw`` (each key is present only when needed):
   non-empty ``function.arguments``), on :class:`BlockStart` and on a fragment that is
   not the standard continuation ``{"index": n, "function": {"arguments": "..."}}``.
 * ``p``: the event came from the ``polystream`` carrier; ``pi``: its entry's ``index``
-  when it is not the next one in the choice's count (``"-"``: no index).
+  when it is not the next one in the choice's count (``"-"``: no index); ``pe``: the
+  whole entry, when it is not what the encoder would write for the event.
 * ``top``: an error line's fields besides ``error``; ``done: false`` on a Finish that
   had no ``[DONE]`` (a failed stream that just closed).
 """
@@ -62,6 +63,8 @@ exactly without ``raw`` (each key is present only when needed):
 from __future__ import annotations
 
 from typing import Any, ClassVar, Final
+
+import msgspec
 
 from polystream.dialects._base import FramedDecoder
 from polystream.dialects._chat.finish_reason import map_finish_reason
@@ -206,6 +209,7 @@ class ChatDecoder(FramedDecoder):
         self._env: dict[str, Any] = {}
         self._choices: dict[int, _Choice] = {}
         self._next_block = 0
+        self._tool_index_of: dict[int, Any] = {}  # tool block -> provider tool index
         self._usage: Usage | None = None
         self._error: ErrorInfo | None = None
         # per chunk:
@@ -580,6 +584,7 @@ class ChatDecoder(FramedDecoder):
                 residual["function"] = fn
             index = self._block()
             tool = _Tool(index, call_id, raw_index if valid_index else None)
+            self._tool_index_of[index] = tool.tool_index
             state.open_tools.append(tool)
             if valid_index:
                 state.tools[tool_index] = tool
@@ -624,13 +629,20 @@ class ChatDecoder(FramedDecoder):
         self._last_frag = (tool.block, True)
 
     def _carried(self, state: _Choice, candidate: int, entries: list[Any]) -> None:
-        """Read the polystream carrier back into events (see the encoder's docstring)."""
+        """Read the polystream carrier back into events (see the encoder's docstring).
+
+        An entry that differs from what the encoder would write for its event (extra
+        keys, another target) is kept whole in ``extra["chat"]["pe"]``.
+        """
         for entry in entries:
             kind = entry.get("type") if isinstance(entry, dict) else None
             # The entry's index: implicit when it is the next one the encoder counts.
             got = entry.get("index", "-") if isinstance(entry, dict) else "-"
             pi: dict[str, Any] = {} if got == state.carry_next else {"pi": got}
             state.carry_next = got + 1 if type(got) is int else state.carry_next + 1
+            expected: dict[str, Any] = {} if got == "-" else {"index": got}
+            event: Event | None = None
+            identifies = True
             if kind == "signature" and isinstance(entry.get("data"), str):
                 target = entry.get("target")
                 index: int | None = None
@@ -642,37 +654,62 @@ class ChatDecoder(FramedDecoder):
                 if index is None and target in ("reasoning", "text", "refusal"):
                     index = self._open_text(state, candidate, target)
                 if index is not None:
-                    x = self._x(True)
-                    x[EXTRA_KEY].update(p=1, **pi)
-                    self._emit(SignatureDelta(index=index, delta=entry["data"], extra=x))
-                    continue
+                    expected.update(type="signature", target=target)
+                    block_tool = self._tool_index_of.get(index)
+                    if target == "tool_call" and block_tool is not None:
+                        expected["tool_index"] = block_tool
+                    expected["data"] = entry["data"]
+                    event = SignatureDelta(index=index, delta=entry["data"])
             elif kind == "citation":
                 target_index = None
                 if entry.get("target") is not None:
                     target_index = (
                         state.text[0] if state.text is not None else state.last_of_kind.get("text")
                     )
-                x = self._x(True, identifies=target_index is not None)
-                x[EXTRA_KEY].update(p=1, **pi)
-                self._emit(Citation(citation=entry.get("citation"), index=target_index, extra=x))
-                continue
-            elif kind == "metadata" and isinstance(entry.get("name"), str):
-                x = self._x(True)
-                x[EXTRA_KEY].update(p=1, **pi)
-                self._emit(
-                    Metadata(
-                        name=entry["name"],
-                        value=entry.get("value"),
-                        candidate=candidate,
-                        merge=entry.get("merge") is True,
-                        extra=x,
-                    )
+                identifies = target_index is not None
+                expected.update(
+                    type="citation",
+                    target="text" if target_index is not None else None,
+                    citation=entry.get("citation"),
                 )
+                event = Citation(citation=entry.get("citation"), index=target_index)
+            elif kind == "start" and entry.get("kind") in ("reasoning", "text", "refusal"):
+                # A block boundary Chat cannot show (two reasoning blocks in a row, a
+                # named block such as Anthropic redacted_thinking): a new block.
+                block_kind: BlockKind = entry["kind"]
+                name = entry.get("name") if isinstance(entry.get("name"), str) else None
+                block_id = entry.get("id") if isinstance(entry.get("id"), str) else None
+                expected.update(type="start", kind=block_kind)
+                if name is not None:
+                    expected["name"] = name
+                if block_id is not None:
+                    expected["id"] = block_id
+                self._close_text(state)
+                index = self._block()
+                state.text = (index, block_kind)
+                state.last_of_kind[block_kind] = index
+                event = BlockStart(
+                    index=index, kind=block_kind, id=block_id, name=name, candidate=candidate
+                )
+            elif kind == "metadata" and isinstance(entry.get("name"), str):
+                merge = entry.get("merge") is True
+                expected.update(type="metadata", name=entry["name"], value=entry.get("value"))
+                if merge:
+                    expected["merge"] = True
+                event = Metadata(
+                    name=entry["name"], value=entry.get("value"), candidate=candidate, merge=merge
+                )
+            if event is None:
+                # An entry this version cannot place: passed through, never dropped.
+                x = self._x(True, identifies=False)
+                x[EXTRA_KEY]["p"] = 1
+                self._emit(Unknown(name="polystream", data=_dumps(entry), extra=x))
                 continue
-            # An entry this version cannot place: passed through, never dropped.
-            x = self._x(True, identifies=False)
-            x[EXTRA_KEY]["p"] = 1
-            self._emit(Unknown(name="polystream", data=_dumps(entry), extra=x))
+            x = self._x(True, identifies=identifies)
+            x[EXTRA_KEY].update(p=1, **pi)
+            if expected != entry:
+                x[EXTRA_KEY]["pe"] = entry
+            self._emit(msgspec.structs.replace(event, extra=x))
 
     # -- terminal and errors ----------------------------------------------------------
 
@@ -734,7 +771,6 @@ def base_envelope(start: StreamStart) -> dict[str, Any]:
         env["model"] = start.model
     env["choices"] = []
     return env
-
 
 
 def _dumps(value: Any) -> str:

@@ -105,7 +105,7 @@ _WRITING: Final = frozenset(
 
 
 class _Block:
-    __slots__ = ("candidate", "has_args", "kind", "lost", "start", "tool_index")
+    __slots__ = ("candidate", "has_args", "kind", "lost", "start", "tool_index", "written")
 
     def __init__(self, start: BlockStart, tool_index: Any) -> None:
         self.start = start
@@ -114,6 +114,7 @@ class _Block:
         self.tool_index = tool_index
         self.lost = start.kind not in _CHAT_KINDS
         self.has_args = False
+        self.written = False  # a decoder of the output has opened this block
 
 
 class ChatEncoder(DialectEncoder):
@@ -162,6 +163,8 @@ class ChatEncoder(DialectEncoder):
         self._usage: Usage | None = None
         self._reasoning_noted: set[int] = set()
         self._carry_next: dict[int, int] = {}  # next polystream carrier index per choice
+        # per choice: the kind of text-like block a decoder of this output has open
+        self._open_kind: dict[int, str | None] = {}
         self._done = False
         self._error_written = False
 
@@ -215,6 +218,13 @@ class ChatEncoder(DialectEncoder):
             self._candidates.append(candidate)
         return entry
 
+    def _candidate_of(self, block: _Block | None) -> int:
+        """The choice of an own event: its block's, else the entry being built (an event
+        that names no block, such as a reply-level citation, belongs to it)."""
+        if block is not None:
+            return block.candidate
+        return self._entry_candidate if self._entry_candidate is not None else 0
+
     def _flush(self, change: dict[str, Any] | None, event_name: str | None = None) -> bytes:
         env = apply(self._env, change)
         self._env = env
@@ -244,20 +254,23 @@ class ChatEncoder(DialectEncoder):
         elif kind is TextDelta:
             assert isinstance(event, TextDelta)
             block = self._blocks.get(event.index)
-            delta = self._entry_for(x, block.candidate if block else 0)["delta"]
+            delta = self._entry_for(x, self._candidate_of(block))["delta"]
             field = "refusal" if block is not None and block.kind == "refusal" else "content"
             delta[field] = delta.get(field, "") + event.delta
         elif kind is ReasoningDelta:
             assert isinstance(event, ReasoningDelta)
             block = self._blocks.get(event.index)
-            delta = self._entry_for(x, block.candidate if block else 0)["delta"]
+            delta = self._entry_for(x, self._candidate_of(block))["delta"]
             delta["reasoning_content"] = delta.get("reasoning_content", "") + event.delta
         elif kind is BlockStart:
             assert isinstance(event, BlockStart)
             residual = x.get("tc")
             tool_index = residual.get("index") if isinstance(residual, dict) else None
             self._blocks[event.index] = _Block(event, tool_index)
-            if event.kind == "tool_call":
+            if x.get("p"):
+                entry = self._entry_for(x, event.candidate)
+                entry["delta"].setdefault("polystream", []).append(self._carry(event, x))
+            elif event.kind == "tool_call":
                 entry = self._entry_for(x, event.candidate)
                 fragment = _copy_fragment(residual if isinstance(residual, dict) else {})
                 if event.id is not None:
@@ -271,7 +284,7 @@ class ChatEncoder(DialectEncoder):
         elif kind is ToolInputDelta:
             assert isinstance(event, ToolInputDelta)
             block = self._blocks.get(event.index)
-            entry = self._entry_for(x, block.candidate if block else 0)
+            entry = self._entry_for(x, self._candidate_of(block))
             residual = x.get("tc")
             if residual is None and self._frag is not None and self._frag_block == event.index:
                 function = self._frag.get("function")
@@ -291,16 +304,16 @@ class ChatEncoder(DialectEncoder):
         elif kind is Citation:
             assert isinstance(event, Citation)
             block = self._blocks.get(event.index) if event.index is not None else None
-            delta = self._entry_for(x, block.candidate if block else 0)["delta"]
+            delta = self._entry_for(x, self._candidate_of(block))["delta"]
             if x.get("p"):
-                delta.setdefault("polystream", []).append(self._carry(event))
+                delta.setdefault("polystream", []).append(self._carry(event, x))
             else:
                 delta.setdefault("annotations", []).append(event.citation)
         elif kind is SignatureDelta:
             assert isinstance(event, SignatureDelta)
             block = self._blocks.get(event.index)
-            delta = self._entry_for(x, block.candidate if block else 0)["delta"]
-            delta.setdefault("polystream", []).append(self._carry(event))
+            delta = self._entry_for(x, self._candidate_of(block))["delta"]
+            delta.setdefault("polystream", []).append(self._carry(event, x))
         elif kind is Metadata:
             assert isinstance(event, Metadata)
             if x.get("p"):
@@ -372,6 +385,8 @@ class ChatEncoder(DialectEncoder):
         if isinstance(event, SignatureDelta | Citation):
             block = self._blocks.get(event.index) if event.index is not None else None
             candidate = block.candidate if block is not None else 0
+        elif isinstance(event, BlockStart):
+            candidate = event.candidate
         else:
             assert isinstance(event, Metadata)
             candidate = event.candidate
@@ -382,6 +397,11 @@ class ChatEncoder(DialectEncoder):
         index: Any = self._carry_next.get(candidate, 0)
         if x is not None and "pi" in x:
             index = x["pi"]
+        if x is not None and isinstance(x.get("pe"), dict):
+            # The entry as received (it was not in the shape written here).
+            entry: dict[str, Any] = x["pe"]
+            self._next_carry_index(candidate, entry.get("index", _NO_INDEX))
+            return entry
         self._next_carry_index(candidate, index)
         item: dict[str, Any] = {} if index is _NO_INDEX or index == "-" else {"index": index}
         if isinstance(event, SignatureDelta):
@@ -392,6 +412,14 @@ class ChatEncoder(DialectEncoder):
             if block is not None and kind == "tool_call" and block.tool_index is not None:
                 item["tool_index"] = block.tool_index
             item["data"] = event.delta
+            return item
+        if isinstance(event, BlockStart):
+            item["type"] = "start"
+            item["kind"] = event.kind
+            if event.name is not None:
+                item["name"] = event.name
+            if event.id is not None:
+                item["id"] = event.id
             return item
         if isinstance(event, Citation):
             item["type"] = "citation"
@@ -489,24 +517,36 @@ class ChatEncoder(DialectEncoder):
                     f"Chat Completions has no {event.kind} output",
                 )
                 return prefix
-            if event.kind == "tool_call":
-                call_id = event.id or event.call_id or f"call_{event.index}"
-                if event.call_id is not None and event.id is not None:
-                    call_id = event.call_id
-                fragment = {
-                    "index": tool_index,
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": event.name or "", "arguments": ""},
-                }
-                return prefix + self._chunk(event.candidate, {"tool_calls": [fragment]})
-            return prefix
+            if event.kind != "tool_call":
+                # A decoder would continue the open block of the same kind (Chat shows
+                # no boundary) and cannot know a block's name or id: carry the start.
+                if (
+                    event.name is not None
+                    or event.id is not None
+                    or self._open_kind.get(event.candidate) == event.kind
+                ):
+                    items: list[dict[str, Any]] = []
+                    self._start_block(started, items)
+                    return prefix + self._chunk(event.candidate, {"polystream": items})
+                return prefix
+            # A tool call: its first fragment, with the id to send the result back with
+            # (``call_id`` where the source distinguishes it from the item id).
+            call_id = event.call_id or event.id or f"call_{event.index}"
+            self._open_kind[event.candidate] = None
+            fragment = {
+                "index": tool_index,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": event.name or "", "arguments": ""},
+            }
+            return prefix + self._chunk(event.candidate, {"tool_calls": [fragment]})
         if kind in (TextDelta, ReasoningDelta, ToolInputDelta):
             assert isinstance(event, TextDelta | ReasoningDelta | ToolInputDelta)
             block = self._blocks.get(event.index)
             if block is None or block.lost:
                 return prefix
             if kind is ToolInputDelta or block.kind == "tool_call":
+                self._open_kind[block.candidate] = None
                 block.has_args = True
                 fragment = {"index": block.tool_index, "function": {"arguments": event.delta}}
                 return prefix + self._chunk(block.candidate, {"tool_calls": [fragment]})
@@ -519,7 +559,13 @@ class ChatEncoder(DialectEncoder):
                         "OpenAI Chat streams no reasoning text; carried in delta.reasoning_content",
                         carried=True,
                     )
+                if event.delta:
+                    block.written = True
+                    self._open_kind[block.candidate] = "reasoning"
                 return prefix + self._chunk(block.candidate, {"reasoning_content": event.delta})
+            if event.delta:
+                block.written = True
+                self._open_kind[block.candidate] = block.kind
             field = "refusal" if block.kind == "refusal" else "content"
             return prefix + self._chunk(block.candidate, {field: event.delta})
         if kind is BlockEnd:
@@ -543,13 +589,21 @@ class ChatEncoder(DialectEncoder):
                 return prefix
             self.lose("signature", event, "Chat has no signature field", carried=True)
             candidate = block.candidate if block is not None else 0
-            return prefix + self._chunk(candidate, {"polystream": [self._carry(event)]})
+            items = []
+            if block is not None:
+                self._start_block(block, items)
+            items.append(self._carry(event))
+            return prefix + self._chunk(candidate, {"polystream": items})
         if kind is Citation:
             assert isinstance(event, Citation)
             block = self._blocks.get(event.index) if event.index is not None else None
             self.lose("citation", event, "Chat annotations are url_citation only", carried=True)
             candidate = block.candidate if block is not None else 0
-            return prefix + self._chunk(candidate, {"polystream": [self._carry(event)]})
+            items = []
+            if block is not None:
+                self._start_block(block, items)
+            items.append(self._carry(event))
+            return prefix + self._chunk(candidate, {"polystream": items})
         if kind is Metadata:
             assert isinstance(event, Metadata)
             self.lose(f"metadata:{event.name}", event, "Chat has no such field", carried=True)
@@ -567,6 +621,17 @@ class ChatEncoder(DialectEncoder):
             return prefix + self._finish(event)
         assert isinstance(event, KeepAlive)
         return prefix + _comment(event)
+
+    def _start_block(self, block: _Block, items: list[dict[str, Any]]) -> None:
+        """Carry a text-like block's start when a decoder of the output could not see
+        it: it would continue the open block of the same kind, attach a signature to
+        an older block, or lose the block's name or id."""
+        if block.written or block.kind == "tool_call":
+            return
+        block.written = True
+        self._open_kind[block.candidate] = block.kind
+        self.lose("block-start", block.start, "Chat has no block boundaries", carried=True)
+        items.append(self._carry(block.start))
 
     def _finish(self, event: Finish) -> bytes:
         self._done = True
