@@ -874,3 +874,22 @@ def test_foreign_web_search_becomes_a_web_search_call() -> None:
     result = decode(data, D)
     assert result.text == "Found it." and result.tool_calls == []
     assert result.blocks[0].arguments == {"type": "search", "query": "polystream"}
+
+
+def test_delta_after_its_part_is_done_is_a_located_error() -> None:
+    frames = [
+        json.loads(part.split(b"data: ", 1)[1]) for part in small_stream().split(b"\n\n") if part
+    ]
+    late = dict(frames[3], sequence_number=5, delta="late")
+    done_again = dict(frames[4], sequence_number=6)
+    frames[5]["sequence_number"] = 7
+    data = sse(*frames[:5], late, done_again, frames[5])
+    decoder = StreamDecoder(D)  # the accumulator behind it must not see the bad events
+    events = decoder.feed(data) + decoder.close()
+    errors = [e.error for e in events if isinstance(e, ErrorEvent)]
+    assert [(e.kind, e.event_index) for e in errors] == [("protocol", 5), ("protocol", 6)]
+    assert "after content part 0 was done" in errors[0].message
+    assert "content_part.done twice" in errors[1].message
+    assert decoder.result().text == "Hi" and decoder.result().status == "completed"
+    with pytest.raises(EventOrderError):
+        events_of(data, strict=True)

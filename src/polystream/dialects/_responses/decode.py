@@ -105,6 +105,7 @@ class ResponsesDecoder(FramedDecoder):
         self._tool_calls = False
         self._refusal = False
         self._text = False
+        self._ended: set[int] = set()  # blocks whose end was emitted
         self._audio: int | None = None
         self._transcript: int | None = None
         self._handlers = {
@@ -164,7 +165,7 @@ class ResponsesDecoder(FramedDecoder):
             if item is not None and type(delta) is str:
                 ci = payload.get("content_index")
                 block = item.parts.get(ci) if type(ci) is int else None
-                if block is not None:
+                if block is not None and block not in self._ended:
                     del payload["delta"]
                     self._output = self._text = True
                     out.append(
@@ -257,6 +258,8 @@ class ResponsesDecoder(FramedDecoder):
         item = self._item(payload, kind)
         if item.block is None:
             raise EventOrderError(f"{kind} for a message item (it has no such content)")
+        if item.block in self._ended:
+            raise EventOrderError(f"{kind} after its output item was done")
         return item.block
 
     def _pop_str(self, payload: dict[str, Any], key: str, kind: str) -> str:
@@ -427,6 +430,9 @@ class ResponsesDecoder(FramedDecoder):
             out.append(StatusUpdate(status=status or "completed", cursor=seq, extra=payload))
             return
         block = state.block
+        if block in self._ended:
+            raise EventOrderError(f"output_item.done twice for output_index {index}")
+        self._ended.add(block)
         encrypted = item.get("encrypted_content")
         if isinstance(encrypted, str) and encrypted:
             out.append(SignatureDelta(index=block, delta=encrypted, extra=_IMPLICIT))
@@ -502,6 +508,9 @@ class ResponsesDecoder(FramedDecoder):
         block = item.parts.get(ci) if type(ci) is int else None
         if block is None:
             raise EventOrderError(f"content_part.done for content_index {ci}, never added")
+        if block in self._ended:
+            raise EventOrderError(f"content_part.done twice for content_index {ci}")
+        self._ended.add(block)
         part = payload.get("part")
         value = None
         if isinstance(part, dict):
@@ -517,6 +526,8 @@ class ResponsesDecoder(FramedDecoder):
         block = item.parts.get(ci) if type(ci) is int else None
         if block is None:
             raise EventOrderError(f"{kind} for content_index {ci}, never added")
+        if block in self._ended:
+            raise EventOrderError(f"{kind} after content part {ci} was done")
         delta = self._pop_str(payload, "delta", kind)
         self._output = True
         if kind == "response.refusal.delta":
