@@ -66,7 +66,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         print(f"polystream: error: {exc}", file=sys.stderr)
         return 1
-    root = f"http://{args.host}:{args.port}"
+    import socket
+
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as exc:
+        print(
+            f"polystream: error: cannot listen on {args.host}:{args.port}: {exc.strerror}",
+            file=sys.stderr,
+        )
+        sock.close()
+        return 2
+    port = sock.getsockname()[1]  # the real port when --port 0
+    host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+    root = f"http://{host}:{port}"
     print(
         f"polystream emulator on {root}: {len(emulator.scenarios)} scenario(s), "
         f"{len(args.replay)} capture(s)\n"
@@ -78,11 +94,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     quiet_dropped_connections()
-    uvicorn.run(
-        create_app(emulator),
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        lifespan="off",
-    )
+    config = uvicorn.Config(create_app(emulator), log_level=args.log_level, lifespan="off")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
     return 0
