@@ -170,3 +170,43 @@ def test_bad_resume_cursor(server: ServerThread, query: str) -> None:
     response = httpx.get(f"{server.base_url}/openai/v1/responses/resp_x?{query}")
     assert response.status_code == 400
     assert openai_error(response)["param"] == "starting_after"
+
+
+def test_internal_failure_is_a_provider_shaped_500(serve: Callable[..., ServerThread]) -> None:
+    require("anthropic_messages")
+    server = serve()
+    emulator = server.app.state.emulator
+    original = emulator.answer
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("boom")
+
+    emulator.answer = broken
+    failed = httpx.post(
+        server.base_url + ANTHROPIC,
+        json={
+            "model": "claude-sonnet-5-5",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": "x"}],
+        },
+    )
+    assert failed.status_code == 500
+    assert failed.json()["error"]["type"] == "api_error"
+    assert "Traceback" not in failed.text and "boom" not in failed.text
+    emulator.answer = original
+    again = httpx.post(
+        server.base_url + ANTHROPIC,
+        json={
+            "model": "claude-sonnet-5-5",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": "x"}],
+        },
+    )
+    assert again.status_code == 200
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "OPTIONS", "PATCH"])
+def test_other_methods_are_405_in_the_provider_shape(server: ServerThread, method: str) -> None:
+    response = httpx.request(method, server.base_url + "/gemini/v1beta/interactions")
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == 405

@@ -158,7 +158,7 @@ def test_rate_limit_with_retry_after(serve: Callable[..., ServerThread]) -> None
     assert caught.value.status_code == 429
     assert caught.value.response.headers["retry-after"] == "7"
     body = caught.value.body
-    assert isinstance(body, dict) and body["type"] == "rate_limit_exceeded"  # SDK unwraps "error"
+    assert isinstance(body, dict) and body["code"] == "rate_limit_exceeded"  # SDK unwraps "error"
 
 
 def test_rate_limit_then_success_retried_by_the_sdk(serve: Callable[..., ServerThread]) -> None:

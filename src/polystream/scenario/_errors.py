@@ -26,7 +26,7 @@ _OPENAI_TYPES: Final = {
     404: ("invalid_request_error", "not_found"),
     405: ("invalid_request_error", "method_not_allowed"),
     413: ("invalid_request_error", "request_too_large"),
-    429: ("rate_limit_exceeded", "rate_limit_exceeded"),
+    429: ("requests", "rate_limit_exceeded"),  # OpenAI: type names the limit (requests, tokens)
     500: ("server_error", None),
     503: ("server_error", "service_unavailable"),
     529: ("server_error", "overloaded"),
