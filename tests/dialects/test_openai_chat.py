@@ -245,6 +245,22 @@ def test_error_chunk_fails_the_stream() -> None:
     assert accumulate(events).text == "The first part"
 
 
+def test_openrouter_error_inside_a_chunk() -> None:
+    events = _events("openrouter_error_mid_stream.sse")
+    error = next(e for e in events if isinstance(e, ErrorEvent)).error
+    assert (error.kind, error.retryable, error.code, error.http_status) == (
+        "server",
+        True,
+        "502",
+        502,
+    )
+    assert error.message == "Provider disconnected unexpectedly"
+    finish = events[-1]
+    assert isinstance(finish, Finish)
+    assert (finish.status, finish.reason.unified, finish.reason.raw) == ("failed", "error", "error")
+    assert accumulate(events).text == "Partial answer"
+
+
 @pytest.mark.parametrize(
     ("error", "kind", "retryable"),
     [
@@ -299,6 +315,7 @@ def test_unknown_object_passes_through() -> None:
         ("tool_calls", "tool_calls", "completed"),
         ("content_filter", "content_filter", "incomplete"),
         ("function_call", "tool_calls", "completed"),
+        ("error", "error", "failed"),
         ("eos_token", "other", "completed"),
         (None, "other", "completed"),
     ],

@@ -41,8 +41,12 @@ IDS = [f"{fixture_dialect(p)}/{p.name}" for p in FIXTURES]
 SDK_RAISES: dict[str, type[Exception]] = {
     "openai_chat/error_mid_stream.sse": openai.APIError,
     "openai_chat/n2_choices.sse": openai.LengthFinishReasonError,
+    "openai_chat/openrouter_error_mid_stream.sse": openai.APIError,
 }
-RAW_RAISES: dict[str, type[Exception]] = {"openai_chat/error_mid_stream.sse": openai.APIError}
+RAW_RAISES: dict[str, type[Exception]] = {
+    "openai_chat/error_mid_stream.sse": openai.APIError,
+    "openai_chat/openrouter_error_mid_stream.sse": openai.APIError,
+}
 SDK_LOSES_USAGE = {"openai_chat/usage_then_moderation.sse", "xai_chat/usage_second_to_last.sse"}
 SDK_MERGES_IDS = {"openai_chat/tool_index_reused.sse"}
 

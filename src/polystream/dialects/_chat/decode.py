@@ -24,7 +24,9 @@ Mapping (the full table is in docs/dialects/openai_chat.md):
   chunk or cumulatively on every chunk) -> :class:`UsageUpdate`; the last non-empty
   one is the Finish's usage, an empty one never overwrites it (pain-points #19, #20).
 * top-level ``moderation`` -> :class:`Metadata` ``moderation``.
-* ``{"error": {...}}`` -> :class:`ErrorEvent` typed by cause; the stream ends ``failed``.
+* ``{"error": {...}}`` (a line of its own, or inside a chunk, as OpenRouter sends it with
+  ``finish_reason: "error"``) -> :class:`ErrorEvent` typed by cause; the stream ends
+  ``failed``.
 * ``data: [DONE]`` -> :class:`Finish` with choice 0's finish reason (other choices' are
   in their ``finish_reason`` Metadata) and the final usage. No ``[DONE]`` -> truncated.
 * SSE comments (OpenRouter ``: OPENROUTER PROCESSING``) -> :class:`KeepAlive`.
@@ -56,8 +58,9 @@ exactly without ``raw`` (each key is present only when needed):
 * ``p``: the event came from the ``polystream`` carrier; ``pi``: its entry's ``index``
   when it is not the next one in the choice's count (``"-"``: no index); ``pe``: the
   whole entry, when it is not what the encoder would write for the event.
-* ``top``: an error line's fields besides ``error``; ``done: false`` on a Finish that
-  had no ``[DONE]`` (a failed stream that just closed).
+* ``top``: an error line's fields besides ``error``; ``c``: the error was inside a
+  chunk; ``done: false`` on a Finish that had no ``[DONE]`` (a failed stream that just
+  closed).
 """
 
 from __future__ import annotations
@@ -147,6 +150,24 @@ _ERROR_KINDS: Final[dict[str, ErrorKind]] = {
 }
 
 
+# Numeric codes (OpenRouter sends HTTP-like ones in mid-stream errors) -> unified kind.
+_STATUS_KINDS: Final[dict[int, ErrorKind]] = {
+    400: "invalid_request",
+    401: "authentication",
+    402: "quota",
+    403: "permission",
+    404: "not_found",
+    408: "timeout",
+    413: "request_too_large",
+    429: "rate_limit",
+    500: "server",
+    502: "server",
+    503: "overloaded",
+    504: "timeout",
+    529: "overloaded",
+}
+
+
 def error_kind(error: Any) -> ErrorKind:
     """The unified kind of a Chat error object (its ``code``, then its ``type``)."""
     if isinstance(error, dict):
@@ -154,6 +175,8 @@ def error_kind(error: Any) -> ErrorKind:
             value = error.get(key)
             if isinstance(value, str) and value in _ERROR_KINDS:
                 return _ERROR_KINDS[value]
+            if type(value) is int and value in _STATUS_KINDS:
+                return _STATUS_KINDS[value]
     return "unknown"
 
 
@@ -229,7 +252,8 @@ class ChatDecoder(FramedDecoder):
             return
         try:
             obj = DECODER.decode(data)
-        except Exception as exc:  # msgspec.DecodeError; kept whole in ErrorInfo.raw
+        except msgspec.DecodeError as exc:
+            # The line is kept whole in ErrorInfo.raw: nothing received is lost.
             self._bad(out, f"malformed JSON in a data line: {exc}", data)
             return
         if self.keep_raw:
@@ -237,7 +261,8 @@ class ChatDecoder(FramedDecoder):
         if type(obj) is not dict:
             self._bad(out, f"chunk payload is a JSON {type(obj).__name__}, not an object", data)
             return
-        if "error" in obj and "choices" not in obj:
+        if obj.get("error") is not None and "choices" not in obj:
+            # OpenAI's in-band error line (openai-python Stream checks data["error"]).
             self._error_line(obj, out)
             return
         if "choices" not in obj and obj.get("object") != CHUNK_OBJECT and "usage" not in obj:
@@ -401,6 +426,15 @@ class ChatDecoder(FramedDecoder):
                 if not converted.is_empty():
                     self._usage = converted
                 events.append(UsageUpdate(usage=converted, extra={EXTRA_KEY: {}}))
+        error = obj.get("error")
+        if error is not None:
+            # An error inside a chunk (OpenRouter mid-stream errors come with choices and
+            # finish_reason "error"): the stream fails like after an error line.
+            env["error"] = None
+            info = _error_info(error)
+            if self._error is None:
+                self._error = info
+            events.append(ErrorEvent(error=info, extra={EXTRA_KEY: {"c": 1}}))
         moderation = obj.get("moderation")
         if moderation is not None:
             events.append(Metadata(name="moderation", value=moderation, extra={EXTRA_KEY: {}}))
@@ -714,23 +748,7 @@ class ChatDecoder(FramedDecoder):
     # -- terminal and errors ----------------------------------------------------------
 
     def _error_line(self, obj: dict[str, Any], out: list[Event]) -> None:
-        error = obj["error"]
-        message = error.get("message") if isinstance(error, dict) else None
-        code = None
-        if isinstance(error, dict):
-            for key in ("code", "type"):
-                value = error.get(key)
-                if isinstance(value, str):
-                    code = value
-                    break
-        kind = error_kind(error)
-        info = ErrorInfo(
-            kind=kind,
-            message=message if isinstance(message, str) else "error in the stream",
-            retryable=kind in RETRYABLE_KINDS,
-            code=code,
-            raw=error,
-        )
+        info = _error_info(obj["error"])
         if self._error is None:
             self._error = info
         top = {k: v for k, v in obj.items() if k != "error"}
@@ -738,8 +756,8 @@ class ChatDecoder(FramedDecoder):
         out.append(ErrorEvent(error=info, extra={EXTRA_KEY: x}))
 
     def _done(self, out: list[Event]) -> None:
+        self._events = out  # the BlockEnds below belong to no chunk
         for state in self._choices.values():
-            self._events = out
             self._close_all(state)
         reason, status = map_finish_reason(self._finish_raw())
         error = self._error
@@ -756,6 +774,31 @@ class ChatDecoder(FramedDecoder):
                 extra={EXTRA_KEY: {}},
             ),
         )
+
+
+def _error_info(error: Any) -> ErrorInfo:
+    """A typed error from a Chat error object (``{"message", "type", "param", "code"}``)."""
+    message = error.get("message") if isinstance(error, dict) else None
+    code = None
+    if isinstance(error, dict):
+        for key in ("code", "type"):
+            value = error.get(key)
+            if isinstance(value, str):
+                code = value
+                break
+            if type(value) is int:
+                code = str(value)  # OpenRouter sends numeric HTTP-like codes
+                break
+    kind = error_kind(error)
+    status = error.get("code") if isinstance(error, dict) else None
+    return ErrorInfo(
+        kind=kind,
+        message=message if isinstance(message, str) else "error in the stream",
+        retryable=kind in RETRYABLE_KINDS,
+        code=code,
+        http_status=status if type(status) is int else None,
+        raw=error,
+    )
 
 
 def base_envelope(start: StreamStart) -> dict[str, Any]:

@@ -348,6 +348,11 @@ class ChatEncoder(DialectEncoder):
                 entry["delta"].setdefault("polystream", []).append(item)
             else:
                 return _SSE.event(event.data, event=x.get("ev"))
+        elif kind is ErrorEvent and x.get("c"):
+            assert isinstance(event, ErrorEvent)
+            if self._entries is None:
+                self._entries = []
+            self._specials["error"] = event.error.raw
         elif kind is ErrorEvent:
             assert isinstance(event, ErrorEvent)
             prefix = self.close()

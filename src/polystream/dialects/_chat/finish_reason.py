@@ -20,6 +20,8 @@ _TABLE: Final[dict[str, tuple[UnifiedFinishReason, FinishStatus]]] = {
     "content_filter": ("content_filter", "incomplete"),
     # Deprecated functions API: the model asked for a function, like tool_calls.
     "function_call": ("tool_calls", "completed"),
+    # OpenRouter: a mid-stream error ends the choice (with an "error" object on the chunk).
+    "error": ("error", "failed"),
 }
 
 _BACK: Final[dict[UnifiedFinishReason, str]] = {
