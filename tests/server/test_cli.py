@@ -147,3 +147,18 @@ def test_load_emulator_yaml_and_relative_capture(tmp_path: Path) -> None:
     missing.write_text('{"reply": {"replay": "nowhere.sse"}}')
     with pytest.raises(ScenarioError, match="not found"):
         load_emulator([str(missing)])
+
+
+def test_demo_in_a_plain_ascii_terminal() -> None:
+    require(*SSE_DIALECTS)
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "TERM": "dumb"}
+    done = subprocess.run(
+        [sys.executable, "-m", "polystream", "demo"],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"8/8 dialects produced the expected result." in done.stdout
+    assert b"Traceback" not in done.stderr

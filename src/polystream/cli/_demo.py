@@ -191,6 +191,15 @@ def _render(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        "✓ — °C ━".encode(encoding)
+    except (LookupError, UnicodeEncodeError):
+        # A terminal that cannot show the table's characters (PYTHONIOENCODING=ascii):
+        # replace what it cannot encode rather than fail.
+        reconfigure = getattr(sys.stdout, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
     console = Console(highlight=False)
     if not console.is_terminal:
         console = Console(highlight=False, width=120, color_system=None)
