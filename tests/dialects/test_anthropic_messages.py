@@ -371,7 +371,7 @@ def test_padded_json_and_ping_spellings_decode_like_compact_json() -> None:
         ("tool_use", "tool_calls", "completed"),
         ("max_tokens", "length", "incomplete"),
         ("pause_turn", "pause", "incomplete"),
-        ("refusal", "refusal", "incomplete"),
+        ("refusal", "refusal", "completed"),
         ("model_context_window_exceeded", "context_window", "incomplete"),
         ("compaction", "pause", "incomplete"),
         ("a_new_reason", "other", "completed"),
@@ -391,7 +391,7 @@ def test_stop_reason_table(raw: str, unified: str, status: str) -> None:
 def test_stop_reason_fixtures() -> None:
     expect = {
         "pause_turn": ("incomplete", "pause"),
-        "refusal": ("incomplete", "refusal"),
+        "refusal": ("completed", "refusal"),
         "context_window": ("incomplete", "context_window"),
         "stop_sequence": ("completed", "stop"),
         "unknown_stop_reason": ("completed", "other"),
@@ -970,6 +970,38 @@ def test_foreign_text_tool_input_is_wrapped_in_an_object() -> None:
     call = accumulate(decode(encoder.encode_all(events))).tool_calls[0]
     assert call.arguments == {"input": 'print("hi")'}
     assert [loss.what for loss in encoder.losses] == ["tool_input:text"]
+
+
+@pytest.mark.parametrize("unified", ["refusal", "stop"])
+def test_foreign_refusal_becomes_the_refusal_stop_reason(unified: str) -> None:
+    events: list[Event] = [
+        StreamStart(dialect="openai_chat", model="gpt-5"),
+        BlockStart(index=0, kind="refusal"),
+        TextDelta(index=0, delta="I can't "),
+        TextDelta(index=0, delta="help with that."),
+        BlockEnd(index=0),
+        Finish(status="completed", reason=FinishReason(unified=unified)),  # type: ignore[arg-type]
+    ]
+    encoder = Encoder(id_factory=ids)
+    data = encoder.encode_all(events)
+    frames = native_frames(data)
+    assert [name for name, _ in frames] == ["message_start", "message_delta", "message_stop"]
+    assert frames[1][1]["delta"] == {
+        "stop_reason": "refusal",
+        "stop_sequence": None,
+        "stop_details": {
+            "type": "refusal",
+            "category": None,
+            "explanation": "I can't help with that.",
+        },
+    }
+    expected = [("block:refusal", False)]
+    if unified != "refusal":
+        expected.append(("finish_reason", False))
+    assert [(loss.what, loss.carried) for loss in encoder.losses] == expected
+    result = accumulate(decode(data))
+    assert (result.status, result.text) == ("completed", "")
+    assert result.finish_reason == FinishReason(unified="refusal", raw="refusal")
 
 
 def test_ping_after_first_block_is_optional() -> None:

@@ -172,6 +172,7 @@ class MessagesEncoder(DialectEncoder):
         self._usage: Usage | None = None
         self._error_sent = False
         self._stop_sent = False  # a stop reason was written (message_delta or message_start)
+        self._refusal: list[str] = []  # text of another dialect's refusal blocks
         self._pinged = False
         self._done = False
 
@@ -412,13 +413,7 @@ class MessagesEncoder(DialectEncoder):
             if extra is not None:
                 apply_diff(base, extra.get("block"))
             return base
-        if kind in ("text", "refusal"):
-            if kind == "refusal":
-                self.lose(
-                    "block:refusal",
-                    event,
-                    "the Messages API has no refusal block; the refusal is sent as text",
-                )
+        if kind == "text":
             return skeleton("text")
         if kind == "reasoning":
             return skeleton("thinking")
@@ -441,6 +436,16 @@ class MessagesEncoder(DialectEncoder):
             # Messages replies have one candidate (no ``n``): the others cannot travel.
             self.lose("candidate", event, f"candidate {event.candidate}: Messages has one reply")
             self._skipped.add(event.index)
+            return b"".join(parts)
+        if event.kind == "refusal" and not self._family:
+            # Messages has no refusal block: a refusal is a stop reason, and its text
+            # goes in the documented stop_details.explanation (written at the Finish).
+            self.lose(
+                "block:refusal",
+                event,
+                "sent as stop_reason refusal with the text in stop_details.explanation",
+            )
+            self._blocks[event.index] = _Block(-1, "refusal", None, event.value)
             return b"".join(parts)
         native = self._native_block(event, extra)
         if native is None:
@@ -496,6 +501,10 @@ class MessagesEncoder(DialectEncoder):
         if block.type == "text":
             block.content = True
             return self._delta(block.index, {"type": "text_delta", "text": event.delta}, extra)
+        if block.type == "refusal":
+            block.content = True
+            self._refusal.append(event.delta)
+            return b""
         if block.type == "compaction" and self._family:
             delta: dict[str, Any] = {"type": "compaction_delta", "content": event.delta}
             if extra is not None and isinstance(extra.get("delta"), dict):
@@ -626,6 +635,11 @@ class MessagesEncoder(DialectEncoder):
         if block.ended:
             raise LocalProtocolError(f"block {event.index} ended twice", dialect=self.dialect)
         block.ended = True
+        if block.type == "refusal":
+            value = event.value if event.value is not None else block.value
+            if not block.content and isinstance(value, str):
+                self._refusal.append(value)
+            return b""
         self._open.pop(block.index, None)
         extra = event.extra if self._family else None
         parts: list[bytes] = []
@@ -712,14 +726,25 @@ class MessagesEncoder(DialectEncoder):
                 if self._family and usage is not None and isinstance(usage.raw, dict)
                 else from_usage(usage)
             )
-            delta = {
-                "type": "message_delta",
-                "delta": {
-                    "stop_reason": stop_reason_for(event.reason, native=self._family),
-                    "stop_sequence": None,
-                },
-                "usage": native_usage,
+            stop: dict[str, Any] = {
+                "stop_reason": stop_reason_for(event.reason, native=self._family),
+                "stop_sequence": None,
             }
+            if self._refusal:
+                if event.reason.unified not in ("refusal", "content_filter"):
+                    self.lose(
+                        "finish_reason",
+                        event,
+                        f"a {event.reason.unified} reply holding a refusal block: "
+                        "stop_reason refusal",
+                    )
+                stop["stop_reason"] = "refusal"
+                stop["stop_details"] = {
+                    "type": "refusal",
+                    "category": None,
+                    "explanation": "".join(self._refusal),
+                }
+            delta = {"type": "message_delta", "delta": stop, "usage": native_usage}
             parts.append(_frame("message_delta", delta))
         if not self._family:
             parts.append(_frame("message_stop", {"type": "message_stop"}))

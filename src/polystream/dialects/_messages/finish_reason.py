@@ -20,8 +20,10 @@ _TABLE: Final[dict[str, tuple[UnifiedFinishReason, FinishStatus]]] = {
     "max_tokens": ("length", "incomplete"),
     # "we paused a long-running turn": the reply is to be sent back to continue it.
     "pause_turn": ("pause", "incomplete"),
-    # Streaming classifiers stopped the reply (docs: "refusal").
-    "refusal": ("refusal", "incomplete"),
+    # The model refused (docs: "refusal"; streaming classifiers may stop it mid-text).
+    # ``completed`` like every dialect's refusal: the reply is whole, and it is a refusal;
+    # the unified reason says so.
+    "refusal": ("refusal", "completed"),
     "model_context_window_exceeded": ("context_window", "incomplete"),
     # Beta: the turn paused right after a compaction block (pause_after_compaction).
     "compaction": ("pause", "incomplete"),
