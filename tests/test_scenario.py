@@ -471,3 +471,18 @@ def test_captures_must_exist() -> None:
         Emulator([scenario])
     with pytest.raises(ScenarioError, match="capture"):
         Emulator(replays=[b"not a stream at all"])
+
+
+def test_a_reply_that_failed_in_band_is_stored_failed() -> None:
+    require("openai_responses")
+    emulator = Emulator(parse_scenarios({"faults": {"error": {"after": 3}}}))
+    answer = emulator.answer(
+        "openai_responses", b'{"model": "gpt-5", "input": "hi", "stream": true}'
+    )
+    assert b"response.failed" in body_of(answer)
+    response_id = json.loads(body_of(answer).split(b"data: ", 1)[1].split(b"\n", 1)[0])["response"][
+        "id"
+    ]
+    stored = json.loads(body_of(emulator.retrieve("openai_responses", response_id)))
+    assert stored["status"] == "failed"
+    assert stored["error"]["message"] == "Overloaded"

@@ -276,10 +276,12 @@ class Emulator:
             full = frames
             if faults.no_terminal:
                 full = render_frames(dialect, events, framing=framing, error=faults.error)
+            # The stored final object is rebuilt from the stored stream, so a reply that
+            # failed in-band is a failed response when fetched again.
             self._keep(
                 response_id,
                 StoredReply(
-                    dialect=dialect, frames=full, native=_rebuild(dialect, events), timing=timing
+                    dialect=dialect, frames=full, native=_native(dialect, full), timing=timing
                 ),
             )
         sse = framing != "json_array"
@@ -491,11 +493,15 @@ def _rebuild(
     decoder), so the unary body always agrees with the streamed answer and carries the
     dialect's native values (finish reason, usage) exactly as the stream states them.
     """
-    info = get_dialect(dialect)
     frames = render_frames(dialect, list(events), framing=framing, losses=losses)
-    wire = b"".join(f.data for f in frames)
+    return _native(dialect, frames)
+
+
+def _native(dialect: str, frames: list[Frame]) -> dict[str, Any]:
+    """Decode a dialect's own wire frames and rebuild its final object."""
+    info = get_dialect(dialect)
     decoder = info.decoder()
-    decoded = decoder.feed(wire) + decoder.close()
+    decoded = decoder.feed(b"".join(frame.data for frame in frames)) + decoder.close()
     return info.rebuild(decoded)
 
 
