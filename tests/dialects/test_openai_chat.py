@@ -329,6 +329,15 @@ def test_finish_reason_table(raw: str | None, unified: str, status: str) -> None
         assert (finish.reason.unified, finish.reason.raw, finish.status) == (unified, raw, status)
 
 
+def test_unknown_finish_reason_is_an_error_in_strict_mode() -> None:
+    data = _chunk([_choice({"content": "a"})]) + _chunk([_choice({}, finish="eos")]) + DONE
+    with pytest.raises(RemoteProtocolError) as info:
+        decode_events(data, DIALECT, strict=True)
+    assert (info.value.event_index, info.value.byte_offset) == (1, data.index(b"data: ", 1))
+    finish = decode_events(data, DIALECT)[-1]
+    assert isinstance(finish, Finish) and finish.reason == FinishReason(unified="other", raw="eos")
+
+
 def test_finish_reason_back_to_wire() -> None:
     assert to_wire_finish_reason(FinishReason(unified="tool_calls", raw="tool_use")) == "tool_calls"
     assert to_wire_finish_reason(FinishReason(unified="length", raw="length")) == "length"

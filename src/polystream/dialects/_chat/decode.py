@@ -70,7 +70,7 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from polystream.dialects._base import FramedDecoder
-from polystream.dialects._chat.finish_reason import map_finish_reason
+from polystream.dialects._chat.finish_reason import is_known_finish_reason, map_finish_reason
 from polystream.dialects._chat.quirks import Quirks
 from polystream.dialects._chat.usage import convert_usage
 from polystream.dialects._chat.wire import (
@@ -515,6 +515,9 @@ class ChatDecoder(FramedDecoder):
         if isinstance(carried, list) and carried:
             self._carried(state, candidate, carried)
         if finish_raw is not None:
+            if self.strict and not is_known_finish_reason(finish_raw):
+                # Unknown enum values pass through (raw kept); strict mode reports them.
+                raise self.protocol_error(f"unknown finish_reason {finish_raw!r}")
             state.finish_raw = finish_raw if isinstance(finish_raw, str) else str(finish_raw)
             self._emit(
                 Metadata(
@@ -734,6 +737,8 @@ class ChatDecoder(FramedDecoder):
                     name=entry["name"], value=entry.get("value"), candidate=candidate, merge=merge
                 )
             if event is None:
+                if self.strict:
+                    raise self.protocol_error(f"unknown polystream carrier entry: {entry!r:.200}")
                 # An entry this version cannot place: passed through, never dropped.
                 x = self._x(True, identifies=False)
                 x[EXTRA_KEY]["p"] = 1

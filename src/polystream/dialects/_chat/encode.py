@@ -266,6 +266,8 @@ class ChatEncoder(DialectEncoder):
             assert isinstance(event, BlockStart)
             residual = x.get("tc")
             tool_index = residual.get("index") if isinstance(residual, dict) else None
+            if type(tool_index) is not int:
+                tool_index = None  # as the decoder reads it (an index must be an int)
             self._blocks[event.index] = _Block(event, tool_index)
             if x.get("p"):
                 entry = self._entry_for(x, event.candidate)

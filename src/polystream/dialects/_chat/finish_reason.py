@@ -11,7 +11,7 @@ from typing import Final
 
 from polystream.events import FinishReason, FinishStatus, UnifiedFinishReason
 
-__all__ = ["map_finish_reason", "to_wire_finish_reason"]
+__all__ = ["is_known_finish_reason", "map_finish_reason", "to_wire_finish_reason"]
 
 _TABLE: Final[dict[str, tuple[UnifiedFinishReason, FinishStatus]]] = {
     "stop": ("stop", "completed"),
@@ -38,6 +38,11 @@ _BACK: Final[dict[UnifiedFinishReason, str]] = {
     "cancelled": "stop",
     "other": "stop",
 }
+
+
+def is_known_finish_reason(raw: object) -> bool:
+    """Whether ``raw`` is in the table (strict mode rejects the others)."""
+    return isinstance(raw, str) and raw in _TABLE
 
 
 def map_finish_reason(raw: str | None) -> tuple[FinishReason, FinishStatus]:
