@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
+import httpx2
 import pytest
 from google import genai
 from google.genai import errors, types
@@ -111,3 +112,39 @@ def test_interactions_stream_unary_and_resume(serve: Callable[..., ServerThread]
     assert final.status == "requires_action"  # a client tool call is pending
     unary = sdk.interactions.create(model=MODEL, input="Say hi")
     assert unary.status == "completed"
+
+
+def test_in_band_errors_and_drops(serve: Callable[..., ServerThread]) -> None:
+    require("gemini_generate", "gemini_interactions")
+    server = serve(
+        [
+            {"match": {"contains": "err"}, "faults": {"error": {"after": 2, "kind": "overloaded"}}},
+            {"match": {"contains": "drop"}, "faults": {"drop_at_event": 2}},
+        ]
+    )
+    sdk = client(server)
+    # generateContent has no documented in-band error: the SDK yields the error element
+    # as a chunk without candidates and raises nothing; polystream's decoder types it.
+    chunks = list(sdk.models.generate_content_stream(model=MODEL, contents="err please"))
+    assert chunks[-1].candidates is not None
+    assert chunks[-1].candidates[0].finish_reason == "OTHER"
+    raw = httpx.post(
+        f"{server.base_url}/gemini/v1beta/models/{MODEL}:streamGenerateContent?alt=sse",
+        json={"contents": [{"parts": [{"text": "err please"}]}]},
+    ).content
+    decoder = StreamDecoder("gemini_generate")
+    decoder.feed(raw)
+    decoder.close()
+    result = decoder.result()
+    assert result.status == "failed"
+    assert result.error is not None and result.error.kind == "overloaded"
+    assert result.error.retryable
+    with pytest.raises(httpx2.RemoteProtocolError):
+        list(sdk.models.generate_content_stream(model=MODEL, contents="drop it"))
+    # Interactions states the error as an event of its own.
+    events = list(sdk.interactions.create(model=MODEL, input="err please", stream=True))
+    errors_seen = [e for e in events if e.event_type == "error"]
+    assert len(errors_seen) == 1
+    assert errors_seen[0].error.message == "Overloaded"  # type: ignore[union-attr]
+    with pytest.raises(Exception, match="incomplete chunked read"):
+        list(sdk.interactions.create(model=MODEL, input="drop it", stream=True))
