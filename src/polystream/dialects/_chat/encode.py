@@ -27,7 +27,12 @@ restores the events:
   "target": "text" | null, "citation": {...}}]`` (Chat's own ``annotations`` are
   ``url_citation`` objects only, so foreign shapes are not written there);
 * reply metadata (Gemini grounding, safety ratings...) -> ``delta.polystream:
-  [{"index": n, "type": "metadata", "name": ..., "value": ..., "merge": bool}]``.
+  [{"index": n, "type": "metadata", "name": ..., "value": ..., "merge": bool}]``;
+* the start of a text, reasoning or refusal block that a Chat reader could not see (the
+  same kind as the block before it, which a reader would continue; a block with a
+  ``name`` or ``id`` such as Anthropic ``redacted_thinking``; a block whose first output
+  is a signature or citation) -> ``delta.polystream: [{"index": n, "type": "start",
+  "kind": ..., "name"?: ..., "id"?: ...}]``.
 
 ``index`` counts the carrier entries of each choice from 0: the openai SDK merges list
 entries in a delta by ``index`` (and fails on entries without one), so unique indices
