@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from polystream import StreamDecoder, decode_events
 from polystream.accumulate import accumulate
@@ -637,6 +639,19 @@ def test_unknown_event_passes_through_and_strict_rejects_it() -> None:
         decode(data, strict=True)
 
 
+def test_empty_data_and_done_pass_through() -> None:
+    data = sse(START, "event: ping\ndata:\n\n", TEXT_START, text_delta("x"), STOP0)
+    data += sse(message_delta("end_turn"), END, "data: [DONE]\n\n")
+    events = decode(data)
+    assert Unknown(name="ping", data="") in events
+    assert isinstance(events[-2], Finish)
+    assert isinstance(events[-1], Warning) and events[-1].code == "after_terminal"
+    # The [DONE] after the terminal event is only a warning: not re-emitted.
+    assert native_frames(Encoder().encode_all(events)) == native_frames(data)[:-1]
+    with pytest.raises(RemoteProtocolError, match="unexpected payload 'empty'"):
+        decode(data, strict=True)
+
+
 def test_reused_index_is_a_warning_for_anthropic() -> None:
     data = sse(START, TEXT_START, text_delta("a"), STOP0, TEXT_START, text_delta("b"), STOP0)
     events = decode(data)
@@ -1073,3 +1088,69 @@ def test_fixture_sources_are_documented() -> None:
     sources = (HERE / "SOURCES.md").read_text()
     for path in sorted(Path(HERE).glob("*.sse")):
         assert f"`{path.name}`" in sources, path.name
+
+
+# -- property: other dialects' streams survive the trip through Messages ------------------
+
+_TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+
+
+@st.composite
+def foreign_streams(draw: st.DrawFn) -> list[Event]:
+    events: list[Event] = [StreamStart(dialect="openai_responses", id="resp_1", model="gpt-5")]
+    for index in range(draw(st.integers(min_value=0, max_value=4))):
+        kind = draw(st.sampled_from(["text", "reasoning", "tool_call", "tool_value"]))
+        if kind == "tool_value":
+            value = draw(st.dictionaries(st.text(max_size=5), st.integers(), max_size=3))
+            events.append(BlockStart(index=index, kind="tool_call", name="f", value=value))
+            events.append(BlockEnd(index=index))
+            continue
+        events.append(BlockStart(index=index, kind=kind, name="g" if kind == "tool_call" else None))
+        if kind == "tool_call":
+            args = json.dumps(draw(st.dictionaries(_TEXT, _TEXT, max_size=3)))
+            cuts = sorted(draw(st.lists(st.integers(0, len(args)), max_size=4)))
+            pieces = [args[a:b] for a, b in zip([0, *cuts], [*cuts, len(args)], strict=True)]
+            events.extend(ToolInputDelta(index=index, delta=p) for p in pieces)
+        else:
+            for piece in draw(st.lists(_TEXT, max_size=4)):
+                cls = TextDelta if kind == "text" else ReasoningDelta
+                events.append(cls(index=index, delta=piece))
+            if kind == "reasoning" and draw(st.booleans()):
+                events.append(SignatureDelta(index=index, delta=draw(_TEXT)))
+        events.append(BlockEnd(index=index))
+    read = draw(st.integers(0, 50))
+    events.append(
+        UsageUpdate(
+            usage=Usage(
+                input_tokens=read + draw(st.integers(0, 500)),
+                output_tokens=draw(st.integers(0, 500)),
+                cache_read_tokens=read,
+            )
+        )
+    )
+    reason = draw(st.sampled_from(["stop", "tool_calls", "length"]))
+    status = "incomplete" if reason == "length" else "completed"
+    events.append(Finish(status=status, reason=FinishReason(unified=reason)))  # type: ignore[arg-type]
+    return events
+
+
+@settings(max_examples=40)
+@given(events=foreign_streams())
+def test_other_dialect_streams_survive_messages(events: list[Event]) -> None:
+    data = Encoder(id_factory=ids).encode_all(events)
+    before = accumulate(events)
+    after = accumulate(decode(data))
+    assert after.status == before.status
+    assert after.text == before.text
+    assert after.reasoning == before.reasoning
+    assert [(c.name, c.arguments) for c in after.tool_calls] == [
+        (c.name, c.arguments) for c in before.tool_calls
+    ]
+    assert [b.signature for b in after.blocks] == [b.signature for b in before.blocks]
+    assert (after.usage.input_tokens, after.usage.output_tokens) == (
+        before.usage.input_tokens,
+        before.usage.output_tokens,
+    )
+    assert after.usage.cache_read_tokens == before.usage.cache_read_tokens
+    assert after.finish_reason is not None and before.finish_reason is not None
+    assert after.finish_reason.unified == before.finish_reason.unified

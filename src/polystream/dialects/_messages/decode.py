@@ -158,6 +158,14 @@ class MessagesDecoder(FramedDecoder):
             else:
                 if self._fast(fast, name, data, out):
                     return
+        stripped = data.strip()
+        if not stripped or stripped == "[DONE]":
+            # Not Anthropic's, but seen behind proxies: an empty data line (the SDK skips
+            # it) or an OpenAI-style terminator. Passed through untouched.
+            if self.strict:
+                raise self.protocol_error(f"unexpected payload {stripped or 'empty'!r}")
+            out.append(Unknown(name=name, data=data))
+            return
         try:
             obj = GENERIC_DECODER.decode(data)
         except msgspec.DecodeError as exc:
