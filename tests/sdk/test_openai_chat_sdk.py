@@ -17,7 +17,9 @@ deviates, which is asserted here case by case (and listed in the docs):
 * a no-argument tool: the SDK leaves ``arguments`` as ``""`` (not JSON); polystream
   parses it to ``{}`` and the rebuilt object says ``"{}"``;
 * a truncated stream: the SDK returns a completion without complaint (polystream:
-  ``truncated``).
+  ``truncated``);
+* xAI's whole tool calls with the finish in one chunk: the helper's
+  ``tool_calls.function.arguments.done`` fires for the first call only.
 """
 
 from __future__ import annotations
@@ -261,3 +263,40 @@ def test_sdk_accepts_every_other_dialect_transcoded(path: Path) -> None:
     # Arguments as text: a custom tool's input or a call cut by max_tokens is not JSON.
     calls = [(t.function.name, t.function.arguments) for t in tool_calls]
     assert calls == [(c.name, c.arguments_json) for c in result.tool_calls]
+
+
+def _done_events(path: Path) -> list[tuple[int, str]]:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "strict": True,
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    with client_for(path.read_bytes()).chat.completions.stream(
+        model="m", messages=[{"role": "user", "content": "hi"}], tools=[tool]
+    ) as stream:
+        return [
+            (e.index, e.arguments) for e in stream if e.type == "tool_calls.function.arguments.done"
+        ]
+
+
+def test_sdk_misses_the_last_done_event_for_whole_xai_tool_calls() -> None:
+    """xAI sends both calls and finish_reason in one chunk: the SDK helper fires
+    ``tool_calls.function.arguments.done`` for the first call only (it checks the
+    finish before walking the chunk's calls). polystream ends both blocks."""
+    xai = FIXTURES[[p.name for p in FIXTURES].index("whole_tool_calls.sse")]
+    assert _done_events(xai) == [(0, '{"city":"Paris"}')]
+    ends = [
+        e for e in decode_events(xai.read_bytes(), "xai_chat") if type(e).__name__ == "BlockEnd"
+    ]
+    assert len(ends) == 3  # reasoning + both tool calls
+    # The same calls streamed in fragments (OpenAI) get both done events.
+    openai_path = next(p for p in FIXTURES if p.name == "parallel_tool_calls.sse")
+    assert [index for index, _ in _done_events(openai_path)] == [0, 1]
