@@ -148,3 +148,13 @@ def test_in_band_errors_and_drops(serve: Callable[..., ServerThread]) -> None:
     assert errors_seen[0].error.message == "Overloaded"  # type: ignore[union-attr]
     with pytest.raises(Exception, match="incomplete chunked read"):
         list(sdk.interactions.create(model=MODEL, input="drop it", stream=True))
+
+
+def test_interactions_background(server: ServerThread) -> None:
+    require("gemini_interactions")
+    sdk = client(server)
+    pending = sdk.interactions.create(model=MODEL, input="later please", background=True)
+    assert pending.status == "in_progress"
+    final = sdk.interactions.get(pending.id)
+    assert final.status == "completed"
+    assert final.id == pending.id
