@@ -253,8 +253,8 @@ class MessagesEncoder(DialectEncoder):
         """Fold the usage and the continuation-form blocks into the held message_start."""
         kind = type(event)
         if kind is UsageUpdate:
-            if self._in_start or (extra is not None and "delta" in extra):
-                return False
+            if self._in_start or (self._family and extra is not None and "delta" in extra):
+                return False  # a message_delta's usage, or usage after in-start blocks
             assert isinstance(event, UsageUpdate)
             raw = event.usage.raw
             self._message_usage = (
