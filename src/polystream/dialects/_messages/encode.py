@@ -374,7 +374,10 @@ class MessagesEncoder(DialectEncoder):
             block["citations"] = [*citations, event.citation] if citations else [event.citation]
         elif kind is ToolInputDelta:
             assert isinstance(event, ToolInputDelta)
-            block["input"] = msgspec.json.decode(event.delta) if event.delta.strip() else {}
+            try:
+                block["input"] = msgspec.json.decode(event.delta) if event.delta.strip() else {}
+            except msgspec.DecodeError:
+                block["input"] = event.delta  # not JSON: kept as the text it was
 
     def _maybe_ping(self) -> bytes:
         if self._ping_after_first and not self._pinged and not self._family:
