@@ -1,5 +1,5 @@
 """Fixtures for the emulator tests: a uvicorn server on a free loopback port, run in a
-background thread, and official SDK clients pointed at it."""
+background thread and stopped cleanly after the test."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from polystream.scenario import Emulator, Scenario, parse_scenarios
+from polystream.scenario import Emulator, parse_scenarios
 from polystream.server import ServerThread
 
 
@@ -17,15 +17,9 @@ def serve() -> Iterator[Callable[..., ServerThread]]:
     """Start an emulator with the given scenarios; stopped at the end of the test."""
     started: list[ServerThread] = []
 
-    def start(
-        scenarios: list[dict[str, Any]] | list[Scenario] | None = None, **options: Any
-    ) -> ServerThread:
-        parsed = (
-            parse_scenarios(scenarios)
-            if scenarios and isinstance(scenarios[0], dict)
-            else (scenarios or [])
-        )
-        server = ServerThread(Emulator(parsed, **options)).start()  # type: ignore[arg-type]
+    def start(scenarios: list[dict[str, Any]] | None = None, **options: Any) -> ServerThread:
+        parsed = parse_scenarios(scenarios or [])
+        server = ServerThread(Emulator(parsed, **options)).start()
         started.append(server)
         return server
 
