@@ -571,6 +571,25 @@ BAD_CASES = {
         "message_delta before message_start",
         0,
     ),
+    "second_message_start": (sse(START, START), EventOrderError, "a second message_start", 1),
+    "start_of_an_open_index": (
+        sse(START, TEXT_START, TEXT_START),
+        EventOrderError,
+        "content_block_start for index 0, which is open",
+        2,
+    ),
+    "message_start_without_message": (
+        sse({"type": "message_start", "message": "msg_1"}),
+        RemoteProtocolError,
+        "without a message object",
+        0,
+    ),
+    "delta_without_index": (
+        sse(START, TEXT_START, {"type": "content_block_delta", "index": "0", "delta": {}}),
+        RemoteProtocolError,
+        "without an integer index",
+        2,
+    ),
     "delta_type_for_wrong_block": (
         sse(
             START,
@@ -660,6 +679,48 @@ def test_reused_index_is_a_warning_for_anthropic() -> None:
     assert [e.index for e in events if isinstance(e, BlockStart)] == [0, 1]
     with pytest.raises(RemoteProtocolError, match="reused"):
         decode(data, strict=True)
+
+
+def test_unmodelled_fields_and_renamed_events_round_trip() -> None:
+    data = sse(
+        START,
+        TEXT_START,
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        '"delta":{"type":"text_delta","text":"Hi","lang":"en"},"seq":7}\n\n',
+        'event: delta\ndata: {"type":"content_block_delta","index":0,'
+        '"delta":{"type":"text_delta","text":"!"}}\n\n',
+        'data: {"type":"content_block_stop","index":0}\n\n',
+        message_delta("end_turn"),
+        END,
+    )
+    events = decode(data)
+    assert events[3] == TextDelta(
+        index=0, delta="Hi", extra={"delta": {"lang": "en"}, "fields": {"seq": 7}}
+    )
+    assert events[4] == TextDelta(index=0, delta="!", extra={"event": "delta"})
+    assert events[5] == BlockEnd(index=0, extra={"event": None})
+    assert Encoder().encode_all(events) == data
+
+
+def test_compaction_delta_with_only_encrypted_content() -> None:
+    data = sse(
+        START,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "compaction"}},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "compaction_delta", "content": None, "encrypted_content": "Eo8="},
+        },
+        STOP0,
+        message_delta("end_turn"),
+        END,
+    )
+    events = decode(data)
+    assert events[3] == SignatureDelta(index=0, delta="Eo8=", extra={"delta": {"content": None}})
+    assert Encoder().encode_all(events) == data
+    assert rebuild(events)["content"] == [
+        {"type": "compaction", "content": None, "encrypted_content": "Eo8="}
+    ]
 
 
 def test_keep_raw_emits_the_native_event_first() -> None:

@@ -593,11 +593,17 @@ class MessagesEncoder(DialectEncoder):
         extra = event.extra if self._family else None
         if self._family:
             if block.type == "compaction":
-                delta: dict[str, Any] = {
-                    "type": "compaction_delta",
-                    "encrypted_content": event.delta,
-                }
-                return self._delta(block.index, delta, extra)
+                # Only encrypted content in this compaction_delta (content null or absent):
+                # the other keys first, as the API orders them.
+                rest = extra.get("delta") if extra is not None else None
+                delta: dict[str, Any] = {"type": "compaction_delta"}
+                if isinstance(rest, dict):
+                    delta.update(rest)
+                delta["encrypted_content"] = event.delta
+                payload = _with(
+                    {"type": "content_block_delta", "index": block.index, "delta": delta}, extra
+                )
+                return _frame(_name("content_block_delta", extra), payload)
             if block.type == "redacted_thinking":
                 self.lose("signature", event, "redacted_thinking data arrives only in its start")
                 return b""
