@@ -63,6 +63,7 @@ ENDPOINTS: Final = (
 """Every emulated endpoint: method, path, dialect."""
 
 _GEMINI_VERSIONS: Final = frozenset({"v1beta", "v1", "v1alpha"})
+_GEMINI_METHODS: Final = {"streamGenerateContent": True, "generateContent": False}
 # Every route takes every method, so a wrong method gets 405 in the provider's shape
 # (Starlette would answer a plain-text 405).
 _ALL_METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -228,22 +229,14 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
             stream: bool | None = None
             framing: str | None = None
             if dialect == "gemini_generate":
-                version = request.path_params["version"]
+                # google-genai calls {base}/v1beta/models/{model}:{method}[?alt=sse]
+                # (google/genai/models.py); the path decides streaming, alt the framing.
                 model, _, method = request.path_params["target"].rpartition(":")
-                if (
-                    version not in _GEMINI_VERSIONS
-                    or method
-                    not in (
-                        "streamGenerateContent",
-                        "generateContent",
-                    )
-                    or not model
-                ):
+                stream = _GEMINI_METHODS.get(method)
+                if request.path_params["version"] not in _GEMINI_VERSIONS or stream is None:
                     return respond(emu.unknown_path(request.url.path, request.method))
-                stream = method == "streamGenerateContent"
-                framing = "sse" if request.query_params.get("alt") == "sse" else "json_array"
-                if not stream:
-                    framing = None
+                if stream:
+                    framing = "sse" if request.query_params.get("alt") == "sse" else "json_array"
             elif "version" in request.path_params and (
                 request.path_params["version"] not in _GEMINI_VERSIONS
             ):
