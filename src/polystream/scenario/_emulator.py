@@ -134,6 +134,8 @@ class Emulator:
             provider's families, and not named by a scenario, is a 404).
         seed: Seed of the deterministic ids.
 
+    Not thread-safe: the ASGI shell calls it from its event loop only.
+
     Raises:
         ScenarioError: A scenario names a capture that was not given, or a capture
             does not decode.
