@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from polystream.events import (
     BlockEnd,
@@ -486,3 +488,67 @@ def test_a_reply_that_failed_in_band_is_stored_failed() -> None:
     stored = json.loads(body_of(emulator.retrieve("openai_responses", response_id)))
     assert stored["status"] == "failed"
     assert stored["error"]["message"] == "Overloaded"
+
+
+@settings(max_examples=40)
+@given(
+    datas=st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b + b"\n\n"), max_size=6),
+    split_utf8=st.booleans(),
+    cr=st.booleans(),
+    size=st.none() | st.integers(1, 9),
+    keepalive=st.none() | st.floats(0.05, 1.0),
+    delay=st.floats(0.0, 0.3),
+    drop_byte=st.none() | st.integers(0, 300),
+)
+def test_plan_keeps_every_byte_in_order(
+    datas: list[bytes],
+    split_utf8: bool,
+    cr: bool,
+    size: int | None,
+    keepalive: float | None,
+    delay: float,
+    drop_byte: int | None,
+) -> None:
+    faults = Faults(
+        split_utf8=split_utf8,
+        line_endings="crlf" if cr else "lf",
+        cr_at_chunk_end=cr,
+        chunk_size=size,
+        keepalive=keepalive,
+        drop_at_byte=drop_byte,
+    )
+    plan = plan_delivery(frames(*datas), timing=Timing(delay=delay), faults=faults, sse=True)
+    sent = b"".join(c.data for c in plan.chunks if c.data != faults_keepalive(cr))
+    expected = b"".join(datas)
+    if cr:
+        expected = expected.replace(b"\r\n", b"\n").replace(b"\r", b"\n").replace(b"\n", b"\r\n")
+    if drop_byte is not None:
+        whole = b"".join(
+            c.data
+            for c in plan_delivery(
+                frames(*datas),
+                timing=Timing(delay=delay),
+                faults=Faults(
+                    split_utf8=split_utf8,
+                    line_endings="crlf" if cr else "lf",
+                    cr_at_chunk_end=cr,
+                    chunk_size=size,
+                    keepalive=keepalive,
+                ),
+                sse=True,
+            ).chunks
+        )
+        assert b"".join(c.data for c in plan.chunks) == whole[:drop_byte]
+        assert plan.drop == (drop_byte < len(whole))
+    else:
+        assert sent == expected
+        assert not plan.drop
+    assert all(c.data for c in plan.chunks)
+    times = [c.at for c in plan.chunks]
+    assert times == sorted(times)
+    if size is not None:
+        assert all(len(c.data) <= size for c in plan.chunks if c.data != faults_keepalive(cr))
+
+
+def faults_keepalive(cr: bool) -> bytes:
+    return KEEPALIVE.replace(b"\n", b"\r\n") if cr else KEEPALIVE
