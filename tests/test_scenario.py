@@ -552,3 +552,60 @@ def test_plan_keeps_every_byte_in_order(
 
 def faults_keepalive(cr: bool) -> bytes:
     return KEEPALIVE.replace(b"\n", b"\r\n") if cr else KEEPALIVE
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "model",
+                    "input",
+                    "messages",
+                    "contents",
+                    "role",
+                    "content",
+                    "type",
+                    "text",
+                    "parts",
+                    "tools",
+                    "stream",
+                    "max_tokens",
+                    "background",
+                    "stream_options",
+                    "include_usage",
+                    "function",
+                    "name",
+                ]
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150)
+@given(
+    dialect=st.sampled_from(
+        [
+            "openai_responses",
+            "openai_chat",
+            "anthropic_messages",
+            "xai_messages",
+            "gemini_generate",
+            "gemini_interactions",
+        ]
+    ),
+    body=_JSON,
+)
+def test_any_json_gives_a_summary_or_a_request_error(dialect: str, body: object) -> None:
+    try:
+        summary = summarize(dialect, body, model="gemini-3", stream=False)
+    except RequestError as exc:
+        assert 400 <= exc.status < 500 and exc.message
+    else:
+        assert isinstance(summary.user_text, str) and isinstance(summary.model, str)
