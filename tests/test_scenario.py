@@ -3,6 +3,7 @@ delivery plans, provider error shapes, and the Emulator's decisions (no sockets)
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -609,3 +610,17 @@ def test_any_json_gives_a_summary_or_a_request_error(dialect: str, body: object)
         assert 400 <= exc.status < 500 and exc.message
     else:
         assert isinstance(summary.user_text, str) and isinstance(summary.model, str)
+
+
+def test_the_documented_examples_parse() -> None:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "emulator.md").read_text()
+    blocks = [b for b in re.findall(r"```json\n(.*?)```", text, re.S) if '"dialects"' not in b]
+    assert len(blocks) >= 2
+    for block in blocks:
+        assert load_scenarios(block)
+    if importlib.util.find_spec("yaml") is not None:
+        for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
+            assert load_scenarios(block, format="yaml")
