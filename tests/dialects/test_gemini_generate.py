@@ -29,6 +29,7 @@ from polystream.events import (
     Event,
     Finish,
     FinishReason,
+    KeepAlive,
     Metadata,
     Raw,
     ReasoningDelta,
@@ -711,11 +712,12 @@ def test_foreign_losses_and_errors() -> None:
     data = encoder.encode_all(
         [
             StreamStart(dialect="openai_responses", id="resp_1", model="gpt-5.4-nano"),
-            BlockStart(index=0, kind="refusal"),
-            TextDelta(index=0, delta="I can't help with that."),
+            BlockStart(index=0, kind="text"),
+            TextDelta(index=0, delta="Partial answer"),
             BlockEnd(index=0),
             Metadata(name="service_tier", value="default"),
             Unknown(name="response.new_thing", data="{}"),
+            KeepAlive(comment="OPENROUTER PROCESSING"),
             UsageUpdate(usage=Usage(input_tokens=5, cache_write_tokens=2)),
             ErrorEvent(error=ErrorInfo(kind="overloaded", message="busy", retryable=True)),
             Finish(
@@ -725,14 +727,15 @@ def test_foreign_losses_and_errors() -> None:
             ),
         ]
     )
-    assert {loss.what for loss in encoder.losses} == {
-        "block:refusal",
+    assert [loss.what for loss in encoder.losses] == [
         "metadata:service_tier",
         "event:response.new_thing",
+        "keep-alive",
         "usage.cache_write_tokens",
-    }
+    ]
+    assert b": OPENROUTER" not in data  # google-genai reads every non-data line as JSON
     events = decode(data)
-    assert accumulate(events).text == "I can't help with that."
+    assert accumulate(events).text == "Partial answer"
     finish = events[-1]
     assert isinstance(finish, Finish) and finish.status == "failed"
     assert finish.error is not None
@@ -741,6 +744,57 @@ def test_foreign_losses_and_errors() -> None:
         "UNAVAILABLE",
         503,
     )
+    # The error element ends the stream: no finishReason chunk follows it.
+    assert data.count(b"data: ") == 2
+
+
+def test_foreign_refusal_and_reasons_without_a_gemini_word() -> None:
+    encoder = Encoder()
+    data = encoder.encode_all(
+        [
+            StreamStart(dialect="openai_chat"),
+            BlockStart(index=0, kind="refusal"),
+            TextDelta(index=0, delta="I can't help with that."),
+            BlockEnd(index=0),
+            Finish(status="completed", reason=FinishReason(unified="refusal", raw="refusal")),
+        ]
+    )
+    assert [loss.what for loss in encoder.losses] == ["block:refusal", "finish_reason"]
+    result = accumulate(decode(data))
+    assert result.text == ""
+    assert result.metadata["finish"] == {
+        "finishReason": "STOP",
+        "finishMessage": "I can't help with that.",
+    }
+    assert result.status == "completed"
+    # An unknown reason of a completed stream stays completed.
+    encoder = Encoder()
+    data = encoder.encode_all(
+        [
+            StreamStart(dialect="anthropic_messages"),
+            Finish(status="completed", reason=FinishReason(unified="other", raw="new_reason")),
+        ]
+    )
+    assert accumulate(decode(data)).status == "completed"
+    assert [loss.what for loss in encoder.losses] == ["finish_reason"]
+
+
+def test_foreign_tool_input_sent_whole_or_not_json() -> None:
+    data = Encoder().encode_all(
+        [
+            StreamStart(dialect="anthropic_messages"),
+            BlockStart(index=0, kind="tool_call", id="t1", name="f", value={"a": 1}),
+            BlockEnd(index=0),
+            BlockStart(index=1, kind="tool_call", id="t2", name="g"),
+            ToolInputDelta(index=1, delta='{"cut": "of'),
+            BlockEnd(index=1),
+            Finish(status="incomplete", reason=FinishReason(unified="length", raw="max_tokens")),
+        ]
+    )
+    result = accumulate(decode(data))
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("f", {"a": 1}), ("g", None)]
+    assert result.tool_calls[1].error is not None  # cut off, never "no arguments"
+    assert result.status == "incomplete"
 
 
 def test_foreign_signature_that_is_not_base64_is_lost() -> None:

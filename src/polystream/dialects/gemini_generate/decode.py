@@ -47,7 +47,8 @@ Blocks (unified block index per part run; ``BlockStart.candidate`` is the candid
   is a ``ToolInputDelta`` whose ``extra["functionCall"]`` is the part's object as
   sent. The arguments are assembled by JSON path (string values with
   ``willContinue`` concatenate) and their JSON text is the delta of the ending part,
-  so the deltas of the block always concatenate to the complete arguments.
+  so the deltas of the block always concatenate to the complete arguments. A call
+  still expecting fragments when its candidate finishes was cut: its block never ends.
 * ``executableCode`` -> ``code`` block (the code as one TextDelta);
   ``codeExecutionResult`` -> ``code_result`` block with the object as ``value``;
   ``inlineData`` -> one ``image`` / ``audio`` block per part (:class:`DataDelta`; base64
@@ -753,10 +754,9 @@ class GeminiGenerateDecoder(FramedDecoder):
         if finish:
             raw = finish.get("finishReason")
             if raw is not None:
+                # A streamed call still expecting fragments was cut by the stop: its
+                # block stays open (incomplete arguments), like a truncated stream's.
                 self._close_open(state, out)
-                if state.call is not None:
-                    out.append(BlockEnd(index=state.call.index))
-                    state.call = None
                 if state.finish is None:
                     self._finished_order.append(c)
                 state.finish = raw

@@ -26,11 +26,15 @@ base64 (standard or URL-safe, which google-genai accepts); a signature that is n
 base64 is reported lost instead. Gemini validates its own signatures, so such a
 stream must not be sent back to Gemini as history.
 
-What Gemini cannot carry is reported with :meth:`lose`: refusal and compaction blocks
-(refusal text is written as plain text), server tool calls/results and ``other``
-blocks of other dialects, citations whose shape has no ``citationSources`` form,
-metadata other than grounding / URL context / safety ratings / prompt feedback,
-``cache_write_tokens``, unknown events, keep-alives in the JSON-array framing.
+What Gemini cannot carry is reported with :meth:`lose`: refusal blocks (their text
+becomes the candidate's ``finishMessage``), compaction blocks, a finish reason Gemini
+has no word for (the stream's status is kept: a completed stream says ``STOP``),
+server tool calls/results and ``other`` blocks of other dialects, tool input that is
+not a JSON object (the call is written as cut off: ``willContinue`` without a last
+fragment), citations without a URL, metadata other than grounding / URL context /
+safety ratings / prompt feedback, ``cache_write_tokens``, data and signatures that
+are not base64, unknown events, keep-alives (google-genai reads every line that is
+not ``data:`` as JSON).
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from polystream.events import (
 )
 from polystream.wire.jsonarray import JSONArrayEncoder
 
-from .finish_reason import to_gemini_finish_reason
+from .finish_reason import FINISH_REASONS, map_finish_reason, to_gemini_finish_reason
 from .status import google_status
 from .usage import to_usage_metadata
 from .wire import (
@@ -88,8 +92,12 @@ _METADATA_FIELDS: Final = {
     "url_context": "urlContextMetadata",
     "safety_ratings": "safetyRatings",
 }
-# Standard or URL-safe base64 (google-genai accepts both for thoughtSignature).
-_BASE64: Final = re.compile(r"(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-]{2,3}={0,2})?")
+# Base64 as google-genai (pydantic) accepts it: one alphabet, standard or URL-safe,
+# padding optional but never wrong, no stray bits in the last symbol.
+_BASE64_CHARS: Final = re.compile(r"[A-Za-z0-9+/]*|[A-Za-z0-9_-]*")
+_BASE64_VALUE: Final = {
+    c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+} | {"-": 62, "_": 63}
 _GEMINI_DIALECTS: Final = frozenset({"gemini_generate", "gemini_interactions", "gemini_live"})
 
 
@@ -145,12 +153,14 @@ class _Block:
         "args",
         "candidate",
         "id",
+        "image",
         "index",
         "kind",
         "name",
         "signature",
         "slot",
         "streamed",
+        "value",
     )
 
     def __init__(self, start: BlockStart) -> None:
@@ -163,6 +173,8 @@ class _Block:
         self.slot: _Part | None = None  # the part this block fills (same dialect)
         self.args: list[str] | None = None  # buffered tool input / code (other dialects)
         self.signature: str | None = None
+        self.value = start.value  # whole tool input sent at the start (other dialects)
+        self.image: DataDelta | None = None  # the latest refined partial image
 
 
 class GeminiGenerateEncoder(DialectEncoder):
@@ -195,6 +207,8 @@ class GeminiGenerateEncoder(DialectEncoder):
         self._errored = False
         self._unterminated = False
         self._buffering = 0  # foreign tool-call / code blocks still open
+        self._wrote_calls = False  # a functionCall part was written (STOP means tool_calls)
+        self._refusal: list[str] = []  # another dialect's refusal text (-> finishMessage)
 
     @property
     def content_type(self) -> str:  # type: ignore[override]
@@ -250,9 +264,11 @@ class GeminiGenerateEncoder(DialectEncoder):
             return self._error(event)
         if kind is KeepAlive:
             assert isinstance(event, KeepAlive)
-            if self._array is None and event.comment is not None:
+            if self._same and self._array is None and event.comment is not None:
                 return b":" + (b" " + event.comment.encode() if event.comment else b"") + b"\r\n"
-            self.lose("keep-alive", event, "Gemini's JSON array has no keep-alive")
+            # Gemini sends no keep-alives, and google-genai parses every line that is not
+            # ``data:`` as JSON: an SSE comment would break it.
+            self.lose("keep-alive", event, "Gemini streams have no keep-alive")
             return b""
         if kind is Unknown:
             assert isinstance(event, Unknown)
@@ -320,6 +336,7 @@ class GeminiGenerateEncoder(DialectEncoder):
                     call.update(extra["functionCall"])
                 block.slot = self._add(block, {"functionCall": call}, extra)
                 block.slot.inner_order = _list(extra, "functionCall_order")
+                self._wrote_calls = True
             elif not self._same:
                 block.args = []
                 self._buffering += 1
@@ -353,7 +370,11 @@ class GeminiGenerateEncoder(DialectEncoder):
             else:
                 self.lose("block:other", event, "a block kind Gemini cannot carry")
         elif kind == "refusal":
-            self.lose("block:refusal", event, "Gemini has no refusal part; written as text")
+            self.lose(
+                "block:refusal",
+                event,
+                "Gemini has no refusal part: its text is written as the finishMessage",
+            )
         elif kind == "compaction":
             self.lose("block:compaction", event, "Gemini has no compaction part")
 
@@ -361,8 +382,10 @@ class GeminiGenerateEncoder(DialectEncoder):
         block = self._blocks.get(event.index)
         if block is None:
             return
-        if block.kind in ("text", "refusal"):
+        if block.kind == "text":
             self._add(block, {"text": event.delta}, event.extra)
+        elif block.kind == "refusal":
+            self._refusal.append(event.delta)
         elif block.kind == "reasoning":
             self._add(block, {"text": event.delta, "thought": True}, event.extra)
         elif block.kind == "code":
@@ -391,6 +414,13 @@ class GeminiGenerateEncoder(DialectEncoder):
         block = self._blocks.get(event.index)
         if block is None:
             return
+        if not self._same:
+            if event.replace:
+                block.image = event  # written when the block ends
+                return
+            if not _is_base64(event.delta):
+                self.lose("data", event, "not base64: no Gemini client accepts it")
+                return
         blob: dict[str, Any] = {}
         if event.extra and isinstance(event.extra.get("inlineData"), dict):
             blob.update(event.extra["inlineData"])
@@ -399,19 +429,17 @@ class GeminiGenerateEncoder(DialectEncoder):
         blob["data"] = event.delta
         part = self._add(block, {"inlineData": blob}, event.extra)
         part.inner_order = _list(event.extra, "inlineData_order")
-        if event.replace and not self._same:
-            self.lose("data.replace", event, "a refined partial image is sent as a new part")
 
     def _signature(self, event: SignatureDelta) -> None:
         block = self._blocks.get(event.index)
         if block is None:
             return
+        if not self._same and not _is_base64(event.delta):
+            # thoughtSignature is a bytes field: clients (google-genai) reject a value
+            # that is not base64, so such a signature cannot be carried.
+            self.lose("signature", event, "not base64: no Gemini client accepts it")
+            return
         if not self._same and self._source not in _GEMINI_DIALECTS:
-            if not _BASE64.fullmatch(event.delta):
-                # thoughtSignature is a bytes field: clients (google-genai) reject a
-                # value that is not base64, so such a signature cannot be carried.
-                self.lose("signature", event, "not base64: no Gemini client accepts it")
-                return
             self.lose(
                 "signature",
                 event,
@@ -444,7 +472,13 @@ class GeminiGenerateEncoder(DialectEncoder):
 
     def _block_end(self, event: BlockEnd) -> None:
         block = self._blocks.get(event.index)
-        if block is None or block.args is None:
+        if block is None:
+            return
+        if block.image is not None:
+            # The last refinement of a partial image is the image.
+            image, block.image = block.image, None
+            self._data(msgspec.structs.replace(image, replace=False))
+        if block.args is None:
             return
         self._buffering -= 1
         joined = "".join(block.args)
@@ -453,13 +487,18 @@ class GeminiGenerateEncoder(DialectEncoder):
             call: dict[str, Any] = {}
             if block.name is not None:
                 call["name"] = block.name
-            try:
-                call["args"] = _DECODE.decode(joined) if joined.strip() else {}
-            except msgspec.DecodeError:
-                self.lose("tool_call.arguments", event, "arguments are not valid JSON")
-                call["args"] = {}
+            args = _arguments(joined, block.value if event.value is None else event.value)
+            if isinstance(args, dict):
+                call["args"] = args
+            else:
+                # Gemini's args is an object: input that is not one (cut-off or free-text
+                # arguments) is written as a call still expecting fragments, which reads
+                # back as an incomplete call, never as a call without arguments.
+                self.lose("tool_call.arguments", event, "arguments are not a JSON object")
+                call["willContinue"] = True
             if block.id is not None:
                 call["id"] = block.id
+            self._wrote_calls = True
             fields: dict[str, Any] = {"functionCall": call}
         else:
             fields = {"executableCode": {"language": "PYTHON", "code": joined}}
@@ -515,6 +554,8 @@ class GeminiGenerateEncoder(DialectEncoder):
             self._unterminated = True
         if self._same or event.status == "truncated":
             return b""
+        if self._errored:
+            return b""  # the error chunk ended the stream, as Gemini's would
         if event.usage is not None:
             self._usage = self._usage.merged(event.usage)
         error = event.error
@@ -525,13 +566,23 @@ class GeminiGenerateEncoder(DialectEncoder):
             and error.kind != "content_filter"
         ):
             # A failure without its in-band error event: write the error object.
-            self._error(ErrorEvent(error=error))
-            return self._flush_foreign()
+            return self._error(ErrorEvent(error=error))
         reason = to_gemini_finish_reason(event.reason)
+        if event.status == "completed" and FINISH_REASONS[reason].status != "completed":
+            reason = "STOP"  # keep the stream's status when the reason has no word
+        back, _ = map_finish_reason(reason, tool_calls=self._wrote_calls)
+        if back.unified != event.reason.unified:
+            self.lose(
+                "finish_reason",
+                event,
+                f"Gemini has no finishReason for {event.reason.unified!r}; wrote {reason}",
+            )
         if not self._candidates:
             self._cand(0)
         for cand in self._candidates.values():
             cand.fields["finishReason"] = reason
+        if self._refusal:
+            self._cand(0).fields.setdefault("finishMessage", "".join(self._refusal))
         return self._flush_foreign(final=True)
 
     # -- chunks ----------------------------------------------------------------------------
@@ -616,6 +667,40 @@ class GeminiGenerateEncoder(DialectEncoder):
         if self._id is not None:
             chunk["responseId"] = self._id
         return self._frame(ordered(chunk, CHUNK_RANK))
+
+
+def _is_base64(text: str) -> bool:
+    """Whether google-genai accepts ``text`` as base64 bytes (see ``_BASE64_CHARS``)."""
+    body = text.rstrip("=")
+    pad = len(text) - len(body)
+    rest = len(body) % 4
+    if pad > 2 or rest == 1 or (pad and (len(body) + pad) % 4):
+        return False
+    if not _BASE64_CHARS.fullmatch(body):
+        return False
+    if rest == 2:
+        return _BASE64_VALUE[body[-1]] & 0xF == 0
+    if rest == 3:
+        return _BASE64_VALUE[body[-1]] & 0x3 == 0
+    return True
+
+
+def _arguments(joined: str, value: Any) -> Any:
+    """A tool call's arguments from its streamed text, else from its whole value;
+    None when they are not JSON."""
+    if joined.strip():
+        try:
+            return _DECODE.decode(joined)
+        except msgspec.DecodeError:
+            return None
+    if isinstance(value, str):
+        if not value.strip():
+            return {}
+        try:
+            return _DECODE.decode(value)
+        except msgspec.DecodeError:
+            return None
+    return {} if value is None else value
 
 
 def _list(extra: dict[str, Any] | None, key: str) -> list[str] | None:
