@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from polystream import StreamDecoder
 from polystream.accumulate import accumulate
@@ -56,7 +58,8 @@ def decode(data: bytes, **options: Any) -> list[Event]:
 
 def sse(*chunks: dict[str, Any]) -> bytes:
     return b"".join(
-        b"data: " + json.dumps(c, separators=(",", ": ")).encode() + b"\r\n\r\n" for c in chunks
+        b"data: " + json.dumps(c, separators=(",", ": "), ensure_ascii=False).encode() + b"\r\n\r\n"
+        for c in chunks
     )
 
 
@@ -911,3 +914,69 @@ def test_invalid_part_keeps_decoding_in_tolerant_mode() -> None:
     assert any(isinstance(e, Warning) and e.code == "invalid_part" for e in events)
     with pytest.raises(RemoteProtocolError, match="not a JSON object"):
         decode(data, strict=True)
+
+
+# -- property: any chunk sequence of the known part kinds round-trips byte for byte ----------
+
+_SIGS = st.sampled_from(["c2lnMQ==", "c2lnMg==", "AbCd"])
+_TEXT = st.text(alphabet='ab \n"\\é<', max_size=6)
+_PART = st.one_of(
+    st.builds(lambda t: {"text": t}, _TEXT),
+    st.builds(lambda t: {"text": t, "thought": True}, _TEXT),
+    st.builds(lambda s: {"text": "", "thoughtSignature": s}, _SIGS),
+    st.builds(lambda t, s: {"text": t, "thoughtSignature": s}, _TEXT, _SIGS),
+    st.builds(
+        lambda n, s: {"functionCall": {"name": n, "args": {"k": n}}, "thoughtSignature": s},
+        st.sampled_from(["f", "g"]),
+        _SIGS,
+    ),
+    st.builds(lambda n: {"functionCall": {"name": n, "args": {}}}, st.sampled_from(["f", "g"])),
+    st.just({"inlineData": {"mimeType": "image/png", "data": "iVBORw=="}}),
+    st.just({"executableCode": {"language": "PYTHON", "code": "print(1)"}}),
+)
+_CHUNK = st.builds(
+    lambda parts, candidate, finish: {
+        "candidates": [
+            {
+                "content": {"parts": parts, "role": "model"},
+                **({"finishReason": finish} if finish else {}),
+                "index": candidate,
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 3},
+        "modelVersion": MODEL,
+    },
+    st.lists(_PART, max_size=3),
+    st.sampled_from([0, 0, 1]),
+    st.sampled_from([None, None, None, "STOP", "MAX_TOKENS"]),
+)
+
+
+@settings(max_examples=40)
+@given(chunks=st.lists(_CHUNK, min_size=1, max_size=5))
+def test_any_chunk_sequence_round_trips(chunks: list[dict[str, Any]]) -> None:
+    data = sse(*chunks)
+    events = decode(data, strict=True)
+    assert Encoder().encode_all(events) == data
+    elements = [json.dumps(c, indent=2, ensure_ascii=False).encode() for c in chunks]
+    array = b"[" + b"\r\n,\r\n".join(elements) + b"\r\n]"
+    assert Encoder(framing="json_array").encode_all(events) == array
+    result = accumulate(events)
+    # Every signature is kept, on exactly one block, byte for byte.
+    sent = [
+        p["thoughtSignature"]
+        for c in chunks
+        for p in c["candidates"][0]["content"]["parts"]
+        if "thoughtSignature" in p
+    ]
+    assert sorted(b.signature for b in result.blocks if b.signature) == sorted(sent)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in STREAMS if p.stem not in ("builtin_tools", "truncated_array")],
+    ids=lambda p: p.name,
+)
+def test_valid_fixtures_decode_in_strict_mode(path: Path) -> None:
+    events = decode(path.read_bytes(), strict=True)
+    assert isinstance(events[-1], Finish)
