@@ -178,11 +178,39 @@ def test_encoding_a_foreign_stream_the_xai_way() -> None:
     assert result.reasoning == "Hmm."
 
 
-def test_openai_stream_reencoded_as_xai_is_identical() -> None:
-    # Same wire family: the native payloads carry over untouched.
-    data = (FIXTURES / "openai_responses" / "parallel_tool_calls.sse").read_bytes()
+def test_openai_stream_reencoded_as_xai_is_written_anew() -> None:
+    # Between providers the native payloads are not reused: encrypted reasoning and
+    # usage arithmetic belong to the provider that made them.
+    data = (FIXTURES / "openai_responses" / "reasoning_encrypted.sse").read_bytes()
     events = decode_events(data, "openai_responses")
-    assert native_frames(Encoder().encode_all(events)) == native_frames(data)
+    encoder = Encoder()
+    out = encoder.encode_all(events)
+    assert native_frames(out) != native_frames(data)
+    assert [loss.what for loss in encoder.losses] == ["signature"]
+    source, again = accumulate(events), accumulate(decode_events(out, D, strict=True))
+    assert (again.text, again.reasoning, again.status) == (
+        source.text,
+        source.reasoning,
+        "completed",
+    )
+    assert again.blocks[0].signature is None
+    assert (again.usage.input_tokens, again.usage.output_tokens) == (30, 200)
+    assert all(UUID.match(b.id or "") for b in again.blocks)
+
+
+def test_xai_server_search_is_not_an_openai_client_tool() -> None:
+    from polystream.dialects.openai_responses import Encoder as OpenAIEncoder
+
+    events = decode_events((FIX / "server_side_search.sse").read_bytes(), D)
+    encoder = OpenAIEncoder()
+    out = encoder.encode_all(events)
+    again = accumulate(decode_events(out, "openai_responses", strict=True))
+    assert again.tool_calls == []  # an OpenAI client must not run xAI's own search
+    assert [b.kind for b in again.blocks] == ["reasoning", "server_tool_call", "text"]
+    assert again.blocks[1].arguments == {"type": "search", "query": "xAI news"}
+    assert again.text == "xAI shipped Grok. More soon."
+    # canonical usage, OpenAI arithmetic: output includes reasoning
+    assert (again.usage.output_tokens, again.usage.reasoning_tokens) == (160, 120)
 
 
 def test_status_updates_of_reasoning_parts() -> None:

@@ -617,12 +617,13 @@ class ResponsesDecoder(FramedDecoder):
     def _transcript_delta(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
         if self._transcript is None:
             self._transcript = self._new_block()
+            # ``other``, not ``text``: the transcript of the audio is not more output text
+            # (Chat Completions keeps it apart too, in ``message.audio.transcript``).
             out.append(
-                BlockStart(index=self._transcript, kind="text", name="transcript", extra=_IMPLICIT)
+                BlockStart(index=self._transcript, kind="other", name="transcript", extra=_IMPLICIT)
             )
         delta = self._pop_str(payload, "delta", "response.audio.transcript.delta")
         self._output = True
-        self._text = True
         out.append(TextDelta(index=self._transcript, delta=delta, cursor=seq, extra=payload))
 
     def _transcript_done(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:

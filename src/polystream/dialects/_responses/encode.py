@@ -2,7 +2,7 @@
 
 Two paths, chosen per event:
 
-* **Native** (the stream was decoded from this family, see
+* **Native** (the stream was decoded from this very dialect, see
   :data:`.result.FAMILY`): each carrier's ``extra`` is the native payload; the encoder
   puts back ``sequence_number`` (the event's ``cursor``) and the one modelled field
   (``delta``, ``annotation``, ``partial_image_b64``). Events marked
@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from polystream.dialects._base import DialectEncoder
+from polystream.dialects._responses.finish_reason import FINISH_REASONS, to_incomplete_reason
 from polystream.dialects._responses.quirks import Quirks
 from polystream.dialects._responses.result import Assembler, IdFactory, Out
 from polystream.dialects._responses.wire import encode_payload
@@ -49,9 +50,6 @@ from polystream.wire.sse import SSEEncoder
 __all__ = ["ResponsesEncoder"]
 
 _SSE = SSEEncoder()
-_ANNOTATION_TYPES = frozenset(
-    {"url_citation", "file_citation", "container_file_citation", "file_path"}
-)
 
 
 class ResponsesEncoder(DialectEncoder):
@@ -301,33 +299,16 @@ class ResponsesEncoder(DialectEncoder):
 
     def _citation(self, event: Citation) -> bytes:
         found = self._block(event.index) if event.index is not None else None
-        citation = event.citation
-        if found is None or found[1] is None or not isinstance(citation, dict):
-            self.lose("citation", event, "Responses annotations belong to output text")
+        citation = self._asm.last_citation
+        if found is None or found[1] is None or citation is None:
+            self.lose("citation", event, "Responses annotations belong to output text, with a URL")
             return b""
-        if citation.get("type") not in _ANNOTATION_TYPES:
-            url = citation.get("url") or citation.get("uri")
-            if not isinstance(url, str):
-                self.lose("citation", event, "no URL to make a url_citation of")
-                return b""
-            text_len = sum(len(t) for t in found[0].parts[found[1]].text)
-            start = citation.get("start_index")
-            end = citation.get("end_index")
-            citation = {
-                "type": "url_citation",
-                "start_index": start if type(start) is int else text_len,
-                "end_index": end if type(end) is int else text_len,
-                "title": str(citation.get("title") or ""),
-                "url": url,
-            }
+        if self._asm.last_citation_converted:
             self.lose(
                 "citation.fields",
                 event,
                 "converted to url_citation; other fields of the citation are dropped",
             )
-            # Keep the converted form in the final item too.
-            annotations = found[0].parts[found[1]].annotations
-            annotations[-1] = citation
         out, ci = found
         n = self._annotations.get(event.index or 0, 0)
         self._annotations[event.index or 0] = n + 1
@@ -468,10 +449,32 @@ class ResponsesEncoder(DialectEncoder):
             "incomplete": "response.incomplete",
             "failed": "response.failed",
         }[event.status]
+        carried = self._carried_reason(event)
+        if carried != event.reason.unified:
+            self.lose(
+                "finish_reason",
+                event,
+                f"Responses has no word for {event.reason.unified!r} "
+                f"({event.reason.raw!r}): it reads as {carried!r}",
+            )
         response = asm.response(prefer_terminal=False)
         if self.quirks.created_at_zero and asm.created:
             response["created_at"] = asm.created
         return head + self._emit(name, {"response": response})
+
+    def _carried_reason(self, event: Finish) -> str:
+        """The unified reason a decoder of this dialect will read back from the stream."""
+        if event.status == "failed":
+            return "cancelled" if event.reason.unified == "cancelled" else "error"
+        if event.status == "incomplete":
+            raw = to_incomplete_reason(event.reason)
+            return FINISH_REASONS.get(raw, "other") if raw is not None else "other"
+        kinds = {out.kind for out in self._asm.items.values()}
+        if "tool_call" in kinds:
+            return "tool_calls"
+        if "refusal" in kinds and "text" not in kinds:
+            return "refusal"
+        return "stop"
 
     def close(self) -> bytes:
         """Nothing follows the terminal event (Responses has no ``[DONE]``)."""

@@ -44,10 +44,29 @@ from polystream.events import (
     UsageUpdate,
 )
 
-__all__ = ["FAMILY", "WEB_SEARCH_NAMES", "Assembler", "IdFactory", "Out", "rebuild"]
+__all__ = [
+    "ANNOTATION_TYPES",
+    "FAMILY",
+    "WEB_SEARCH_NAMES",
+    "Assembler",
+    "IdFactory",
+    "Out",
+    "rebuild",
+]
 
 FAMILY = frozenset({"openai_responses", "xai_responses"})
-"""Dialects whose unified events carry native Responses payloads in ``extra``."""
+"""Dialects whose unified events carry native Responses payloads in ``extra``.
+
+Only a stream decoded from the *same* dialect is re-encoded from those payloads: between
+OpenAI and xAI the payloads mean different things (xAI's ``custom_tool_call`` items are
+server-side searches, its ``output_tokens`` may leave reasoning out, encrypted reasoning
+is only valid for the provider that made it), so the other one is written like any
+foreign stream."""
+
+ANNOTATION_TYPES = frozenset(
+    {"url_citation", "file_citation", "container_file_citation", "file_path"}
+)
+"""``output_text`` annotation types."""
 
 WEB_SEARCH_NAMES = frozenset({"web_search", "google_search", "web_search_preview"})
 """Foreign ``server_tool_call`` names written as ``web_search_call`` items."""
@@ -242,6 +261,8 @@ class Assembler:
         self.items: dict[int, Out] = {}
         self.blocks: dict[int, tuple[Out, int | None]] = {}
         self._next_output = 0
+        self.last_citation: Any = None
+        self.last_citation_converted = False
 
     # -- feeding -----------------------------------------------------------------------
 
@@ -258,7 +279,7 @@ class Assembler:
             if found is not None:
                 found[0].args.append(event.delta)
         elif isinstance(event, StreamStart):
-            self.native = event.dialect in FAMILY
+            self.native = event.dialect == self.quirks.dialect
             self.id = event.id
             self.model = event.model
             self.created = event.created
@@ -277,9 +298,7 @@ class Assembler:
         elif isinstance(event, BlockEnd):
             self._block_end(event, extra if native else None)
         elif isinstance(event, Citation):
-            found = self.blocks.get(event.index) if event.index is not None else None
-            if found is not None and found[1] is not None:
-                found[0].parts[found[1]].annotations.append(event.citation)
+            self._citation(event, native)
         elif isinstance(event, DataDelta):
             found = self.blocks.get(event.index)
             if found is not None:
@@ -322,6 +341,39 @@ class Assembler:
                     out.args.append(ENCODER.encode(value).decode())
                 elif out.start_args is not None:
                     out.args.append(out.start_args)
+
+    def _citation(self, event: Citation, native: bool) -> None:
+        """Attach a citation to its text part; a foreign one becomes a ``url_citation``.
+
+        ``last_citation`` says what was attached (None: nothing could be) and
+        ``last_citation_converted`` whether a foreign citation had to be converted.
+        """
+        found = self.blocks.get(event.index) if event.index is not None else None
+        self.last_citation = None
+        self.last_citation_converted = False
+        if found is None or found[1] is None:
+            return
+        part = found[0].parts[found[1]]
+        citation = event.citation
+        if not native and not (
+            isinstance(citation, dict) and citation.get("type") in ANNOTATION_TYPES
+        ):
+            url = citation.get("url") or citation.get("uri") if isinstance(citation, dict) else None
+            if not isinstance(url, str):
+                return
+            here = sum(len(t) for t in part.text)
+            start = citation.get("start_index")
+            end = citation.get("end_index")
+            citation = {
+                "type": "url_citation",
+                "start_index": start if type(start) is int else here,
+                "end_index": end if type(end) is int else here,
+                "title": str(citation.get("title") or ""),
+                "url": url,
+            }
+            self.last_citation_converted = True
+        part.annotations.append(citation)
+        self.last_citation = citation
 
     def _text(self, event: TextDelta) -> None:
         found = self.blocks.get(event.index)
