@@ -952,9 +952,9 @@ def test_foreign_stream_encodes_to_a_valid_interactions_stream() -> None:
     data = encoder.encode_all(foreign_events())
     frames = native_frames(data)
     names = [name for name, _ in frames]
+    # The in_progress StatusUpdate repeats what interaction.created said: not sent again.
     assert names == [
         "interaction.created",
-        "interaction.status_update",
         "step.start",
         "step.delta",
         "step.delta",
@@ -983,13 +983,13 @@ def test_foreign_stream_encodes_to_a_valid_interactions_stream() -> None:
         "object": "interaction",
         "model": "gpt-5.4-nano",
     }
-    assert payloads[11]["step"] == {
+    assert payloads[10]["step"] == {
         "type": "function_call",
         "id": "call_1",
         "name": "lookup",
         "arguments": {},
     }
-    assert payloads[16]["step"] == {"type": "web_search_call", "id": "ws_1"}
+    assert payloads[15]["step"] == {"type": "web_search_call", "id": "ws_1"}
     assert payloads[-1]["interaction"] == {
         "id": "resp_1",
         "status": "requires_action",
@@ -1223,3 +1223,201 @@ def test_step_restarted_while_open() -> None:
     assert native_frames(Encoder().encode_all(events)) == native_frames(data)
     with pytest.raises(RemoteProtocolError, match="still open"):
         decode(data, strict=True)
+
+
+# -- foreign blocks without a visible-text form; statuses; finish reasons; final interaction --
+
+
+def test_foreign_code_blocks_become_code_execution_steps() -> None:
+    """Code and its result are never visible text: a code_execution_call step whose
+    arguments (streamed as text or tool input) are sent whole at the end, and a
+    code_execution_result step linked by call_id; a refusal has no step and is dropped."""
+    encoder = Encoder()
+    data = encoder.encode_all(
+        [
+            StreamStart(dialect="openai_responses", id="resp_1"),
+            BlockStart(index=0, kind="code", id="ci_1", call_id="call_9", name="shell"),
+            ToolInputDelta(index=0, delta="ls "),
+            ToolInputDelta(index=0, delta="-la"),
+            BlockEnd(index=0),
+            BlockStart(index=1, kind="code_result", call_id="call_9", name="shell_call_output"),
+            TextDelta(index=1, delta="total 0\n"),
+            BlockEnd(index=1),
+            BlockStart(index=2, kind="code"),  # Gemini executableCode: no id, no name
+            TextDelta(index=2, delta="print(1)\n"),
+            BlockEnd(index=2),
+            BlockStart(index=3, kind="code_result", value={"outcome": "OUTCOME_FAILED"}),
+            BlockEnd(index=3, value={"outcome": "OUTCOME_FAILED", "output": "boom"}),
+            BlockStart(index=4, kind="refusal"),
+            TextDelta(index=4, delta="I can't help with that."),
+            BlockEnd(index=4),
+            BlockStart(index=5, kind="text"),
+            TextDelta(index=5, delta="Done."),
+            BlockEnd(index=5),
+            Finish(status="completed", reason=FinishReason(unified="stop")),
+        ]
+    )
+    frames = native_frames(data)
+    steps = [(v["index"], v["step"]) for name, v in frames if name == "step.start"]
+    assert steps == [
+        (0, {"type": "code_execution_call", "id": "call_9"}),
+        (1, {"type": "code_execution_result", "call_id": "call_9"}),
+        (2, {"type": "code_execution_call", "id": "call_2"}),
+        (3, {"type": "code_execution_result", "call_id": "call_2"}),
+        (4, {"type": "model_output"}),
+    ]
+    deltas = [(v["index"], v["delta"]) for name, v in frames if name == "step.delta"]
+    assert deltas == [
+        (
+            0,
+            {"arguments": {"code": "ls -la", "language": "bash"}, "type": "code_execution_call"},
+        ),
+        (1, {"result": "total 0\n", "type": "code_execution_result"}),
+        (2, {"arguments": {"code": "print(1)\n"}, "type": "code_execution_call"}),
+        (3, {"result": "boom", "is_error": True, "type": "code_execution_result"}),
+        (4, {"text": "Done.", "type": "text"}),
+    ]
+    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [
+        ("block-kind:refusal", 13)
+    ]
+    decoder = StreamDecoder(DIALECT, strict=True)
+    decoder.feed(data)
+    decoder.close()
+    result = decoder.result()
+    assert result.text == "Done."
+    assert [(b.kind, b.name) for b in result.blocks[:4]] == [
+        ("server_tool_call", "code_execution"),
+        ("server_tool_result", "code_execution"),
+        ("server_tool_call", "code_execution"),
+        ("server_tool_result", "code_execution"),
+    ]
+
+
+def test_foreign_statuses_that_are_not_interaction_statuses() -> None:
+    """An item's ``done`` / ``completed`` (OpenAI part and item events) is not the
+    interaction's status: sending it would end the interaction early, so a cut-off
+    source would decode as completed. Only in_progress / queued / idle changes go out."""
+    encoder = Encoder()
+    events: list[Event] = [
+        StreamStart(dialect="openai_responses", extra={"resumed": True}),
+        StatusUpdate(status="queued"),
+        StatusUpdate(status="in_progress"),
+        StatusUpdate(status="in_progress"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="Background work done."),
+        StatusUpdate(status="done"),
+        StatusUpdate(status="completed"),
+        StatusUpdate(status="done"),
+        Finish(status="truncated", reason=FinishReason(unified="error")),
+    ]
+    data = encoder.encode_all(events)
+    frames = native_frames(data)
+    assert frames[0][1]["interaction"]["status"] == "in_progress"
+    statuses = [v["status"] for name, v in frames if name == "interaction.status_update"]
+    assert statuses == ["queued", "in_progress"]
+    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [
+        ("status:done", 6),
+        ("status:completed", 7),
+    ]
+    result = decode(data)
+    assert isinstance(result[-1], Finish) and result[-1].status == "truncated"
+
+
+@pytest.mark.parametrize(
+    ("status", "unified", "native", "lost"),
+    [
+        ("completed", "stop", "completed", False),
+        ("completed", "tool_calls", "requires_action", False),
+        ("incomplete", "length", "incomplete", False),
+        ("incomplete", "pause", "requires_continuation", False),
+        ("incomplete", "context_window", "incomplete", True),
+        ("completed", "refusal", "completed", True),
+        ("completed", "other", "completed", True),
+        ("incomplete", "content_filter", "incomplete", True),
+    ],
+)
+def test_foreign_finish_reason_or_its_loss(
+    status: str, unified: str, native: str, lost: bool
+) -> None:
+    encoder = Encoder()
+    finish = Finish(
+        status=status,  # type: ignore[arg-type]
+        reason=FinishReason(unified=unified, raw="x"),  # type: ignore[arg-type]
+        usage=Usage(input_tokens=134, output_tokens=19, tool_prompt_tokens=120, total_tokens=153),
+    )
+    data = encoder.encode_all([StreamStart(dialect="anthropic_messages", id="m"), finish])
+    final = dict(native_frames(data))["interaction.completed"]["interaction"]
+    assert final["status"] == native
+    assert final["usage"] == {
+        "total_input_tokens": 14,
+        "total_output_tokens": 19,
+        "total_tool_use_tokens": 120,
+        "total_tokens": 153,
+    }
+    losses = [loss.what for loss in encoder.losses]
+    assert losses == ([f"finish_reason:{unified}"] if lost else [])
+    back = decode(data)[-1]
+    assert isinstance(back, Finish) and back.status == status
+    assert (back.reason.unified == unified) is not lost
+    assert back.usage is not None and back.usage.input_tokens == 134
+
+
+def test_native_events_without_extras_get_the_final_interaction() -> None:
+    """Events that name this dialect but were not decoded from it (built by hand, no
+    interaction extras) still get ``interaction.completed`` with status and usage before
+    ``done``; a decoded stream that had none stays without one (``no_final``)."""
+    usage = Usage(input_tokens=9, output_tokens=15, total_tokens=24)
+    events: list[Event] = [
+        StreamStart(dialect=DIALECT, id="v1_x", model="gemini-3.5-flash"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="Hi."),
+        BlockEnd(index=0),
+        UsageUpdate(usage=usage),
+        Finish(status="completed", reason=FinishReason(unified="stop"), usage=usage),
+    ]
+    data = Encoder().encode_all(events)
+    frames = native_frames(data)
+    assert [name for name, _ in frames][-2:] == ["interaction.completed", "done"]
+    assert frames[-2][1]["interaction"] == {
+        "id": "v1_x",
+        "status": "completed",
+        "object": "interaction",
+        "model": "gemini-3.5-flash",
+        "usage": {"total_input_tokens": 9, "total_output_tokens": 15, "total_tokens": 24},
+    }
+    decoder = StreamDecoder(DIALECT, strict=True)
+    decoder.feed(data)
+    decoder.close()
+    result = decoder.result()
+    assert (result.status, result.text, result.warnings) == ("completed", "Hi.", [])
+    # A source without a final interaction keeps its shape.
+    source = sse(CREATED, ev("step.start", "e1", index=0, step={"type": "model_output"}))
+    decoded = decode(source)
+    assert isinstance(decoded[-1], Finish) and decoded[-1].extra == {"no_final": True}
+    assert native_frames(Encoder().encode_all(decoded)) == native_frames(source)
+
+
+def test_emulator_default_reply_ends_with_the_final_interaction() -> None:
+    import httpx
+
+    from polystream.scenario import Emulator
+    from polystream.server import ServerThread
+
+    server = ServerThread(Emulator()).start()
+    try:
+        response = httpx.post(
+            server.base_url + "/gemini/v1beta/interactions",
+            json={"model": "gemini-3.5-flash", "input": "hello", "stream": True},
+            headers={"x-goog-api-key": "k"},
+        )
+    finally:
+        server.stop()
+    assert response.status_code == 200
+    names = [name for name, _ in native_frames(response.content)]
+    assert names[-2:] == ["interaction.completed", "done"]
+    decoder = StreamDecoder(DIALECT, strict=True)
+    decoder.feed(response.content)
+    decoder.close()
+    result = decoder.result()
+    assert result.status == "completed" and result.warnings == []
+    assert "hello" in result.text and result.usage.output_tokens

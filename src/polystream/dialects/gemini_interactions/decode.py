@@ -462,6 +462,9 @@ class Decoder(FramedDecoder):
         """The Finish for the end of the stream, from the final interaction (or the error)."""
         final = self._final
         usage = self._usage
+        if final is None and self._error is None:
+            # The source had no final interaction: the encoder must not invent one.
+            extra = {**(extra or {}), "no_final": True}
         if final is not None and type(final.get("usage")) is dict:
             usage = convert_usage(final["usage"])
         if self._error is not None:

@@ -54,7 +54,7 @@ from polystream.events import (
 from polystream.wire.sse import SSEEncoder
 
 from .decode import DIALECT, data_delta_type
-from .finish_reason import native_status
+from .finish_reason import carries_reason, native_status
 from .usage import usage_to_native
 from .wire import (
     NAMED_STEP_TYPES,
@@ -69,16 +69,25 @@ __all__ = ["Encoder"]
 
 _SSE: Final = SSEEncoder()
 _DONE: Final = b"event: done\ndata: [DONE]\n\n"
-_FOREIGN_TEXT_KINDS: Final = frozenset({"refusal", "code", "code_result"})
+_FOREIGN_STATUSES: Final = frozenset({"in_progress", "queued", "idle"})
+"""Foreign statuses sent as ``interaction.status_update``: the interaction's own
+non-terminal statuses. A terminal one only comes with ``interaction.completed`` (from the
+Finish); other words (an item's ``added`` / ``done`` ...) are not interaction statuses."""
+_CODE_LANGUAGES: Final = {"code_interpreter": "python", "shell": "bash"}
+"""Foreign code-block name -> ``CodeExecutionCallArguments.language`` (SDK: python, bash)."""
 
 
 class _Block:
-    __slots__ = ("kind", "provider", "stype")
+    __slots__ = ("buffer", "kind", "provider", "stype", "value")
 
     def __init__(self, provider: int, kind: str, stype: str) -> None:
         self.provider = provider
         self.kind = kind
         self.stype = stype
+        # Foreign code / code-result blocks: their text, sent whole at the end (the
+        # ``code_execution_*`` deltas carry whole objects, not fragments).
+        self.buffer: list[str] | None = None
+        self.value: Any = None
 
 
 class Encoder(DialectEncoder):
@@ -103,6 +112,12 @@ class Encoder(DialectEncoder):
         self._next_event = 0
         self._usage: Usage | None = None
         self._final_sent = False
+        self._error_sent = False
+        self._status_sent: str | None = None  # last interaction status written (foreign)
+        self._lost_statuses: set[str] = set()
+        self._code_ids: dict[str, str] = {}  # foreign code block id / call_id -> step id
+        self._last_code_id: str | None = None
+        self._code_names: dict[int, str] = {}  # code step index -> foreign tool name
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -198,6 +213,7 @@ class Encoder(DialectEncoder):
             name = "interaction.start" if self._legacy else "interaction.created"
             return self._emit(name, payload, event)
         interaction = {"id": self._ensure_id(), "status": "in_progress", "object": "interaction"}
+        self._status_sent = "in_progress"
         if event.model is not None:
             interaction["model"] = event.model
         return self._emit("interaction.created", {"interaction": interaction}, event)
@@ -212,7 +228,20 @@ class Encoder(DialectEncoder):
     def _status(self, event: StatusUpdate) -> bytes:
         extra = event.extra or {}
         if not self._native:
-            payload = {"interaction_id": self._ensure_id(), "status": event.status}
+            status = event.status
+            if status not in _FOREIGN_STATUSES:
+                if status not in self._lost_statuses:
+                    self._lost_statuses.add(status)
+                    self.lose(
+                        f"status:{status}",
+                        event,
+                        "not an interaction status (a terminal one comes from the Finish)",
+                    )
+                return b""
+            if status == self._status_sent:
+                return b""
+            self._status_sent = status
+            payload = {"interaction_id": self._ensure_id(), "status": status}
             return self._emit("interaction.status_update", payload, event)
         name = extra.get("event", "interaction.status_update")
         if name in ("interaction.completed", "interaction.complete"):
@@ -237,6 +266,7 @@ class Encoder(DialectEncoder):
             self.lose("protocol-error", event, "a decoding error is not a provider event")
             return b""
         extra = event.extra or {}
+        self._error_sent = True
         payload: dict[str, Any] = {}
         if isinstance(error.raw, dict) and self._native:
             payload["error"] = error.raw
@@ -252,13 +282,27 @@ class Encoder(DialectEncoder):
             # A stream cut off stays cut off: no terminal events are invented.
             return b""
         out = b""
-        if not self._native and not self._final_sent:
+        # A foreign stream always gets its final interaction (status and usage) before
+        # ``done``; so does a same-dialect stream built without this decoder's extras
+        # (the decoder marks the Finish of a source that had none: ``no_final``), unless
+        # it failed with an ``error`` event, the API's own in-band failure (spec 1).
+        synthesise = not self._native or not (
+            extra.get("no_final") or self._error_sent or extra.get("done") is False
+        )
+        if synthesise and not self._final_sent:
             usage = event.usage if event.usage is not None else self._usage
             interaction: dict[str, Any] = {
                 "id": self._ensure_id(),
                 "status": native_status(event.status, event.reason),
                 "object": "interaction",
             }
+            if not carries_reason(event.status, event.reason):
+                self.lose(
+                    f"finish_reason:{event.reason.unified}",
+                    event,
+                    f"no interaction status means {event.reason.unified!r}; "
+                    f"sent as {interaction['status']!r}",
+                )
             if self._model is not None:
                 interaction["model"] = self._model
             if usage is not None:
@@ -312,10 +356,25 @@ class Encoder(DialectEncoder):
             self.lose("candidate", event, "Interactions streams have a single candidate")
             return b""
         step: dict[str, Any]
-        if kind in ("text", "image", "audio") or kind in _FOREIGN_TEXT_KINDS:
-            if kind in _FOREIGN_TEXT_KINDS:
-                self.lose(f"block-kind:{kind}", event, "sent as model_output text")
+        code: _Block | None = None
+        if kind in ("text", "image", "audio"):
             step = {"type": "model_output"}
+        elif kind == "code":
+            # Code the model wrote and the provider ran: a code_execution_call step
+            # (arguments sent whole at BlockEnd), never visible text.
+            step_id = event.call_id or event.id or f"call_{self._next_step}"
+            for key in (event.id, event.call_id):
+                if key is not None:
+                    self._code_ids[key] = step_id
+            self._last_code_id = step_id
+            if event.name is not None:
+                self._code_names[self._next_step] = event.name
+            step = {"type": "code_execution_call", "id": step_id}
+            code = _Block(self._next_step, kind, step["type"])
+        elif kind == "code_result":
+            call_id = self._code_ids.get(event.call_id or event.id or "", self._last_code_id)
+            step = {"type": "code_execution_result", "call_id": call_id or ""}
+            code = _Block(self._next_step, kind, step["type"])
         elif kind == "reasoning":
             step = {"type": "thought"}
         elif kind == "tool_call":
@@ -345,13 +404,56 @@ class Encoder(DialectEncoder):
                 if event.value is not None:
                     step["result"] = event.value
         else:
+            # refusal, compaction, other: no step type can hold them, and a refusal is
+            # not the reply's text.
             self._skipped.add(event.index)
             self.lose(f"block-kind:{kind}", event, "Interactions has no such step")
             return b""
         provider = self._next_step
         self._next_step += 1
-        self._blocks[event.index] = _Block(provider, kind, step["type"])
+        if code is not None:
+            code.buffer = []
+            code.value = event.value
+            self._blocks[event.index] = code
+        else:
+            self._blocks[event.index] = _Block(provider, kind, step["type"])
         return self._emit("step.start", {"index": provider, "step": step}, event)
+
+    def _code_delta(self, block: _Block, event: BlockEnd) -> bytes:
+        """The whole ``code_execution_call`` / ``code_execution_result`` delta of a
+        foreign code block, from its streamed text (or its value)."""
+        assert block.buffer is not None
+        text = "".join(block.buffer)
+        value = event.value if event.value is not None else block.value
+        delta: dict[str, Any]
+        if block.kind == "code":
+            if not text and isinstance(value, str):
+                text = value
+            arguments: dict[str, Any] = {"code": text}
+            language = _CODE_LANGUAGES.get(self._code_names.get(block.provider) or "")
+            if language is not None:
+                arguments["language"] = language
+            delta = {"arguments": arguments}
+            dtype = "code_execution_call"
+        else:
+            is_error: bool | None = None
+            if not text:
+                if isinstance(value, str):
+                    text = value
+                elif isinstance(value, dict):
+                    # Gemini codeExecutionResult: {"outcome", "output"}.
+                    output = value.get("output")
+                    text = output if isinstance(output, str) else encode_json(value)
+                    outcome = value.get("outcome")
+                    if isinstance(outcome, str):
+                        is_error = outcome != "OUTCOME_OK"
+                elif value is not None:
+                    text = encode_json(value)
+            delta = {"result": text}
+            if is_error is not None:
+                delta["is_error"] = is_error
+            dtype = "code_execution_result"
+        return self._delta(block, dtype, delta, event)
 
     def _block(self, event: Event, index: int) -> _Block | None:
         block = self._blocks.get(index)
@@ -382,6 +484,9 @@ class Encoder(DialectEncoder):
     def _text(self, event: TextDelta) -> bytes:
         block = self._block(event, event.index)
         if block is None:
+            return b""
+        if block.buffer is not None:
+            block.buffer.append(event.delta)
             return b""
         delta: dict[str, Any] = {}
         if not (self._native and (event.extra or {}).get("absent")):
@@ -429,6 +534,9 @@ class Encoder(DialectEncoder):
         block = self._block(event, event.index)
         if block is None:
             return b""
+        if block.buffer is not None:
+            block.buffer.append(event.delta)
+            return b""
         extra = event.extra if self._native and event.extra else {}
         dtype = extra.get("dt")
         delta: dict[str, Any] = {}
@@ -443,6 +551,9 @@ class Encoder(DialectEncoder):
     def _data(self, event: DataDelta) -> bytes:
         block = self._block(event, event.index)
         if block is None:
+            return b""
+        if block.buffer is not None:
+            self.lose("data", event, f"a {block.stype} step carries no media")
             return b""
         extra = event.extra if self._native and event.extra else {}
         delta: dict[str, Any] = {}
@@ -481,6 +592,9 @@ class Encoder(DialectEncoder):
         if block is None:
             return b""
         extra = event.extra or {}
+        out = b""
+        if block.buffer is not None:
+            out = self._code_delta(block, event)
         payload: dict[str, Any] = {"index": block.provider}
         if self._native:
             if extra.get("no_index"):
@@ -488,4 +602,4 @@ class Encoder(DialectEncoder):
             if event.status is not None:
                 payload["status"] = event.status
             payload.update(extra.get("p") or {})
-        return self._emit("content.stop" if self._legacy else "step.stop", payload, event)
+        return out + self._emit("content.stop" if self._legacy else "step.stop", payload, event)

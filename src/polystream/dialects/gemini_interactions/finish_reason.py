@@ -13,7 +13,14 @@ from typing import Final
 
 from polystream.events import ErrorKind, FinishReason, FinishStatus, UnifiedFinishReason
 
-__all__ = ["ERROR_KINDS", "STATUS_TABLE", "error_kind", "map_status", "native_status"]
+__all__ = [
+    "ERROR_KINDS",
+    "STATUS_TABLE",
+    "carries_reason",
+    "error_kind",
+    "map_status",
+    "native_status",
+]
 
 STATUS_TABLE: Final[dict[str, tuple[FinishStatus, UnifiedFinishReason]]] = {
     "completed": ("completed", "stop"),
@@ -40,17 +47,38 @@ def map_status(status: str | None) -> tuple[FinishStatus, FinishReason]:
     return finish, FinishReason(unified=unified, raw=status)
 
 
+_NON_TERMINAL: Final = frozenset({"in_progress", "queued", "idle"})
+
+_INVERSE: Final[dict[tuple[FinishStatus, UnifiedFinishReason], str]] = {}
+for _status, _pair in STATUS_TABLE.items():
+    if _status not in _NON_TERMINAL:
+        _INVERSE.setdefault(_pair, _status)
+"""(Finish status, unified reason) -> the first terminal status that maps to it."""
+
+
 def native_status(finish: FinishStatus, reason: FinishReason) -> str:
-    """The interaction status an encoder writes for a unified Finish."""
+    """The interaction status an encoder writes for a unified Finish.
+
+    The raw status when it maps back to the same pair, else the first terminal status
+    of :data:`STATUS_TABLE` with that pair (``incomplete`` + ``pause`` ->
+    ``requires_continuation``), else the nearest by Finish status (the reason is then
+    not carried: see :func:`carries_reason`).
+    """
     if reason.raw in STATUS_TABLE and STATUS_TABLE[reason.raw] == (finish, reason.unified):
         return reason.raw
+    found = _INVERSE.get((finish, reason.unified))
+    if found is not None:
+        return found
     if finish == "completed":
-        return "requires_action" if reason.unified == "tool_calls" else "completed"
+        return "completed"
     if finish == "failed":
         return "failed"
-    if reason.unified == "cancelled":
-        return "cancelled"
     return "incomplete"
+
+
+def carries_reason(finish: FinishStatus, reason: FinishReason) -> bool:
+    """True when :func:`native_status` decodes back to the same unified reason."""
+    return STATUS_TABLE[native_status(finish, reason)][1] == reason.unified
 
 
 ERROR_KINDS: Final[dict[str, ErrorKind]] = {
