@@ -199,36 +199,47 @@ def _via_interactions(data: bytes) -> Seen:
         kind = getattr(event, "event_type", None)
         if kind == "step.start":
             step = event.step  # type: ignore[union-attr]
-            if getattr(step, "type", None) == "function_call":
+            stype = getattr(step, "type", None)
+            if stype == "function_call":
                 key = str(event.index)  # type: ignore[union-attr]
                 calls[key] = [step.name, "", step.arguments]
                 order.append(key)
+            elif stype == "model_output":
+                # ``ModelOutputStep.content``: output the step starts with, before its deltas.
+                for item in step.content or []:
+                    if getattr(item, "type", None) == "text":
+                        text.append(item.text)
         elif kind == "step.delta":
             delta = event.delta  # type: ignore[union-attr]
             dtype = getattr(delta, "type", None)
             if dtype == "text":
                 text.append(delta.text)
             elif dtype == "arguments_delta" and str(event.index) in calls:  # type: ignore[union-attr]
-                calls[str(event.index)][1] += delta.partial_arguments or ""  # type: ignore[union-attr]
+                # google-genai ``ArgumentsDelta.arguments``: a fragment of the JSON text.
+                calls[str(event.index)][1] += delta.arguments or ""  # type: ignore[union-attr]
         elif kind == "interaction.completed":
             interaction = event.interaction  # type: ignore[union-attr]
             status = interaction.status
             usage = interaction.usage
             if usage is not None:
-                input_tokens = usage.total_input_tokens
+                # Tool-use prompt tokens are reported beside the prompt, not inside it
+                # (as generateContent's toolUsePromptTokenCount); canonical input has both.
+                input_tokens = (usage.total_input_tokens or 0) + (usage.total_tool_use_tokens or 0)
                 output_tokens = (usage.total_output_tokens or 0) + (usage.total_thought_tokens or 0)
     found = []
     for key in order:
         name, streamed, whole = calls[key]
-        found.append((name, _args(streamed) if streamed else (whole or {})))
-    return Seen(
-        "".join(text),
-        found,
-        status,
-        input_tokens,
-        output_tokens,
-        status in ("completed", "incomplete", "requires_action"),
-    )
+        if not streamed:
+            found.append((name, whole or {}))
+            continue
+        try:
+            found.append((name, json.loads(streamed)))
+        except ValueError:
+            # Arguments cut off or not JSON: unparsed, as polystream's ToolCall says.
+            found.append((name, None))
+    # ``InteractionStatus`` values that end a turn without failing it.
+    ended = ("completed", "incomplete", "requires_action", "requires_continuation")
+    return Seen("".join(text), found, status, input_tokens, output_tokens, status in ended)
 
 
 CONSUMERS = {
