@@ -521,9 +521,21 @@ def test_encode_foreign_stream() -> None:
         "total_tokens": 65,
         "completion_tokens_details": {"reasoning_tokens": 12},
     }
+    assert chunks[-3]["choices"][0]["delta"] == {
+        "polystream": [
+            {
+                "index": 1,
+                "type": "finish",
+                "unified": "tool_calls",
+                "raw": "tool_use",
+                "status": "completed",
+            }
+        ]
+    }
     assert [(loss.what, loss.carried) for loss in encoder.losses] == [
         ("reasoning", True),
         ("signature", True),
+        ("finish_reason:tool_calls", True),  # the raw "tool_use" is carried
     ]
 
 
@@ -541,7 +553,8 @@ def test_foreign_to_chat_and_back_restores_reasoning_and_signature() -> None:
         (c.id, c.name, c.arguments) for c in original.tool_calls
     ]
     assert result.usage.output_tokens == 45 and result.usage.reasoning_tokens == 12
-    assert result.finish_reason == FinishReason(unified="tool_calls", raw="tool_calls")
+    # the source's own finish reason comes back from the carrier
+    assert result.finish_reason == FinishReason(unified="tool_calls", raw="tool_use")
     # and once in Chat, a second hop reproduces the stream exactly
     assert native_frames(Encoder().encode_all(events)) == native_frames(data)
 
@@ -568,6 +581,7 @@ def test_foreign_carriers_and_losses() -> None:
         ("metadata:grounding", True),
         ("block:server_tool_call", False),
         ("event:unknown", False),
+        ("finish_reason:stop", True),
     ]
     assert b": ping\n\n" in data
     back = decode_events(data, DIALECT)
@@ -575,6 +589,7 @@ def test_foreign_carriers_and_losses() -> None:
     assert result.citations == [{"startIndex": 0, "uri": "https://e.org"}]
     assert result.metadata["grounding"] == {"groundingChunks": [{"web": {"uri": "u"}}]}
     assert result.text == "Cited."
+    assert result.finish_reason == FinishReason(unified="stop", raw="STOP")
     assert {c["id"] for c in _data_lines(data) if isinstance(c, dict)} == {"chatcmpl-fixed"}
 
 

@@ -65,7 +65,7 @@ exactly without ``raw`` (each key is present only when needed):
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, get_args
 
 import msgspec
 
@@ -94,6 +94,7 @@ from polystream.events import (
     Event,
     Finish,
     FinishReason,
+    FinishStatus,
     Metadata,
     ReasoningDelta,
     SignatureDelta,
@@ -101,6 +102,7 @@ from polystream.events import (
     StreamStart,
     TextDelta,
     ToolInputDelta,
+    UnifiedFinishReason,
     Unknown,
     Usage,
     UsageUpdate,
@@ -110,6 +112,8 @@ from polystream.wire.sse import ServerSentEvent
 
 __all__ = ["ChatDecoder", "error_kind"]
 
+_UNIFIED_REASONS: Final = frozenset(get_args(UnifiedFinishReason))
+_STATUSES: Final = frozenset(get_args(FinishStatus))
 # The "choices" placeholder in an envelope (never mutated; shared to keep diffs cheap).
 _NO_CHOICES: Final[list[Any]] = []
 # delta keys that events carry; every other delta key is a residual.
@@ -196,6 +200,7 @@ class _Choice:
 
     __slots__ = (
         "carry_next",
+        "finish_override",
         "finish_raw",
         "last_of_kind",
         "open_tools",
@@ -212,6 +217,8 @@ class _Choice:
         self.last_of_kind: dict[str, int] = {}  # for carrier signatures and citations
         self.finish_raw: str | None = None
         self.carry_next = 0  # the polystream carrier index the encoder would write next
+        # a carried finish reason (another dialect's, see the encoder)
+        self.finish_override: tuple[FinishReason, FinishStatus] | None = None
 
 
 class ChatDecoder(FramedDecoder):
@@ -728,6 +735,22 @@ class ChatDecoder(FramedDecoder):
                 event = BlockStart(
                     index=index, kind=block_kind, id=block_id, name=name, candidate=candidate
                 )
+            elif (
+                kind == "finish"
+                and entry.get("unified") in _UNIFIED_REASONS
+                and entry.get("status") in _STATUSES
+                and (entry.get("raw") is None or isinstance(entry.get("raw"), str))
+            ):
+                # The source's finish reason, which Chat could not say: it replaces the
+                # choice's own at [DONE].
+                state.finish_override = (
+                    FinishReason(unified=entry["unified"], raw=entry.get("raw")),
+                    entry["status"],
+                )
+                x = self._x(True, identifies=False)
+                x[EXTRA_KEY].update(p=1, pe=entry)
+                self._emit(StatusUpdate(status="in_progress", extra=x))
+                continue
             elif kind == "metadata" and isinstance(entry.get("name"), str):
                 merge = entry.get("merge") is True
                 expected.update(type="metadata", name=entry["name"], value=entry.get("value"))
@@ -765,6 +788,10 @@ class ChatDecoder(FramedDecoder):
         for state in self._choices.values():
             self._close_all(state)
         reason, status = map_finish_reason(self._finish_raw())
+        if self._choices:
+            first = self._choices.get(0) or self._choices[min(self._choices)]
+            if first.finish_override is not None:
+                reason, status = first.finish_override
         error = self._error
         if error is not None:
             reason = FinishReason(unified="error", raw=reason.raw)

@@ -28,6 +28,9 @@ restores the events:
   ``url_citation`` objects only, so foreign shapes are not written there);
 * reply metadata (Gemini grounding, safety ratings...) -> ``delta.polystream:
   [{"index": n, "type": "metadata", "name": ..., "value": ..., "merge": bool}]``;
+* a finish reason or status Chat has no word for (Anthropic ``pause_turn``, ``refusal``,
+  a provider's own value) -> ``delta.polystream: [{"index": n, "type": "finish",
+  "unified": ..., "raw": ..., "status": ...}]`` on the finish chunk;
 * the start of a text, reasoning or refusal block that a Chat reader could not see (the
   same kind as the block before it, which a reader would continue; a block with a
   ``name`` or ``id`` such as Anthropic ``redacted_thinking``; a block whose first output
@@ -51,7 +54,7 @@ from typing import Any, ClassVar, Final
 
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._chat.decode import base_envelope
-from polystream.dialects._chat.finish_reason import to_wire_finish_reason
+from polystream.dialects._chat.finish_reason import map_finish_reason, to_wire_finish_reason
 from polystream.dialects._chat.quirks import Quirks
 from polystream.dialects._chat.usage import usage_to_wire
 from polystream.dialects._chat.wire import (
@@ -337,12 +340,24 @@ class ChatEncoder(DialectEncoder):
             if self._entries is None:
                 self._entries = []
             usage = event.usage
-            self._specials["usage"] = (
-                usage.raw if usage.raw is not None else usage_to_wire(usage, self.quirks)
-            )
+            raw = usage.raw
+            if not isinstance(raw, dict):
+                raw = usage_to_wire(usage, self.quirks)
+            elif self._start is not None and self._start.dialect != self.dialect:
+                # The other Chat dialect counts completion_tokens differently (xAI leaves
+                # reasoning out): rewrite that count in this dialect's convention.
+                completion = usage_to_wire(usage, self.quirks)["completion_tokens"]
+                if usage.output_tokens is not None and raw.get("completion_tokens") != completion:
+                    raw = dict(raw, completion_tokens=completion)
+            self._specials["usage"] = raw
         elif kind is StatusUpdate:
-            if "ci" in x:
-                self._entry_for(x, x["ci"])
+            if "ci" in x or x.get("p"):
+                entry = self._entry_for(x, x.get("ci", self._entry_candidate or 0))
+                item = x.get("pe")
+                if x.get("p") and isinstance(item, dict):
+                    # A carrier entry that only informs the Finish (type "finish").
+                    self._next_carry_index(entry["index"], item.get("index", _NO_INDEX))
+                    entry["delta"].setdefault("polystream", []).append(item)
             elif self._entries is None:
                 self._entries = []
         elif kind is Unknown:
@@ -657,10 +672,36 @@ class ChatEncoder(DialectEncoder):
             parts.append(self._write({"error": _error(event.error)}))
         if event.status != "failed":
             reason = to_wire_finish_reason(event.reason)
+            delta: dict[str, Any] = {}
+            mapped, status = map_finish_reason(reason)
+            if (
+                mapped.unified != event.reason.unified
+                or status != event.status
+                or (event.reason.raw is not None and event.reason.raw != reason)
+            ):
+                # Chat has no word for this reason (pause_turn, refusal, a provider's
+                # own value): carried, so that a decode restores the Finish exactly.
+                self.lose(
+                    f"finish_reason:{event.reason.unified}",
+                    event,
+                    f"Chat finish_reason has no {event.reason.raw or event.reason.unified!r}",
+                    carried=True,
+                )
+                first = (self._candidates or [0])[0]
+                item = {
+                    "index": self._carry_next.get(first, 0),
+                    "type": "finish",
+                    "unified": event.reason.unified,
+                    "raw": event.reason.raw,
+                    "status": event.status,
+                }
+                self._next_carry_index(first, item["index"])
+                delta = {"polystream": [item]}
             for candidate in self._candidates or [0]:
                 if candidate not in self._finished:
                     self._finished.add(candidate)
-                    parts.append(self._chunk(candidate, {}, reason))
+                    parts.append(self._chunk(candidate, delta, reason))
+                    delta = {}
         usage = self._usage
         if event.usage is not None:
             usage = event.usage if usage is None else usage.merged(event.usage)
