@@ -151,6 +151,8 @@ _ORDER_CACHE: dict[tuple[str, ...], list[str] | None] = {}
 _ORDER_CACHE_SIZE: Final = 256
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
 _SSE_LINE_STARTS: Final = frozenset(b"deir:\r\n")
+# A line start (after LF) whose first byte is none of those.
+_BARE_LINE: Final = re.compile(rb"\n[^deir:\r\n]")
 
 
 class _StreamedCall:
@@ -489,6 +491,18 @@ class GeminiGenerateDecoder(FramedDecoder):
         until their braces balance (strings and escapes respected), as google-genai
         does in ``_RawJsonLineBuffer``.
         """
+        if not data:
+            return
+        if (
+            not self._bare_parts
+            and (not self._at_line_start or data[0] in _SSE_LINE_STARTS)
+            and _BARE_LINE.search(data) is None
+        ):
+            # Fast path (every ordinary chunk): no line in ``data`` starts bare.
+            self._scan_offset += len(data)
+            self._at_line_start = data[-1] == 10  # ended with LF
+            self._line_bare = False
+            return
         base = self._scan_offset
         self._scan_offset += len(data)
         pos = 0
