@@ -8,6 +8,9 @@ Two modes, chosen by the stream's :class:`~polystream.events.StreamStart`:
   (their content is already in the primary event). The schema (steps or legacy) is the
   source's (``StreamStart.extra["schema"]``). The round trip reproduces every native
   event with the same JSON values.
+  Events that name this dialect without the decoder's extras (built by hand) still get
+  ``interaction.completed`` before ``done`` unless the decoder marked the Finish
+  ``no_final`` (the source had none) or an ``error`` event ended the stream.
 * **foreign** (any other dialect): a valid current-schema stream is synthesised:
   ``event_id`` values ``evt_<n>``, an interaction id (``StreamStart.id`` or ``int_<n>``),
   one step per unified block (provider step indices from 0), ``interaction.completed``
@@ -19,7 +22,12 @@ Carriers and losses (foreign mode; each recorded with :meth:`DialectEncoder.lose
   that step (``carried=True``): the decoder gives it back as the same block's signature;
 * a server tool this API does not have becomes a ``<name>_call`` / ``<name>_result`` step
   (``carried=True``; the SDK parses it as an unknown step);
-* refusal / code / code-result blocks become ``model_output`` text (``block-kind`` lost);
+* ``code`` blocks become ``code_execution_call`` steps and ``code_result`` blocks
+  ``code_execution_result`` steps, their text sent whole at BlockEnd (never visible text);
+  ``refusal`` blocks have no step and are dropped;
+* a finish reason no interaction status means is sent by its Finish status
+  (``finish_reason:<reason>``); statuses that are not the interaction's own non-terminal
+  ones are not sent (``status:<word>``);
 * raw (non-summary) reasoning is sent as ``thought_summary`` (recorded once per block);
 * ``compaction`` and ``other`` blocks, reply-level citations, Metadata (grounding, safety),
   cache-write token counts, named keep-alives and Unknown events cannot be carried.
@@ -290,7 +298,10 @@ class Encoder(DialectEncoder):
             extra.get("no_final") or self._error_sent or extra.get("done") is False
         )
         if synthesise and not self._final_sent:
-            usage = event.usage if event.usage is not None else self._usage
+            usage = event.usage
+            if self._usage is not None:
+                # Counts only a UsageUpdate reported are kept (the Finish's own win).
+                usage = self._usage if usage is None else self._usage.merged(usage)
             interaction: dict[str, Any] = {
                 "id": self._ensure_id(),
                 "status": native_status(event.status, event.reason),
