@@ -712,6 +712,20 @@ def test_indexless_fragment_with_one_open_call_continues_it() -> None:
     assert native_frames(Encoder().encode_all(events)) == native_frames(data)
 
 
+def test_suffix_without_stream_start_still_makes_valid_chunks() -> None:
+    # A resumed replay may start mid-stream: no StreamStart, so no envelope base.
+    events = _events("reply_ok.sse")[3:]
+    chunks = _data_lines(Encoder(id_factory=lambda: "chatcmpl-r").encode_all(events))
+    assert chunks[-1] == "[DONE]"
+    first = chunks[0]
+    assert (first["id"], first["object"], first["choices"][0]["delta"]) == (
+        "chatcmpl-r",
+        "chat.completion.chunk",
+        {"content": "OK"},
+    )
+    assert accumulate(decode_events(Encoder().encode_all(events), DIALECT)).text == "OK."
+
+
 def test_keep_raw_emits_raw_before_chunk_events() -> None:
     events = decode_events((HERE / "reply_ok.sse").read_bytes(), DIALECT, keep_raw=True)
     assert type(events[0]).__name__ == "Raw"

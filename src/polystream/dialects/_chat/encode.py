@@ -234,6 +234,11 @@ class ChatEncoder(DialectEncoder):
         return self._entry_candidate if self._entry_candidate is not None else 0
 
     def _flush(self, change: dict[str, Any] | None, event_name: str | None = None) -> bytes:
+        if self._start is None and not self._env:
+            # A suffix of a stream (a resumed replay) without its StreamStart: the
+            # envelope diffs have no base, so start from a synthesised one; what the
+            # missed chunks set and later chunks do not restate cannot be recovered.
+            self._env = self._synthesise(None)
         env = apply(self._env, change)
         self._env = env
         chunk = dict(env)
