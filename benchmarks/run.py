@@ -17,6 +17,7 @@ Options::
     --no-extras        skip memory, import, CLI and transcoding measurements
     --inprocess        run every cell in this process (faster, less isolated)
     --profile OUT      cProfile polystream's decode of every workload into OUT (text)
+    --wall             time with the wall clock instead of this process's CPU time
 
 LiteLLM is optional: it is measured when ``import litellm`` works (set
 ``POLYSTREAM_BENCH_LITELLM_PATH`` to a ``pip install --target`` folder to keep it out of
@@ -236,9 +237,7 @@ def measure_startup(
         else [sys.executable, "-m", "polystream", "decode", str(path)]
     )
     check = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
-    cli: dict[str, Any] = {
-        "argv": " ".join(Path(a).name if i == 0 else a for i, a in enumerate(argv))
-    }
+    cli: dict[str, Any] = {"argv": f"polystream decode {path.name}"}
     if check.returncode != 0:
         cli["failed"] = (check.stderr or check.stdout).strip()[-300:]
     else:
@@ -251,15 +250,31 @@ def measure_startup(
     return {"imports": imports, "cli": cli}
 
 
-def profile(works: list[workloads.Workload], target: Path, log: Any) -> None:
-    """cProfile polystream's decode of each workload; the top functions, to ``target``."""
+def profile(works: list[workloads.Workload], target: Path, log: Any) -> dict[str, Any]:
+    """cProfile polystream's decode of each workload; the top functions, to ``target``.
+
+    Also times the parts of ``decode()`` on their own (framing alone, the dialect
+    decoder with its framing, the accumulator over the decoded events) and returns them.
+    """
     import cProfile
     import io
     import pstats
 
     import polystream
+    from polystream.accumulate import Accumulator
+    from polystream.wire.jsonarray import JSONArrayDecoder
+    from polystream.wire.sse import SSEDecoder
+
+    def best(fn: Any, runs: int = 5) -> float:
+        times = []
+        for _ in range(runs):
+            start = peers.clock()
+            fn()
+            times.append(peers.clock() - start)
+        return min(times)
 
     buffer = io.StringIO()
+    breakdown: dict[str, dict[str, float]] = {}
     for work in works:
         options = {"framing": work.framing} if work.dialect == "gemini_generate" else {}
         try:
@@ -267,12 +282,44 @@ def profile(works: list[workloads.Workload], target: Path, log: Any) -> None:
         except Exception as exc:
             buffer.write(f"== {work.name}: skipped ({exc})\n\n")
             continue
+        info = polystream.get_dialect(work.dialect)
+
+        def framing_only(work: Any = work) -> None:
+            framer: Any = JSONArrayDecoder() if work.framing == "json_array" else SSEDecoder()
+            framer.feed(work.body)
+            framer.close()
+
+        def decoder_only(info: Any = info, options: Any = options, work: Any = work) -> list[Any]:
+            decoder = info.decoder(**options)
+            events: list[Any] = decoder.feed(work.body)
+            events.extend(decoder.close())
+            return events
+
+        events = decoder_only()
+        minimal = peers.prepare("minimal", work, "core")
+        parts = {
+            "framing": best(framing_only),
+            "decoder (incl. framing)": best(decoder_only),
+            "accumulate": best(lambda events=events: Accumulator().feed_all(events)),
+            "decode() total": best(
+                lambda work=work, options=options: polystream.decode(
+                    work.body, work.dialect, **options
+                )
+            ),
+            "minimal loop": best(minimal),
+        }
+        breakdown[work.name] = parts
+        buffer.write(
+            f"== {work.name}: best of 5 (ms): "
+            + ", ".join(f"{k} {v * 1000:.1f}" for k, v in parts.items())
+            + f"; {len(events)} unified events\n"
+        )
         prof = cProfile.Profile()
-        start = time.perf_counter()
+        start = peers.clock()
         prof.enable()
         polystream.decode(work.body, work.dialect, **options)
         prof.disable()
-        elapsed = time.perf_counter() - start
+        elapsed = peers.clock() - start
         buffer.write(
             f"== {work.name} ({work.description}): {elapsed * 1000:.1f} ms under cProfile\n"
         )
@@ -280,6 +327,7 @@ def profile(works: list[workloads.Workload], target: Path, log: Any) -> None:
         stats.sort_stats("tottime").print_stats(14)
     target.write_text(buffer.getvalue())
     log(f"profile written to {target}")
+    return breakdown
 
 
 # -- formatting ----------------------------------------------------------------------------
@@ -501,7 +549,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-extras", action="store_true")
     parser.add_argument("--inprocess", action="store_true")
     parser.add_argument("--profile", metavar="OUT")
+    parser.add_argument("--wall", action="store_true")
     args = parser.parse_args(argv)
+    if args.wall:
+        os.environ[peers.CLOCK_ENV] = "wall"
+        peers.clock = time.perf_counter
 
     quick = args.quick
     repeat = args.repeat or (1 if quick else 5)
@@ -515,12 +567,15 @@ def main(argv: list[str] | None = None) -> int:
         print(message, file=sys.stderr, flush=True)
 
     started = time.time()
+    # Other work on the machine slows cells unevenly: the load is recorded with results.
+    load_start = list(os.getloadavg())
     works = workloads.build_all(scale, only)
     data: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "versions": _versions(),
         "quick": quick,
         "repeat": repeat,
+        "clock": "wall" if args.wall else "cpu",
         "workloads": {
             w.name: {
                 "description": w.description,
@@ -537,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
         for work in works:
             work.write(folder)
         if args.profile:
-            profile(works, Path(args.profile), log)
+            data["breakdown"] = profile(works, Path(args.profile), log)
         log(f"timing {len(works)} workloads x {len(peer_names)} peers x {levels} ...")
         data["times"] = measure_times(
             works,
@@ -566,13 +621,15 @@ def main(argv: list[str] | None = None) -> int:
             )
     data["targets"] = targets(data, works)
     data["seconds"] = time.time() - started
+    data["load_average"] = {"start": load_start, "end": list(os.getloadavg())}
 
     print(
         f"\npolystream benchmarks — {data['date']} — Python {data['versions']['python']}, "
         f"{data['versions']['cpus']} CPUs{' — QUICK MODE' if quick else ''}"
     )
+    clock = "wall-clock" if args.wall else "CPU"
     print(
-        "\nMedian milliseconds per run (lower is better); ratios: peer / polystream, "
+        f"\nMedian {clock} milliseconds per run (lower is better); ratios: peer / polystream, "
         "and polystream / minimal loop.\n"
     )
     print(table(data["times"], works, levels))
@@ -665,7 +722,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\nWRONG ANSWERS (not comparable):")
         for line in wrong:
             print("  " + line)
-    print(f"\n({data['seconds']:.0f} s)")
+    load = data["load_average"]
+    print(
+        f"\n({data['seconds']:.0f} s; 1-minute load average {load['start'][0]:.1f} at the "
+        f"start, {load['end'][0]:.1f} at the end)"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=1))
     return 1 if wrong else 0

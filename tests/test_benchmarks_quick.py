@@ -155,3 +155,22 @@ def test_workload_files_round_trip(tmp_path: Path, small: list[workloads.Workloa
     assert loaded.body == work.body
     assert loaded.tools == work.tools
     assert b"".join(loaded.chunks()) == work.body
+
+
+def test_profile_reports_hot_spots(tmp_path: Path, small: list[workloads.Workload]) -> None:
+    work = next(w for w in small if w.name == "anthropic_text")
+    if not _dialect_available(work.dialect):
+        pytest.skip("anthropic_messages is not in this build")
+    target = tmp_path / "profile.txt"
+    breakdown = run.profile([work], target, lambda message: None)
+    parts = breakdown[work.name]
+    assert set(parts) == {
+        "framing",
+        "decoder (incl. framing)",
+        "accumulate",
+        "decode() total",
+        "minimal loop",
+    }
+    assert all(value > 0 for value in parts.values())
+    text = target.read_text()
+    assert "tottime" in text and "_on_event" in text
