@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polystream import StreamDecoder
+from polystream import StreamDecoder, get_dialect
 from polystream.accumulate import accumulate
 from polystream.dialects.gemini_generate import Decoder, Encoder, rebuild
 from polystream.dialects.gemini_generate.finish_reason import (
@@ -980,3 +980,38 @@ def test_any_chunk_sequence_round_trips(chunks: list[dict[str, Any]]) -> None:
 def test_valid_fixtures_decode_in_strict_mode(path: Path) -> None:
     events = decode(path.read_bytes(), strict=True)
     assert isinstance(events[-1], Finish)
+
+
+@pytest.mark.parametrize("name", ["thinking", "redacted_thinking"])
+def test_anthropic_signatures_survive_a_hop_through_gemini(name: str) -> None:
+    # anthropic_messages -> gemini_generate -> anthropic_messages: every signature comes
+    # back on a reasoning block, byte for byte (the thoughtSignature carrier).
+    from polystream import decode_events
+
+    source = (FIXTURES / "anthropic_messages" / f"{name}.sse").read_bytes()
+    events = decode_events(source, "anthropic_messages")
+    encoder = Encoder()
+    gemini = encoder.encode_all(events)
+    assert any(loss.what == "signature" and loss.carried for loss in encoder.losses)
+    back = get_dialect("anthropic_messages").encoder().encode_all(decode(gemini))
+    before = accumulate(events)
+    after = accumulate(decode_events(back, "anthropic_messages"))
+    signed = [(b.kind, b.signature) for b in before.blocks if b.signature]
+    assert signed and [(b.kind, b.signature) for b in after.blocks if b.signature] == signed
+    assert after.text == before.text
+
+
+def test_url_safe_signature_is_carried() -> None:
+    token = "gAAAAABoPq1x-enc_content"  # URL-safe base64, as OpenAI encrypted_content
+    events: list[Event] = [
+        StreamStart(dialect="openai_responses"),
+        BlockStart(index=0, kind="reasoning"),
+        SignatureDelta(index=0, delta=token),
+        BlockEnd(index=0),
+        BlockStart(index=1, kind="text"),
+        TextDelta(index=1, delta="42"),
+        BlockEnd(index=1),
+        Finish(status="completed", reason=FinishReason(unified="stop", raw="completed")),
+    ]
+    result = accumulate(decode(Encoder().encode_all(events)))
+    assert [(b.kind, b.signature) for b in result.blocks] == [("reasoning", token), ("text", None)]
