@@ -726,6 +726,14 @@ def test_suffix_without_stream_start_still_makes_valid_chunks() -> None:
     assert accumulate(decode_events(Encoder().encode_all(events), DIALECT)).text == "OK."
 
 
+def test_a_foreign_finish_after_chat_events_adds_only_done() -> None:
+    # e.g. a gateway ends an upstream Chat stream with its own Finish
+    events = _events("reply_ok.sse")[:-1]
+    events.append(Finish(status="completed", reason=FinishReason(unified="stop")))
+    data = Encoder().encode_all(events)
+    assert native_frames(data) == native_frames((HERE / "reply_ok.sse").read_bytes())
+
+
 def test_keep_raw_emits_raw_before_chunk_events() -> None:
     events = decode_events((HERE / "reply_ok.sse").read_bytes(), DIALECT, keep_raw=True)
     assert type(events[0]).__name__ == "Raw"

@@ -175,6 +175,7 @@ class ChatEncoder(DialectEncoder):
         self._open_kind: dict[int, str | None] = {}
         self._done = False
         self._error_written = False
+        self._usage_written = False  # a usage object went out with a Chat stream's chunk
 
     # -- output -------------------------------------------------------------------------
 
@@ -336,6 +337,7 @@ class ChatEncoder(DialectEncoder):
                 delta.setdefault("polystream", []).append(self._carry(event, x))
             elif event.name == "finish_reason":
                 self._entry_for(x, event.candidate)["finish_reason"] = event.value
+                self._finished.add(event.candidate)
             else:
                 if self._entries is None:
                     self._entries = []
@@ -355,6 +357,7 @@ class ChatEncoder(DialectEncoder):
                 if usage.output_tokens is not None and raw.get("completion_tokens") != completion:
                     raw = dict(raw, completion_tokens=completion)
             self._specials["usage"] = raw
+            self._usage_written = True
         elif kind is StatusUpdate:
             if "ci" in x or x.get("p"):
                 entry = self._entry_for(x, x.get("ci", self._entry_candidate or 0))
@@ -710,7 +713,7 @@ class ChatEncoder(DialectEncoder):
         usage = self._usage
         if event.usage is not None:
             usage = event.usage if usage is None else usage.merged(event.usage)
-        if usage is not None and not usage.is_empty():
+        if usage is not None and not usage.is_empty() and not self._usage_written:
             chunk = dict(self._envelope())
             chunk["choices"] = []
             chunk["usage"] = usage_to_wire(usage, self.quirks)
