@@ -29,7 +29,7 @@ MODEL_PATTERNS: Final[dict[str, tuple[str, ...]]] = {
     "openai": ("gpt-", "o1", "o3", "o4", "chatgpt-", "codex-", "computer-use-", "omni-"),
     "xai": ("grok-",),
     "anthropic": ("claude-",),
-    "gemini": ("gemini-", "gemma-", "learnlm-"),
+    "gemini": ("gemini-", "gemma-", "learnlm-", "deep-research"),  # + Interactions agents
 }
 
 
