@@ -393,6 +393,10 @@ class StreamCall:
                     self._held = []
                 continue
             out.append(event)
+        # A native event may produce no unified event yet (a deferred block start): the
+        # decoder's own cursor is the authority on what has been consumed.
+        if self._decoder is not None and self._decoder.last_cursor is not None:
+            self._cursor = self._decoder.last_cursor
         for event in out:
             if type(event) is not Warning or event.code not in ("retry", "resume"):
                 self.accumulator.feed(event)

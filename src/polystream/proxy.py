@@ -243,7 +243,8 @@ def scrub(text: str, secrets: list[str]) -> str:
 
 
 _SEQ: Final = msgspec.json.Decoder(dict[str, Any])
-_EVENT_END: Final = re.compile(rb"\n\n")
+# An SSE event ends at a blank line; encoders write LF, Gemini's CRLF (as its wire does).
+_EVENT_END: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
 class SSECursorSplitter:
@@ -257,7 +258,7 @@ class SSECursorSplitter:
       ``<stream_id>.<n>`` so that a reconnecting client sends it back as
       ``Last-Event-ID``.
 
-    Encoders write LF line ends, so an event ends at the first blank line.
+    An event ends at the first blank line, whatever the line ends (LF, CRLF, CR).
     """
 
     def __init__(self, dialect: str, stream_id: str) -> None:
@@ -296,7 +297,10 @@ class SSECursorSplitter:
             if block.startswith(b":"):
                 return (f"{self.stream_id}.{self._count}", block)
             cursor = f"{self.stream_id}.{self._count}"
-            return (cursor, b"id: " + cursor.encode() + b"\n" + block)
+            newline = (
+                b"\r\n" if block.endswith(b"\r\n") else b"\r" if block.endswith(b"\r") else b"\n"
+            )
+            return (cursor, b"id: " + cursor.encode() + newline + block)
         payload = b"".join(
             line[5:].lstrip(b" ") for line in block.split(b"\n") if line.startswith(b"data:")
         )
