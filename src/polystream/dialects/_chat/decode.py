@@ -502,12 +502,19 @@ class ChatDecoder(FramedDecoder):
 
         for field, kind in _TEXT_FIELDS:
             text = delta.get(field)
-            if isinstance(text, str) and text:
-                index = self._open_text(state, candidate, kind)
-                if kind == "reasoning":
-                    self._emit(ReasoningDelta(index=index, delta=text, extra=self._x(True)))
+            if text and type(text) is str:
+                # Hot path (one per text delta): the open block of the same kind goes on.
+                current = state.text
+                if current is not None and current[1] == kind:
+                    index = current[0]
                 else:
-                    self._emit(TextDelta(index=index, delta=text, extra=self._x(True)))
+                    index = self._open_text(state, candidate, kind)
+                if kind == "reasoning":
+                    self._events.append(
+                        ReasoningDelta(index=index, delta=text, extra=self._x(True))
+                    )
+                else:
+                    self._events.append(TextDelta(index=index, delta=text, extra=self._x(True)))
         calls = delta.get("tool_calls")
         if isinstance(calls, list) and calls:
             for fragment in calls:

@@ -75,9 +75,10 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """The shallow difference that turns ``old`` into ``new`` (see the module docstring).
 
     Returns an empty dict when they are equal. Values are compared with ``==`` after a
-    type check, so ``0`` and ``False`` (or ``1`` and ``1.0``) stay distinct. Runs once
+    type check, so ``0`` and ``False`` (or ``1`` and ``1.0``) stay distinct. Runs twice
     per chunk: one pass over ``new``, and a pass over ``old`` only when keys vanished.
     """
+    # (No ``old == new`` shortcut: dict equality says 0 == False and 1 == 1.0.)
     out: dict[str, Any] = {}
     seen = 0
     for key, value in new.items():
