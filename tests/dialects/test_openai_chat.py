@@ -734,6 +734,17 @@ def test_a_foreign_finish_after_chat_events_adds_only_done() -> None:
     assert native_frames(data) == native_frames((HERE / "reply_ok.sse").read_bytes())
 
 
+def test_residual_diffs_keep_json_types() -> None:
+    from polystream.dialects._chat.wire import apply, diff
+
+    assert diff({"a": 0, "b": 1}, {"a": False, "b": 1.0}) == {"a": False, "b": 1.0}
+    assert diff({"a": 1, "b": 2}, {"a": 1}) == {"-": ["b"]}
+    assert diff({"a": [1]}, {"a": [1]}) == {}
+    old = {"a": 1, "b": 2}
+    assert apply(old, {"-": ["b"], "c": None}) == {"a": 1, "c": None}
+    assert old == {"a": 1, "b": 2}  # never modified in place
+
+
 def test_keep_raw_emits_raw_before_chunk_events() -> None:
     events = decode_events((HERE / "reply_ok.sse").read_bytes(), DIALECT, keep_raw=True)
     assert type(events[0]).__name__ == "Raw"
