@@ -533,6 +533,17 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _commit() -> str:
+    proc = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    return proc.stdout.strip() or "-"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the suite; returns 0 when it ran (targets may FAIL), 1 when a peer was wrong."""
     parser = argparse.ArgumentParser(
@@ -576,6 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": quick,
         "repeat": repeat,
         "clock": "wall" if args.wall else "cpu",
+        "commit": _commit(),
         "workloads": {
             w.name: {
                 "description": w.description,
@@ -622,9 +634,11 @@ def main(argv: list[str] | None = None) -> int:
     data["targets"] = targets(data, works)
     data["seconds"] = time.time() - started
     data["load_average"] = {"start": load_start, "end": list(os.getloadavg())}
+    data["commit_end"] = _commit()
 
     print(
-        f"\npolystream benchmarks — {data['date']} — Python {data['versions']['python']}, "
+        f"\npolystream benchmarks — {data['date']} — commit {data['commit']} — "
+        f"Python {data['versions']['python']}, "
         f"{data['versions']['cpus']} CPUs{' — QUICK MODE' if quick else ''}"
     )
     clock = "wall-clock" if args.wall else "CPU"
