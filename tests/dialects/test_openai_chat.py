@@ -846,7 +846,7 @@ _LINE = st.one_of(
 )
 
 
-@settings(max_examples=150)
+@settings(max_examples=100)
 @given(lines=st.lists(_LINE, min_size=1, max_size=6), done=st.booleans())
 def test_any_chat_stream_round_trips(lines: list[bytes], done: bool) -> None:
     """Arbitrary chunks (odd shapes, extra keys, several choices, id-less and index-less
@@ -869,7 +869,7 @@ _BLOCK = st.tuples(
 )
 
 
-@settings(max_examples=100)
+@settings(max_examples=60)
 @given(blocks=st.lists(_BLOCK, max_size=6), reason=st.sampled_from(["stop", "tool_calls"]))
 def test_foreign_stream_through_chat_keeps_blocks(
     blocks: list[tuple[str, list[str], str | None, str | None]], reason: str
