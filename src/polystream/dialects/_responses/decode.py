@@ -3,7 +3,7 @@
 One native event gives one *carrier* unified event whose ``extra`` is the native payload
 without ``sequence_number`` (that is the event's ``cursor``) and without the one field
 the unified event models (``delta``, ``annotation``, ``partial_image_b64``). The encoder
-of this family rebuilds the native event from the carrier alone. A few unified events
+of the same dialect rebuilds the native event from the carrier alone. A few unified events
 have no native event of their own (the encrypted content restated by
 ``output_item.done``, the opening of an audio block, the StreamStart of a resumed
 stream): their ``extra`` is ``{"implicit": true}`` (or ``{"resumed": true}``) and the

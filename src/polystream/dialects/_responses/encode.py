@@ -112,7 +112,7 @@ class ResponsesEncoder(DialectEncoder):
         asm = self._asm
         extra = event.extra
         if asm.native and extra is not None:
-            # Same family: the carrier is the native event; nothing to assemble.
+            # Same dialect: the carrier is the native event; nothing to assemble.
             if "type" in extra:
                 return self._native_event(event)
             return b""  # implicit / resumed: no native event of its own

@@ -6,7 +6,7 @@ needs the items it announces in ``output_item.added`` / ``output_item.done`` and
 whole ``Response`` of the terminal event when it writes a stream that came from another
 dialect).
 
-For a stream decoded from this family the carriers' ``extra`` hold the native items, so
+For a stream decoded from the same dialect the carriers' ``extra`` hold the native items, so
 the rebuilt items are the provider's own; items whose ``output_item.done`` never came
 (a truncated stream) are assembled from the added item and the deltas. When the stream
 ends with ``response.completed|failed|incomplete`` :func:`rebuild` returns the object that

@@ -69,7 +69,7 @@ def to_usage(raw: Any, *, reasoning_maybe_excluded: bool = False) -> Usage | Non
 def from_usage(usage: Usage, *, native: bool) -> dict[str, Any]:
     """A Responses ``usage`` object for a canonical usage.
 
-    ``native``: the usage was decoded from this family, so its ``raw`` object is
+    ``native``: the usage was decoded from the same dialect, so its ``raw`` object is
     written back unchanged.
     """
     if native and isinstance(usage.raw, dict):
