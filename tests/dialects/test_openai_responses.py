@@ -893,3 +893,46 @@ def test_delta_after_its_part_is_done_is_a_located_error() -> None:
     assert decoder.result().text == "Hi" and decoder.result().status == "completed"
     with pytest.raises(EventOrderError):
         events_of(data, strict=True)
+
+
+_FUZZ_SOURCES = [
+    FIX / "reasoning_encrypted.sse",
+    FIX / "parallel_tool_calls.sse",
+    FIX / "web_search_annotations.sse",
+    FIX / "reasoning_text_shell_patch_compaction.sse",
+    FIX / "audio.sse",
+]
+
+
+@settings(max_examples=60)
+@given(
+    source=st.sampled_from(_FUZZ_SOURCES),
+    edits=st.lists(
+        st.tuples(st.sampled_from(["drop", "dup", "swap"]), st.integers(0, 200)), max_size=4
+    ),
+)
+def test_mangled_streams_never_crash_the_pipeline(source: Path, edits: list[Any]) -> None:
+    """Dropped, repeated and swapped events: tolerant decoding (and the Accumulator
+    behind it) never raises, and the stream still ends in exactly one Finish."""
+    frames = [f + b"\n\n" for f in source.read_bytes().split(b"\n\n") if f]
+    for op, at in edits:
+        i = at % len(frames)
+        if op == "drop" and len(frames) > 1:
+            del frames[i]
+        elif op == "dup":
+            frames.insert(i, frames[i])
+        elif op == "swap" and i + 1 < len(frames):
+            frames[i], frames[i + 1] = frames[i + 1], frames[i]
+    decoder = StreamDecoder(D)
+    events = decoder.feed(b"".join(frames)) + decoder.close()
+    finishes = [i for i, e in enumerate(events) if isinstance(e, Finish)]
+    assert len(finishes) == 1
+    assert all(isinstance(e, KeepAlive | Warning) for e in events[finishes[0] + 1 :])
+    decoder.result()
+    decoder_native = get_dialect(D).rebuild(events)
+    assert isinstance(decoder_native, dict)
+    Encoder().encode_all(events)
+    try:  # strict: a typed protocol error or nothing, never another exception
+        decode_events(b"".join(frames), D, strict=True)
+    except RemoteProtocolError as exc:
+        assert exc.dialect == D and exc.event_index is not None
