@@ -10,6 +10,14 @@ import pytest
 
 from polystream.scenario import Emulator, parse_scenarios
 from polystream.server import ServerThread
+from tests.server.support import close_tracked
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    """Close the SDK clients a test made (their pooled sockets), whatever the outcome."""
+    yield
+    close_tracked()
 
 
 @pytest.fixture

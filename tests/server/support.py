@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 import pytest
+
+_Client = TypeVar("_Client")
+_OPEN: list[Any] = []
 
 WEATHER = {
     "match": {"contains": "weather"},
@@ -30,3 +35,16 @@ def require(*dialects: str) -> None:
             pytest.skip(f"dialect {name} is not in the tree yet ({exc})")
         if not all(hasattr(module, attr) for attr in ("Decoder", "Encoder", "rebuild")):
             pytest.skip(f"dialect {name} is not complete in the tree yet")
+
+
+def track(client: _Client) -> _Client:
+    """Register an SDK client to be closed after the test (see conftest), so that no
+    socket is left for the garbage collector to warn about during a later test."""
+    _OPEN.append(client)
+    return client
+
+
+def close_tracked() -> None:
+    """Close every SDK client registered by :func:`track`."""
+    while _OPEN:
+        _OPEN.pop().close()

@@ -10,7 +10,7 @@ import httpx2
 import pytest
 
 from polystream.server import ServerThread
-from tests.server.support import WEATHER, require
+from tests.server.support import WEATHER, require, track
 
 ROOTS = {"anthropic_messages": "/anthropic", "xai_messages": "/xai"}
 MODELS = {"anthropic_messages": "claude-sonnet-5-5", "xai_messages": "grok-4.3"}
@@ -18,10 +18,12 @@ USER = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
 def client(server: ServerThread, dialect: str, **options: object) -> anthropic.Anthropic:
-    return anthropic.Anthropic(
-        api_key="test",
-        base_url=server.base_url + ROOTS[dialect],
-        **options,  # type: ignore[arg-type]
+    return track(
+        anthropic.Anthropic(
+            api_key="test",
+            base_url=server.base_url + ROOTS[dialect],
+            **options,  # type: ignore[arg-type]
+        )
     )
 
 

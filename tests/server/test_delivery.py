@@ -16,7 +16,7 @@ from polystream.api import StreamDecoder
 from polystream.events import KeepAlive
 from polystream.server import ServerThread
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
-from tests.server.support import require
+from tests.server.support import require, track
 
 CHAT = {"model": "gpt-5.4-mini", "messages": [{"role": "user", "content": "hi"}], "stream": True}
 
@@ -76,7 +76,7 @@ def test_odd_chunk_boundaries_still_decode(serve: Callable[..., ServerThread]) -
     require("openai_chat")
     faults = {"split_utf8": True, "line_endings": "crlf", "cr_at_chunk_end": True, "chunk_size": 7}
     server = serve([{"reply": {"text": "héllo wörld — ünïcode ✓"}, "faults": faults}])
-    sdk = openai.OpenAI(api_key="x", base_url=server.base_url + "/openai/v1")
+    sdk = track(openai.OpenAI(api_key="x", base_url=server.base_url + "/openai/v1"))
     chunks = list(
         sdk.chat.completions.create(
             model="gpt-5.4-mini", messages=[{"role": "user", "content": "hi"}], stream=True
@@ -154,7 +154,7 @@ def test_replay_capture_in_another_dialect(serve: Callable[..., ServerThread]) -
         ).content
     # ...replays in the dialect the client asks for.
     server = serve(replays=[capture])
-    sdk = openai.OpenAI(api_key="x", base_url=server.base_url + "/openai/v1")
+    sdk = track(openai.OpenAI(api_key="x", base_url=server.base_url + "/openai/v1"))
     with sdk.responses.stream(model="gpt-5.4-mini", input="anything") as stream:
         final = stream.get_final_response()
     assert [item.type for item in final.output] == ["reasoning", "message", "function_call"]
@@ -171,7 +171,7 @@ def test_citations_and_the_loss_header(serve: Callable[..., ServerThread]) -> No
         "end_index": 3,
     }
     server = serve([{"reply": {"text": "See the docs.", "citations": [citation]}}])
-    sdk = openai.OpenAI(api_key="x", base_url=server.base_url + "/openai/v1")
+    sdk = track(openai.OpenAI(api_key="x", base_url=server.base_url + "/openai/v1"))
     with sdk.responses.stream(model="gpt-5.4-mini", input="q") as stream:
         final = stream.get_final_response()
     (message,) = final.output

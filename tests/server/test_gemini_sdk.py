@@ -14,14 +14,16 @@ from google.genai import errors, types
 
 from polystream.api import StreamDecoder
 from polystream.server import ServerThread
-from tests.server.support import WEATHER, require
+from tests.server.support import WEATHER, require, track
 
 MODEL = "gemini-3.8-flash"
 
 
 def client(server: ServerThread) -> genai.Client:
-    return genai.Client(
-        api_key="test", http_options=types.HttpOptions(base_url=server.base_url + "/gemini")
+    return track(
+        genai.Client(
+            api_key="test", http_options=types.HttpOptions(base_url=server.base_url + "/gemini")
+        )
     )
 
 

@@ -10,17 +10,19 @@ import openai
 import pytest
 
 from polystream.server import ServerThread
-from tests.server.support import WEATHER, require
+from tests.server.support import WEATHER, require, track
 
 PREFIXES = {"openai": "/openai/v1", "xai": "/xai/v1"}
 MODELS = {"openai": "gpt-5.4-mini", "xai": "grok-4.3"}
 
 
 def client(server: ServerThread, provider: str = "openai", **options: object) -> openai.OpenAI:
-    return openai.OpenAI(
-        api_key="test",
-        base_url=server.base_url + PREFIXES[provider],
-        **options,  # type: ignore[arg-type]
+    return track(
+        openai.OpenAI(
+            api_key="test",
+            base_url=server.base_url + PREFIXES[provider],
+            **options,  # type: ignore[arg-type]
+        )
     )
 
 
