@@ -118,8 +118,8 @@ def _split_sse(buffer: bytes) -> tuple[list[bytes], bytes]:
 
 
 def _cursor(frame: bytes) -> int | str | None:
-    """The resume cursor of an SSE frame: the ``id:`` field, else ``sequence_number``
-    or ``event_id`` in its JSON data."""
+    """The resume cursor of an SSE frame: ``sequence_number`` (OpenAI/xAI) or
+    ``event_id`` (Interactions) in its JSON data, else its ``id:`` field."""
     decoder = SSEDecoder()
     events = [e for e in decoder.feed(frame) + decoder.close() if type(e) is ServerSentEvent]
     if not events:
