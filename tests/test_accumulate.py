@@ -36,7 +36,7 @@ from polystream.events import (
     Warning,
 )
 
-# ``polystream.accumulate`` is the function re-exported by the package, not the module.
+# The accumulator module (the package exports its function as ``accumulate_events``).
 accumulate_module = importlib.import_module("polystream.accumulate")
 
 STOP = Finish(status="completed", reason=FinishReason(unified="stop", raw="end_turn"))

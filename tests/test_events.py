@@ -208,18 +208,20 @@ def test_events_are_frozen_values() -> None:
     assert event != ReasoningDelta(index=0, delta="a")
 
 
-def test_json_field_order_is_the_event_fields_then_the_common_ones() -> None:
-    # The order users see in ``polystream decode`` output: type, the event's own
-    # fields, then extra / cursor / raw.
+def test_events_are_keyword_only() -> None:
+    # STYLE rule 3: events are keyword-only values; positional construction is refused.
+    with pytest.raises(TypeError):
+        TextDelta(0, "x")  # type: ignore[misc]
     event = TextDelta(index=0, delta="x", part=1, extra={"a": 1}, cursor=3, raw={"r": 1})
+    # JSON order: the tag, the common fields, then the event's own fields.
     assert list(event_to_builtins(event)) == [
         "type",
-        "index",
-        "delta",
-        "part",
         "extra",
         "cursor",
         "raw",
+        "index",
+        "delta",
+        "part",
     ]
 
 

@@ -9,7 +9,8 @@ needs only ``msgspec`` and ``jiter``.
 from __future__ import annotations
 
 from polystream import events
-from polystream.accumulate import Accumulator, Block, Result, ToolCall, accumulate
+from polystream.accumulate import Accumulator, Block, Result, ToolCall
+from polystream.accumulate import accumulate as accumulate_events
 from polystream.api import StreamDecoder, decode, decode_events
 from polystream.dialects import DIALECTS, get_dialect
 from polystream.errors import (
@@ -36,6 +37,7 @@ def __getattr__(name: str) -> object:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'polystream' has no attribute {name!r}")
 
+
 __all__ = [
     "DIALECTS",
     "Accumulator",
@@ -54,7 +56,7 @@ __all__ = [
     "ToolArgumentsError",
     "ToolCall",
     "__version__",
-    "accumulate",
+    "accumulate_events",
     "decode",
     "decode_events",
     "events",

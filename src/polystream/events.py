@@ -277,7 +277,7 @@ class EventBase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, t
     raw: Any = None
 
 
-class StreamStart(EventBase, frozen=True, tag="stream-start"):
+class StreamStart(EventBase, frozen=True, kw_only=True, tag="stream-start"):
     """The stream began: the provider's identity for the reply.
 
     Fields:
@@ -293,7 +293,7 @@ class StreamStart(EventBase, frozen=True, tag="stream-start"):
     created: int | None = None
 
 
-class StatusUpdate(EventBase, frozen=True, tag="status"):
+class StatusUpdate(EventBase, frozen=True, kw_only=True, tag="status"):
     """A lifecycle status from the provider (``queued``, ``in_progress``, ...).
 
     Fields:
@@ -303,7 +303,7 @@ class StatusUpdate(EventBase, frozen=True, tag="status"):
     status: str
 
 
-class BlockStart(EventBase, frozen=True, tag="block-start"):
+class BlockStart(EventBase, frozen=True, kw_only=True, tag="block-start"):
     """An output block opened.
 
     Fields:
@@ -330,7 +330,7 @@ class BlockStart(EventBase, frozen=True, tag="block-start"):
     value: Any = None
 
 
-class TextDelta(EventBase, frozen=True, tag="text-delta"):
+class TextDelta(EventBase, frozen=True, kw_only=True, tag="text-delta"):
     """Text appended to a ``text`` or ``refusal`` block.
 
     Fields:
@@ -345,7 +345,7 @@ class TextDelta(EventBase, frozen=True, tag="text-delta"):
     part: int | None = None
 
 
-class ReasoningDelta(EventBase, frozen=True, tag="reasoning-delta"):
+class ReasoningDelta(EventBase, frozen=True, kw_only=True, tag="reasoning-delta"):
     """Reasoning text appended to a ``reasoning`` block.
 
     Fields:
@@ -362,7 +362,7 @@ class ReasoningDelta(EventBase, frozen=True, tag="reasoning-delta"):
     summary: bool = False
 
 
-class ToolInputDelta(EventBase, frozen=True, tag="tool-input-delta"):
+class ToolInputDelta(EventBase, frozen=True, kw_only=True, tag="tool-input-delta"):
     """A fragment of a tool call's input (partial JSON text, or code for code tools).
 
     Fragments concatenate; the whole is parsed once, when the block ends.
@@ -376,7 +376,7 @@ class ToolInputDelta(EventBase, frozen=True, tag="tool-input-delta"):
     delta: str
 
 
-class DataDelta(EventBase, frozen=True, tag="data-delta"):
+class DataDelta(EventBase, frozen=True, kw_only=True, tag="data-delta"):
     """Binary content (base64) appended to an ``image`` or ``audio`` block.
 
     Fields:
@@ -393,7 +393,7 @@ class DataDelta(EventBase, frozen=True, tag="data-delta"):
     replace: bool = False
 
 
-class SignatureDelta(EventBase, frozen=True, tag="signature-delta"):
+class SignatureDelta(EventBase, frozen=True, kw_only=True, tag="signature-delta"):
     """Opaque provider state for a block, to be sent back verbatim on the next turn.
 
     Anthropic ``signature``, Gemini ``thoughtSignature``, OpenAI/xAI
@@ -408,7 +408,7 @@ class SignatureDelta(EventBase, frozen=True, tag="signature-delta"):
     delta: str
 
 
-class Citation(EventBase, frozen=True, tag="citation"):
+class Citation(EventBase, frozen=True, kw_only=True, tag="citation"):
     """A citation or annotation on a block (or, with ``index`` None, on the reply).
 
     Fields:
@@ -422,7 +422,7 @@ class Citation(EventBase, frozen=True, tag="citation"):
     part: int | None = None
 
 
-class Metadata(EventBase, frozen=True, tag="metadata"):
+class Metadata(EventBase, frozen=True, kw_only=True, tag="metadata"):
     """Reply-level information: Gemini grounding, URL context, safety ratings,
     prompt feedback, and similar.
 
@@ -441,7 +441,7 @@ class Metadata(EventBase, frozen=True, tag="metadata"):
     merge: bool = False
 
 
-class BlockEnd(EventBase, frozen=True, tag="block-end"):
+class BlockEnd(EventBase, frozen=True, kw_only=True, tag="block-end"):
     """An output block closed.
 
     Fields:
@@ -456,7 +456,7 @@ class BlockEnd(EventBase, frozen=True, tag="block-end"):
     value: Any = None
 
 
-class UsageUpdate(EventBase, frozen=True, tag="usage"):
+class UsageUpdate(EventBase, frozen=True, kw_only=True, tag="usage"):
     """Token usage reported mid-stream. Counts a later update reports win; an
     empty update never overwrites (see :meth:`Usage.merged`).
 
@@ -467,7 +467,7 @@ class UsageUpdate(EventBase, frozen=True, tag="usage"):
     usage: Usage
 
 
-class ErrorEvent(EventBase, frozen=True, tag="error"):
+class ErrorEvent(EventBase, frozen=True, kw_only=True, tag="error"):
     """An error inside the stream: a provider error after HTTP 200, or (in tolerant
     mode) a protocol error that the decoder skipped over.
 
@@ -478,7 +478,7 @@ class ErrorEvent(EventBase, frozen=True, tag="error"):
     error: ErrorInfo
 
 
-class Finish(EventBase, frozen=True, tag="finish"):
+class Finish(EventBase, frozen=True, kw_only=True, tag="finish"):
     """The stream ended. Exactly one per stream, always last.
 
     Fields:
@@ -494,7 +494,7 @@ class Finish(EventBase, frozen=True, tag="finish"):
     error: ErrorInfo | None = None
 
 
-class KeepAlive(EventBase, frozen=True, tag="keep-alive"):
+class KeepAlive(EventBase, frozen=True, kw_only=True, tag="keep-alive"):
     """A keep-alive: an SSE comment line or a provider ``ping`` event.
 
     Fields:
@@ -506,7 +506,7 @@ class KeepAlive(EventBase, frozen=True, tag="keep-alive"):
     name: str | None = None
 
 
-class Warning(EventBase, frozen=True, tag="warning"):
+class Warning(EventBase, frozen=True, kw_only=True, tag="warning"):
     """Something odd that did not stop decoding (a sequence-number gap, a repeated
     event). Strict mode raises instead.
 
@@ -523,7 +523,7 @@ class Warning(EventBase, frozen=True, tag="warning"):
     byte_offset: int | None = None
 
 
-class Unknown(EventBase, frozen=True, tag="unknown"):
+class Unknown(EventBase, frozen=True, kw_only=True, tag="unknown"):
     """A native event this version does not know, passed through untouched.
 
     Fields:
@@ -535,7 +535,7 @@ class Unknown(EventBase, frozen=True, tag="unknown"):
     name: str | None = None
 
 
-class Raw(EventBase, frozen=True, tag="raw"):
+class Raw(EventBase, frozen=True, kw_only=True, tag="raw"):
     """A native event, emitted before its unified events when raw output is requested.
 
     Fields:

@@ -832,8 +832,11 @@ def _third_event_offset(data: bytes) -> int:
 def test_bad_input_strict(path: Path) -> None:
     data = path.read_bytes()
     decoder = StreamDecoder(DIALECT, strict=True)
+    # The events before the bad one are returned; the error follows on the next call.
+    before = decoder.feed(data)
+    assert before and not any(isinstance(e, ErrorEvent) for e in before)
     with pytest.raises(RemoteProtocolError) as info:
-        decoder.feed(data)
+        decoder.close()
     error = info.value
     assert BAD_MESSAGES[path.name] in error.message
     assert (error.dialect, error.event_index, error.byte_offset) == (

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polystream import StreamDecoder, accumulate, decode_events, get_dialect
+from polystream import StreamDecoder, decode_events, get_dialect
+from polystream import accumulate_events as accumulate
 from polystream.dialects._chat.finish_reason import map_finish_reason, to_wire_finish_reason
 from polystream.dialects.openai_chat import Decoder, Encoder, rebuild
 from polystream.dialects.openai_chat.usage import convert_usage, usage_to_wire

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from polystream import accumulate, decode_events, get_dialect
+from polystream import accumulate_events as accumulate
+from polystream import decode_events, get_dialect
 from polystream.dialects.xai_chat import Decoder, Encoder, rebuild
 from polystream.dialects.xai_chat.usage import convert_usage, usage_to_wire
 from polystream.events import (

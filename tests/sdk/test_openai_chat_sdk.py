@@ -33,7 +33,8 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
-from polystream import StreamDecoder, accumulate, decode_events, get_dialect
+from polystream import StreamDecoder, decode_events, get_dialect
+from polystream import accumulate_events as accumulate
 from tests.dialects.test_openai_chat import foreign_events
 from tests.helpers import fixture_dialect, stream_fixtures
 

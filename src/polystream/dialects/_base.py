@@ -143,6 +143,7 @@ class FramedDecoder(DialectDecoder):
         self.frame_index = 0  # index of the framing event being handled
         self.frame_offset = 0  # its byte offset
         self._closed = False
+        self._deferred: RemoteProtocolError | None = None
         if self._framing is not None:
             self._make_framer(self._framing)
 
@@ -165,11 +166,15 @@ class FramedDecoder(DialectDecoder):
 
         Raises:
             RemoteProtocolError: Framing errors always; dialect errors in strict mode.
+                When events were decoded from this chunk before the error, they are
+                returned and the error is raised by the next ``feed`` or ``close``.
             BufferLimitExceeded: A framing limit was exceeded.
             LocalProtocolError: ``feed`` after ``close``.
         """
         if self._closed:
             raise LocalProtocolError("feed() after close()", dialect=self.dialect)
+        if self._deferred is not None:
+            raise self._deferred
         if self._framing is None:
             data = self._pending + data
             stripped = data.lstrip(b" \t\r\n\xef\xbb\xbf")
@@ -188,7 +193,13 @@ class FramedDecoder(DialectDecoder):
                 for element in self._array.feed(data):
                     self._handle_element(element, out)
         except RemoteProtocolError as exc:
-            raise exc.located(dialect=self.dialect) from None
+            located = exc.located(dialect=self.dialect)
+            assert isinstance(located, RemoteProtocolError)
+            if out:
+                # Nothing already decoded is lost: return it now, raise on the next call.
+                self._deferred = located
+                return out
+            raise located from None
         return out
 
     def close(self) -> list[Event]:
@@ -199,6 +210,8 @@ class FramedDecoder(DialectDecoder):
         if self._closed:
             return []
         self._closed = True
+        if self._deferred is not None:
+            raise self._deferred
         out: list[Event] = []
         truncation: StreamTruncated | None = None
         try:
