@@ -294,7 +294,9 @@ class SSECursorSplitter:
     def _entry(self, block: bytes) -> tuple[str, bytes]:
         self._count += 1
         if self._mode == "counter":
-            if block.startswith(b":"):
+            if block.startswith(b":") or self.dialect == "gemini_generate":
+                # google-genai's SSE reader takes every line for data and rejects an
+                # `id:` line, so Gemini streams keep their bytes (and have no resume).
                 return (f"{self.stream_id}.{self._count}", block)
             cursor = f"{self.stream_id}.{self._count}"
             newline = (

@@ -29,8 +29,12 @@ def _config(**kw: object) -> GatewayConfig:
 
 @pytest.mark.parametrize(
     ("model", "upstream"),
-    [("gpt-5.4-nano", "openai"), ("o4-mini", "openai"), ("claude-haiku-4-5", "anthropic"),
-     ("gemini-3.8-flash", "gemini")],
+    [
+        ("gpt-5.4-nano", "openai"),
+        ("o4-mini", "openai"),
+        ("claude-haiku-4-5", "anthropic"),
+        ("gemini-3.8-flash", "gemini"),
+    ],
 )
 def test_default_routes(model: str, upstream: str) -> None:
     routed = _config().route(model)
@@ -51,14 +55,17 @@ def test_single_upstream_takes_everything() -> None:
 def test_upstream_spec() -> None:
     assert parse_upstream_spec("openai") == Upstream(name="openai", dialect="openai_responses")
     assert parse_upstream_spec("openai_chat=http://h/v1") == Upstream(
-        name="openai", dialect="openai_chat", base_url="http://h/v1")
+        name="openai", dialect="openai_chat", base_url="http://h/v1"
+    )
     with pytest.raises(ValueError, match="unknown upstream"):
         parse_upstream_spec("nope")
 
 
 def test_config_file() -> None:
-    config = load_config(b'{"upstreams": {"c": {"dialect": "anthropic_messages", "api_key": "k"}},'
-                         b' "routes": [{"model": "*", "upstream": "c"}], "api_key": "gw"}')
+    config = load_config(
+        b'{"upstreams": {"c": {"dialect": "anthropic_messages", "api_key": "k"}},'
+        b' "routes": [{"model": "*", "upstream": "c"}], "api_key": "gw"}'
+    )
     assert config.upstreams["c"].name == "c" and config.api_key == "gw"
     assert config.secrets() == ["k", "gw"]
     with pytest.raises(Exception, match="unknown dialect"):
@@ -88,8 +95,8 @@ def _frames(data: bytes) -> list[tuple[str | None, str, str | None]]:
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
 def test_counter_cursors_add_ids_whatever_the_line_ends(newline: bytes) -> None:
     nl = newline
-    stream = b"data: {\"a\":1}" + nl + nl + b"data: {\"b\":2}" + nl + nl
-    splitter = SSECursorSplitter("gemini_generate", "s1")
+    stream = b'data: {"a":1}' + nl + nl + b'data: {"b":2}' + nl + nl
+    splitter = SSECursorSplitter("anthropic_messages", "s1")
     entries = splitter.split(stream[:7]) + splitter.split(stream[7:])
     assert [c for c, _ in entries] == ["s1.1", "s1.2"]
     out = b"".join(d for _, d in entries)
@@ -97,10 +104,12 @@ def test_counter_cursors_add_ids_whatever_the_line_ends(newline: bytes) -> None:
 
 
 def test_sequence_number_cursors_and_response_id() -> None:
-    stream = (b'event: response.created\ndata: {"type":"response.created","sequence_number":0,'
-              b'"response":{"id":"resp_1"}}\n\n'
-              b'event: response.completed\ndata: {"type":"response.completed",'
-              b'"sequence_number":1,"response":{"id":"resp_1"}}\n\n')
+    stream = (
+        b'event: response.created\ndata: {"type":"response.created","sequence_number":0,'
+        b'"response":{"id":"resp_1"}}\n\n'
+        b'event: response.completed\ndata: {"type":"response.completed",'
+        b'"sequence_number":1,"response":{"id":"resp_1"}}\n\n'
+    )
     splitter = SSECursorSplitter("openai_responses", "s")
     entries = splitter.split(stream)
     assert [c for c, _ in entries] == ["0", "1"]
@@ -109,9 +118,17 @@ def test_sequence_number_cursors_and_response_id() -> None:
 
 
 def test_interaction_event_id_cursors() -> None:
-    stream = (b'event: interaction.created\ndata: {"interaction":{"id":"v1_x"},'
-              b'"event_type":"interaction.created","event_id":"evt_1"}\n\n'
-              b'event: done\ndata: [DONE]\n\n')
+    stream = (
+        b'event: interaction.created\ndata: {"interaction":{"id":"v1_x"},'
+        b'"event_type":"interaction.created","event_id":"evt_1"}\n\n'
+        b"event: done\ndata: [DONE]\n\n"
+    )
     splitter = SSECursorSplitter("gemini_interactions", "s")
     assert [c for c, _ in splitter.split(stream)] == ["evt_1", "x2"]
     assert splitter.native_id == "v1_x"
+
+
+def test_gemini_events_keep_their_bytes() -> None:
+    stream = b'data: {"a":1}\r\n\r\n'
+    splitter = SSECursorSplitter("gemini_generate", "s1")
+    assert splitter.split(stream) == [("s1.1", stream)]
