@@ -68,6 +68,9 @@ class Upstream(msgspec.Struct, frozen=True, kw_only=True):
         api_key: Its key. Never sent to clients, never logged.
         api_key_env: An environment variable holding the key (default: the
             provider's usual one, e.g. ``OPENAI_API_KEY``).
+        background: Ask an OpenAI Responses upstream for background mode, so that a
+            dropped upstream stream can be resumed (``starting_after``). Interactions
+            upstreams are always resumable.
     """
 
     name: str
@@ -75,6 +78,7 @@ class Upstream(msgspec.Struct, frozen=True, kw_only=True):
     base_url: str | None = None
     api_key: str | None = None
     api_key_env: str | None = None
+    background: bool = False
 
     def key(self, environ: Mapping[str, str] | None = None) -> str:
         """The upstream key: explicit, else from the environment ("" when none)."""

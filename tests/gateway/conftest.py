@@ -76,6 +76,7 @@ def stack() -> Iterator[Callable[..., tuple[ServerThread, AppThread]]]:
         journal: Journal | None = None,
         api_key: str | None = GATEWAY_KEY,
         emulator: ServerThread | None = None,
+        background: bool = False,
         **limits: Any,
     ) -> tuple[ServerThread, AppThread]:
         if emulator is None:
@@ -87,6 +88,7 @@ def stack() -> Iterator[Callable[..., tuple[ServerThread, AppThread]]]:
             dialect=upstream_dialect,
             base_url=emulator.base_url + PREFIX[provider],
             api_key=CANARY,
+            background=background,
         )
         # Every inbound model is rewritten to one the upstream knows.
         route = Route(model="*", upstream=provider, rewrite=UPSTREAM_MODEL[provider])

@@ -325,7 +325,9 @@ class _Gateway:
             )
             return
         upstream, model = routed
-        upstream_request = msgspec.structs.replace(request, model=model, stream=True)
+        upstream_request = msgspec.structs.replace(
+            request, model=model, stream=True, background=request.background or upstream.background
+        )
         try:
             call = StreamCall(
                 upstream.dialect,

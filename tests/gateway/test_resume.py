@@ -1,0 +1,191 @@
+"""Resume through the gateway: upstream drops resumed exactly once, and clients that
+disconnect resuming from the journal (memory, SQLite, and Redis shared by two gateway
+instances)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from polystream import decode
+from polystream.journal import Journal, MemoryJournal
+from polystream.server.journal_redis import RedisJournal
+from polystream.server.journal_sqlite import SQLiteJournal
+from polystream.wire.sse import SSEDecoder, ServerSentEvent
+
+from ..journal.test_journal import redis_url  # noqa: F401  (fixture)
+from .conftest import GATEWAY_KEY, AppThread
+
+REPLY: dict[str, Any] = {
+    "reasoning": {"text": "Weighing it.", "signature": "c2lnLXJlc3VtZQ=="},
+    "text": ["one ", "two ", "three ", "four ", "five ", "six."],
+    "usage": {"input_tokens": 10, "output_tokens": 12},
+}
+ANTHROPIC = {"x-api-key": GATEWAY_KEY}
+OPENAI = {"authorization": f"Bearer {GATEWAY_KEY}"}
+MESSAGES_BODY = {
+    "model": "claude-x",
+    "max_tokens": 100,
+    "stream": True,
+    "messages": [{"role": "user", "content": "count"}],
+}
+
+
+def _events(data: bytes) -> list[ServerSentEvent]:
+    return [f for f in SSEDecoder().feed(data) if isinstance(f, ServerSentEvent)]
+
+
+def _full(gateway: AppThread) -> bytes:
+    return httpx.post(
+        gateway.base_url + "/anthropic/v1/messages",
+        headers=ANTHROPIC,
+        json=MESSAGES_BODY,
+        timeout=30,
+    ).content
+
+
+@pytest.mark.parametrize("upstream", ["gemini_interactions", "openai_responses"])
+def test_upstream_drop_at_every_event_is_resumed_exactly_once(
+    stack: Callable[..., Any], upstream: str
+) -> None:
+    _, clean = stack(upstream, [{"reply": REPLY}], background=True)
+    expected = decode(_full(clean), "anthropic_messages")
+    assert expected.status == "completed"
+    expected_names = [(e.event, e.data) for e in _events(_full(clean))]
+    total = len(expected_names)
+    assert total > 10
+    # Drop the upstream connection after each of its events in turn.
+    for drop in range(1, 20):
+        emulator, gateway = stack(
+            upstream, [{"reply": REPLY, "faults": {"drop_at_event": drop}}], background=True
+        )
+        body = _full(gateway)
+        result = decode(body, "anthropic_messages")
+        assert result.status == "completed", (drop, result.error)
+        assert result.text == expected.text == "one two three four five six."
+        assert result.reasoning == expected.reasoning
+        names = [e.event for e in _events(body)]
+        assert names == [e for e, _ in expected_names], drop
+        emulator.stop()
+        gateway.stop()
+
+
+def _read_some_then_drop(
+    gateway: AppThread, path: str, headers: dict[str, str], body: dict[str, Any], count: int
+) -> tuple[bytes, dict[str, str]]:
+    """Read ``count`` SSE events, then close the connection."""
+    got = b""
+    with httpx.stream(
+        "POST", gateway.base_url + path, headers=headers, json=body, timeout=30
+    ) as response:
+        assert response.status_code == 200
+        response_headers = dict(response.headers)
+        for chunk in response.iter_bytes():
+            got += chunk
+            if len(_events(got)) >= count:
+                break
+    # Keep whole events only: what a client's SSE parser would have dispatched.
+    cut = got.rfind(b"\n\n") + 2
+    return got[:cut], response_headers
+
+
+def _journals(kind: str, tmp_path: Path, redis: str | None) -> Journal:
+    if kind == "memory":
+        return MemoryJournal()
+    if kind == "sqlite":
+        return SQLiteJournal(str(tmp_path / "j.db"))
+    assert redis is not None
+    return RedisJournal(redis, prefix=f"gw:{tmp_path.name}")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+def test_client_resumes_with_last_event_id(
+    stack: Callable[..., Any], tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    redis = request.getfixturevalue("redis_url") if kind == "redis" else None
+    scenario = [{"reply": REPLY, "timing": {"delay": 0.05}}]
+    journal = _journals(kind, tmp_path, redis)
+    emulator, gateway = stack("openai_chat", scenario, journal=journal, resume_grace_seconds=10)
+    expected = decode(_full(gateway), "anthropic_messages")
+    head, headers = _read_some_then_drop(
+        gateway, "/anthropic/v1/messages", ANTHROPIC, MESSAGES_BODY, count=4
+    )
+    assert "x-polystream-stream-id" in headers
+    last_id = _events(head)[-1].id
+    assert last_id is not None and last_id.startswith(headers["x-polystream-stream-id"])
+    # The same request again with Last-Event-ID, as an EventSource reconnects.
+    # With Redis, a *second* gateway instance sharing the journal serves the resume.
+    resumer = gateway
+    if kind == "redis":
+        _, resumer = stack(
+            "openai_chat",
+            scenario,
+            emulator=emulator,
+            journal=_journals(kind, tmp_path, redis),
+            resume_grace_seconds=10,
+        )
+    tail = httpx.post(
+        resumer.base_url + "/anthropic/v1/messages",
+        headers={**ANTHROPIC, "last-event-id": last_id},
+        json=MESSAGES_BODY,
+        timeout=30,
+    )
+    assert tail.headers["x-polystream-resumed"] == "suffix"
+    whole = head + tail.content
+    ids = [e.id for e in _events(whole)]
+    assert len(ids) == len(set(ids)), "an event was delivered twice"
+    result = decode(whole, "anthropic_messages")
+    assert result.status == "completed"
+    assert result.text == expected.text
+
+
+def test_openai_client_resumes_with_starting_after(stack: Callable[..., Any]) -> None:
+    scenario = [{"reply": REPLY, "timing": {"delay": 0.05}}]
+    _, gateway = stack("anthropic_messages", scenario, resume_grace_seconds=10)
+    body = {"model": "gpt-x", "input": "count", "stream": True}
+    head, _ = _read_some_then_drop(gateway, "/openai/v1/responses", OPENAI, body, count=5)
+    events = _events(head)
+    import json
+
+    created = json.loads(events[0].data)
+    response_id = created["response"]["id"]
+    last_seq = json.loads(events[-1].data)["sequence_number"]
+    tail = httpx.get(
+        gateway.base_url + f"/openai/v1/responses/{response_id}",
+        params={"stream": "true", "starting_after": str(last_seq)},
+        headers=OPENAI,
+        timeout=30,
+    )
+    assert tail.status_code == 200
+    sequence = [json.loads(e.data)["sequence_number"] for e in _events(head + tail.content)]
+    assert sequence == list(range(len(sequence)))  # each event exactly once, in order
+    result = decode(head + tail.content, "openai_responses")
+    assert result.status == "completed"
+    assert result.text == "one two three four five six."
+
+
+def test_unknown_stream_cannot_be_resumed(stack: Callable[..., Any]) -> None:
+    _, gateway = stack("openai_chat", [{"reply": REPLY}])
+    response = httpx.post(
+        gateway.base_url + "/anthropic/v1/messages",
+        headers={**ANTHROPIC, "last-event-id": "nope.3"},
+        json=MESSAGES_BODY,
+    )
+    assert response.status_code == 404
+    assert "cannot resume" in response.json()["error"]["message"]
+
+
+def test_client_disconnect_cancels_the_upstream(stack: Callable[..., Any]) -> None:
+    emulator, gateway = stack(
+        "openai_chat", [{"reply": {"text": ["x"] * 200}, "timing": {"delay": 0.05}}]
+    )
+    _read_some_then_drop(gateway, "/anthropic/v1/messages", ANTHROPIC, MESSAGES_BODY, count=3)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and not emulator.stats.cancelled:
+        time.sleep(0.02)
+    assert emulator.stats.cancelled == 1, "the upstream kept streaming after the client left"
