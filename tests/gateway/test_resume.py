@@ -16,9 +16,9 @@ from polystream import decode
 from polystream.journal import Journal, MemoryJournal
 from polystream.server.journal_redis import RedisJournal
 from polystream.server.journal_sqlite import SQLiteJournal
-from polystream.wire.sse import SSEDecoder, ServerSentEvent
+from polystream.wire.sse import ServerSentEvent, SSEDecoder
+from tests.journal.test_journal import redis_url  # noqa: F401  (fixture)
 
-from ..journal.test_journal import redis_url  # noqa: F401  (fixture)
 from .conftest import GATEWAY_KEY, AppThread
 
 REPLY: dict[str, Any] = {
