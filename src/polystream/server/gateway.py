@@ -445,6 +445,7 @@ class _Gateway:
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
         journal_id: str | None = None
         started = False
+        aborted = False
 
         async def produce() -> None:
             try:
@@ -542,6 +543,7 @@ class _Gateway:
                     else:
                         data = b""
                 if data and not await self._send(send, data):
+                    aborted = True  # a reader too slow to keep up: drop the connection
                     break
         finally:
             watcher.cancel()
@@ -556,9 +558,11 @@ class _Gateway:
                     await producer
                 if journal_id is not None:
                     await self._journal("finish", journal_id, now=time.time())
-            if started and not disconnected.is_set():
+            if started and not disconnected.is_set() and not aborted:
                 with contextlib.suppress(Exception):
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
+            # An aborted response returns without completing: the server closes the
+            # connection, and the client sees a broken transfer, never a clean end.
 
     async def _drain(
         self,
