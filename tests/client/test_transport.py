@@ -104,9 +104,11 @@ def test_gemini_request_uses_alt_sse_and_the_key_header() -> None:
             400, json={"error": {"code": 400, "message": "stop", "status": "INVALID_ARGUMENT"}}
         )
 
-    with Client(api_key="g-key", transport=httpx.MockTransport(handler)) as client:
-        with pytest.raises(APIStatusError) as info:
-            list(client.stream("gemini_generate", model="gemini-3.5-flash-lite", prompt="x"))
+    with (
+        Client(api_key="g-key", transport=httpx.MockTransport(handler)) as client,
+        pytest.raises(APIStatusError) as info,
+    ):
+        list(client.stream("gemini_generate", model="gemini-3.5-flash-lite", prompt="x"))
     assert info.value.kind == "invalid_request"
     url = seen[0].url
     assert url.path == "/v1beta/models/gemini-3.5-flash-lite:streamGenerateContent"
