@@ -514,6 +514,9 @@ def _versions() -> dict[str, str]:
         "platform": platform.platform(),
         "cpus": str(os.cpu_count()),
     }
+    extra = os.environ.get(peers.LITELLM_PATH_ENV)
+    if extra and extra not in sys.path:
+        sys.path.append(extra)  # LiteLLM installed aside (see the module docstring)
     for dist in (
         "polystream",
         "msgspec",
