@@ -631,6 +631,10 @@ def test_rebuild_code_execution_and_builtin_tools() -> None:
 ANTHROPIC_SIG = (
     "xw7Kaw+I9E2BpBMRZH5Q/aGsRU7AT/1EKw60dDqZMTHHDsprD4j0TYGkExFkflD9oaxFTsBP/UQrDrR0OpkxMQ=="
 )
+# The base64-safe carrier's marker: "polystreamv1", the origin's name in hex, "x" padding
+# to a multiple of 4 characters.
+ANTHROPIC_MARK = "polystreamv1" + b"anthropic_messages".hex() + "xxxx"
+CARRIED_SIG = ANTHROPIC_MARK + ANTHROPIC_SIG
 
 
 def foreign_events() -> list[Event]:
@@ -670,7 +674,7 @@ def test_foreign_events_encode_to_a_valid_stream(framing: str) -> None:
         chunks = [value for _, value in chunks]
     assert [c["candidates"][0]["content"]["parts"] for c in chunks] == [
         [{"text": "Let me think.", "thought": True}],
-        [{"text": "", "thought": True, "thoughtSignature": ANTHROPIC_SIG}],
+        [{"text": "", "thought": True, "thoughtSignature": CARRIED_SIG}],
         [{"text": "Checking "}],
         [{"text": "the weather."}],
         [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}, "id": "toolu_01"}}],
@@ -698,6 +702,11 @@ def test_foreign_signature_survives_the_hop_back() -> None:
         ("reasoning", ANTHROPIC_SIG),
         ("text", None),
         ("tool_call", None),
+    ]
+    # Read out of the carrier with its origin, which the hop back writes natively.
+    signatures = [e for e in decode(data) if isinstance(e, SignatureDelta)]
+    assert [(e.delta, (e.extra or {}).get("carrier")) for e in signatures] == [
+        (ANTHROPIC_SIG, "anthropic_messages")
     ]
     assert result.reasoning == "Let me think."
     assert result.text == "Checking the weather."

@@ -1008,6 +1008,7 @@ def test_foreign_stream_encodes_to_a_valid_interactions_stream() -> None:
     }
     assert frames[-1] == ("done", "[DONE]")
     assert [(loss.what, loss.event_index, loss.carried) for loss in encoder.losses] == [
+        ("signature", 4, True),
         ("metadata:grounding", 10, False),
         ("signature", 15, True),
         ("server-tool:web_search", 17, True),

@@ -499,6 +499,7 @@ def test_encode_foreign_stream() -> None:
                 "type": "signature",
                 "target": "reasoning",
                 "data": "EqQBCkgIARABGAIiQL+sig==",
+                "origin": "anthropic_messages",
             }
         ]
     }

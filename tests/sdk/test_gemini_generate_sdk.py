@@ -29,7 +29,7 @@ from google.genai import errors, types
 from polystream.accumulate import accumulate
 from polystream.dialects.gemini_generate import Decoder, Encoder, rebuild
 from polystream.events import ErrorEvent, Event, SignatureDelta
-from tests.dialects.test_gemini_generate import ANTHROPIC_SIG, foreign_events
+from tests.dialects.test_gemini_generate import CARRIED_SIG, foreign_events
 from tests.helpers import FIXTURES
 
 HERE = FIXTURES / "gemini_generate"
@@ -229,7 +229,8 @@ def test_sdk_accepts_another_dialects_events() -> None:
     assert sdk["text"] == {0: "Checking the weather."}
     assert sdk["thoughts"] == "Let me think."
     assert sdk["calls"] == [("get_weather", {"city": "Paris"}, "toolu_01")]
-    assert sdk["signatures"] == [ANTHROPIC_SIG]
+    # The carrier (origin marker + the signature) is base64: the SDK reads it as bytes.
+    assert sdk["signatures"] == [CARRIED_SIG]
     assert sdk["finish"] == {0: "STOP"}
     usage = sdk["usage"]
     assert (usage.prompt_token_count, usage.candidates_token_count) == (30, 30)

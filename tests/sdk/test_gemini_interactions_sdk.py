@@ -284,7 +284,8 @@ def test_sdk_accepts_a_stream_encoded_from_another_dialect() -> None:
     assert view.id == "msg_01"
     assert "".join(view.text) == "Checking now."
     assert view.tool_calls() == [("toolu_01", "get_weather", {"city": "Paris"})]
-    assert view.signatures == {0: ["EqQBCkYIBxgCKkA="]}
+    # Anthropic state, carried with its origin (see SignatureDelta).
+    assert view.signatures == {0: ["polystream:v1:anthropic_messages:EqQBCkYIBxgCKkA="]}
     assert view.status == "requires_action"
     assert view.usage == {
         "total_input_tokens": 40,
@@ -293,8 +294,12 @@ def test_sdk_accepts_a_stream_encoded_from_another_dialect() -> None:
         "total_tokens": 65,
     }
     assert len(set(view.event_ids)) == len(events)
-    # Anthropic thinking is raw reasoning; Interactions only streams summaries.
-    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [("reasoning.raw", 2)]
+    # Anthropic thinking is raw reasoning; Interactions only streams summaries. The
+    # Anthropic signature travels in the carrier.
+    assert [(loss.what, loss.event_index, loss.carried) for loss in encoder.losses] == [
+        ("reasoning.raw", 2, False),
+        ("signature", 3, True),
+    ]
     summary = events[2].delta
     assert (summary.type, summary.content.text) == ("thought_summary", "Let me look.")
 

@@ -693,6 +693,7 @@ class ChatDecoder(FramedDecoder):
             state.carry_next = got + 1 if type(got) is int else state.carry_next + 1
             expected: dict[str, Any] = {} if got == "-" else {"index": got}
             event: Event | None = None
+            carrier: str | None = None
             identifies = True
             if kind == "signature" and isinstance(entry.get("data"), str):
                 target = entry.get("target")
@@ -710,6 +711,11 @@ class ChatDecoder(FramedDecoder):
                     if target == "tool_call" and block_tool is not None:
                         expected["tool_index"] = block_tool
                     expected["data"] = entry["data"]
+                    source = entry.get("origin")
+                    if isinstance(source, str) and source:
+                        # The signature's origin (see SignatureDelta): kept as its carrier.
+                        expected["origin"] = source
+                        carrier = source
                     event = SignatureDelta(index=index, delta=entry["data"])
             elif kind == "citation":
                 target_index = None
@@ -778,6 +784,8 @@ class ChatDecoder(FramedDecoder):
             x[EXTRA_KEY].update(p=1, **pi)
             if expected != entry:
                 x[EXTRA_KEY]["pe"] = entry
+            if carrier is not None:
+                x["carrier"] = carrier
             self._emit(msgspec.structs.replace(event, extra=x))
 
     # -- terminal and errors ----------------------------------------------------------

@@ -21,8 +21,13 @@ restores the events:
   ``openai_chat``, the field DeepSeek-style servers also use);
 * signatures (Anthropic ``signature``, Gemini ``thoughtSignature``, encrypted
   reasoning) -> ``delta.polystream: [{"index": n, "type": "signature", "target": <block kind>,
-  "tool_index": <n, tool calls only>, "data": "..."}]``, attached to the latest block of
-  that kind in the choice;
+  "tool_index": <n, tool calls only>, "data": "...", "origin": <dialect>}]``, attached to
+  the latest block of that kind in the choice. ``origin`` is the dialect the signature
+  belongs to (its ``extra["carrier"]``, else the source stream's dialect; see
+  :class:`~polystream.events.SignatureDelta`): decoding gives it back as
+  ``extra["carrier"]``, so the dialect it came from writes it natively again, even
+  after further hops. Chat has no native signature field, so even a Chat stream's own
+  signatures use this carrier;
 * citations of another dialect -> ``delta.polystream: [{"index": n, "type": "citation",
   "target": "text" | null, "citation": {...}}]`` (Chat's own ``annotations`` are
   ``url_citation`` objects only, so foreign shapes are not written there);
@@ -447,6 +452,13 @@ class ChatEncoder(DialectEncoder):
             if block is not None and kind == "tool_call" and block.tool_index is not None:
                 item["tool_index"] = block.tool_index
             item["data"] = event.delta
+            # The origin (see SignatureDelta): a Chat stream's own events name it only
+            # when their entry did, so that such a stream is rewritten exactly.
+            carrier = event.extra.get("carrier") if event.extra is not None else None
+            if isinstance(carrier, str):
+                item["origin"] = carrier
+            elif x is None and self._start is not None:
+                item["origin"] = self._start.dialect
             return item
         if isinstance(event, BlockStart):
             item["type"] = "start"

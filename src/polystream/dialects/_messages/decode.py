@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from polystream.dialects._base import FramedDecoder
+from polystream.dialects._carrier import unwrap
 from polystream.dialects._messages.error_kind import error_info
 from polystream.dialects._messages.finish_reason import (
     KNOWN_STOP_REASONS,
@@ -509,7 +510,7 @@ class MessagesDecoder(FramedDecoder):
             # The signature / redacted data is opaque state: first class, byte for byte.
             if type(opaque) is str and opaque:
                 compared[key] = ""
-                follow.append(_signature(index, opaque, marker))
+                follow.append(_signature(index, opaque, marker, self.dialect))
             base = skeleton(block_type)
         elif block_type in TOOL_USE_TYPES:
             kind = "tool_call" if block_type == "tool_use" else "server_tool_call"
@@ -629,7 +630,7 @@ class MessagesDecoder(FramedDecoder):
         elif dtype == "input_json_delta":
             out.append(ToolInputDelta(index=unified, delta=payload, extra=more))
         elif dtype == "signature_delta":
-            out.append(_signature(unified, payload, more))
+            out.append(_signature(unified, payload, more, self.dialect))
         else:
             out.append(Citation(index=unified, citation=payload, extra=more))
 
@@ -686,19 +687,18 @@ class MessagesDecoder(FramedDecoder):
         )
 
 
-def _signature(index: int, value: str, extra: dict[str, Any] | None) -> SignatureDelta:
+def _signature(index: int, value: str, extra: dict[str, Any] | None, own: str) -> SignatureDelta:
     """A SignatureDelta; another dialect's state in the polystream carrier is unwrapped.
 
     ``polystream:v1:<dialect>:<bytes>`` (see :mod:`.encode`) becomes the original
-    bytes with ``extra["carrier"] = <dialect>``, so that encoding back to that dialect
-    restores them and re-encoding to Messages wraps them again.
+    bytes with ``extra["carrier"] = <dialect>`` (its origin), so that encoding back to
+    that dialect writes them natively and re-encoding to Messages wraps them again.
     """
-    if value.startswith(CARRIER_PREFIX):
-        source, sep, original = value[len(CARRIER_PREFIX) :].partition(":")
-        if sep and source:
-            return SignatureDelta(
-                index=index, delta=original, extra={**(extra or {}), "carrier": source}
-            )
+    source, original = unwrap(value, own)
+    if source is not None:
+        return SignatureDelta(
+            index=index, delta=original, extra={**(extra or {}), "carrier": source}
+        )
     return SignatureDelta(index=index, delta=value, extra=extra)
 
 

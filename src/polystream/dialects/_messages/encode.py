@@ -16,14 +16,21 @@ Two cases:
 What the Messages API cannot carry is reported with :meth:`DialectEncoder.lose`:
 audio, images, reply-level metadata (Gemini grounding), citations of other dialects,
 opaque state on text or tool blocks (a Gemini ``thoughtSignature`` on a text part),
-provider-executed tool blocks of other providers. One documented carrier exists:
+opaque state of a block that itself has no Messages form, provider-executed tool
+blocks of other providers.
+
+Signatures follow the origin rule of :class:`~polystream.events.SignatureDelta`: one
+whose origin (``extra["carrier"]``, else the StreamStart's dialect) is this dialect is
+written natively, without any prefix (an Anthropic signature that went through Chat
+or Gemini comes back as a plain thinking ``signature``). One documented carrier exists:
 **opaque reasoning state of another dialect** (OpenAI/xAI ``encrypted_content``, a
-Gemini thought signature) travels as the thinking block's ``signature``, prefixed with
-``polystream:v1:<source dialect>:``; the Messages decoder recognises the prefix and
-restores the original :class:`SignatureDelta`, so A -> Messages -> A through
-polystream keeps it (``carried=True`` in the loss report). Anthropic itself rejects such
-a signature if the thinking block is sent back to it; turn the carrier off with
-``carry_signatures=False``.
+Gemini thought signature, and ``xai_messages`` state in an ``anthropic_messages``
+stream and vice versa) travels as the thinking block's ``signature``, prefixed with
+``polystream:v1:<origin dialect>:``; the Messages decoder recognises the prefix and
+restores the original :class:`SignatureDelta` with ``extra["carrier"]`` = the origin,
+so A -> Messages -> A through polystream keeps it (``carried=True`` in the loss
+report). Anthropic itself rejects such a signature if the thinking block is sent back
+to it; turn the carrier off with ``carry_signatures=False``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from polystream.dialects._base import DialectEncoder
+from polystream.dialects._carrier import origin, wrap
 from polystream.dialects._messages.error_kind import native_error_type
 from polystream.dialects._messages.finish_reason import stop_reason_for
 from polystream.dialects._messages.quirks import ANTHROPIC, Quirks, next_provider_index
@@ -576,21 +584,25 @@ class MessagesEncoder(DialectEncoder):
             text = _JSON.encode(text).decode()[1:-1]
         return self._delta(block.index, {"type": "input_json_delta", "partial_json": text})
 
+    def _origin(self, event: SignatureDelta) -> str | None:
+        return origin(event.extra, self._source)
+
     def _wrap(self, event: SignatureDelta) -> str:
-        """The signature to send: as is (same family, or carried back), else in the carrier."""
-        extra = event.extra
-        if self._family:
-            carrier = extra.get("carrier") if extra is not None else None
-            if isinstance(carrier, str):
-                return f"{CARRIER_PREFIX}{carrier}:{event.delta}"
+        """The signature to send: as is when it is this dialect's own, else in the carrier
+        with its origin (a signature that already travelled keeps its first origin)."""
+        source = self._origin(event)
+        if source is None or source == self.dialect:
             return event.delta
-        return f"{CARRIER_PREFIX}{self._source}:{event.delta}"
+        return wrap(source, event.delta)
 
     def _signature(self, event: SignatureDelta) -> bytes:
         block = self._block_for(event, event.index)
         if block is None:
+            self.lose("signature", event, "its block has no Messages form (reported with it)")
             return b""
         extra = event.extra if self._family else None
+        source = self._origin(event)
+        own = source is None or source == self.dialect
         if self._family:
             if block.type == "compaction":
                 # Only encrypted content in this compaction_delta (content null or absent):
@@ -607,20 +619,32 @@ class MessagesEncoder(DialectEncoder):
             if block.type == "redacted_thinking":
                 self.lose("signature", event, "redacted_thinking data arrives only in its start")
                 return b""
+            if not own and self._source != self.dialect:
+                self._carried(event, source)
             delta = {"type": "signature_delta", "signature": self._wrap(event)}
             return self._delta(block.index, delta, extra)
-        if block.type != "thinking" or not self._carry or block.ended:
-            where = "after the block ended" if block.ended else f"on a {block.type} block"
+        if block.type != "thinking" or block.ended or not (own or self._carry):
+            where = (
+                "after the block ended"
+                if block.ended
+                else f"on a {block.type} block"
+                if block.type != "thinking"
+                else "with the carrier turned off"
+            )
             self.lose("signature", event, f"the Messages API cannot carry opaque state {where}")
             return b""
+        if not own:
+            self._carried(event, source)
+        return self._delta(block.index, {"type": "signature_delta", "signature": self._wrap(event)})
+
+    def _carried(self, event: SignatureDelta, source: str | None) -> None:
         self.lose(
             "signature",
             event,
-            f"{self._source} opaque reasoning state is not an Anthropic signature; carried in "
-            f"the thinking signature with the {CARRIER_PREFIX} prefix",
+            f"{source} opaque reasoning state is not an Anthropic signature; carried in "
+            f"the thinking signature with the {CARRIER_PREFIX}{source}: prefix",
             carried=True,
         )
-        return self._delta(block.index, {"type": "signature_delta", "signature": self._wrap(event)})
 
     def _citation(self, event: Citation) -> bytes:
         if event.index is None:

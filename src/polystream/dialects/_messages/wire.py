@@ -23,6 +23,8 @@ from typing import Any, Final
 
 import msgspec
 
+from polystream.dialects._carrier import CARRIER_PREFIX as _CARRIER_PREFIX
+
 __all__ = [
     "CARRIER_PREFIX",
     "CONTENT_BLOCK_FAST",
@@ -45,9 +47,9 @@ __all__ = [
 ]
 
 
-CARRIER_PREFIX: Final = "polystream:v1:"
+CARRIER_PREFIX: Final = _CARRIER_PREFIX
 """Prefix of a thinking ``signature`` that carries another dialect's opaque state:
-``polystream:v1:<source dialect>:<the original bytes>`` (see :mod:`.encode`)."""
+``polystream:v1:<origin dialect>:<the original bytes>`` (see :mod:`.encode`)."""
 
 
 class TextDeltaW(msgspec.Struct, tag="text_delta", tag_field="type", forbid_unknown_fields=True):

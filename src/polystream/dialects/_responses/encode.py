@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from polystream.dialects._base import DialectEncoder
+from polystream.dialects._carrier import origin
 from polystream.dialects._responses.finish_reason import FINISH_REASONS, to_incomplete_reason
 from polystream.dialects._responses.quirks import Quirks
 from polystream.dialects._responses.result import Assembler, IdFactory, Out
@@ -137,14 +138,7 @@ class ResponsesEncoder(DialectEncoder):
         if etype is Citation:
             return self._citation(event)  # type: ignore[arg-type]
         if etype is SignatureDelta:
-            if not asm.native:
-                self.lose(
-                    "signature",
-                    event,
-                    "Responses encrypted_content is opaque state of OpenAI/xAI models; "
-                    "a signature from another provider would be rejected there",
-                )
-            return b""
+            return self._signature(event)  # type: ignore[arg-type]
         if etype is Finish:
             return self._finish(event)  # type: ignore[arg-type]
         if etype is ErrorEvent:
@@ -296,6 +290,26 @@ class ResponsesEncoder(DialectEncoder):
                 "partial_image_b64": event.delta,
             },
         )
+
+    def _signature(self, event: SignatureDelta) -> bytes:
+        """This dialect's own state goes in the reasoning item's ``encrypted_content``
+        (written by ``output_item.done``, see :meth:`.result.Out.build`); Responses has
+        no carrier for anything else."""
+        found = self._block(event.index)
+        if not self._asm.owns(event):
+            self.lose(
+                "signature",
+                event,
+                f"Responses encrypted_content is opaque state of {self.quirks.dialect} models; "
+                f"{origin(event.extra, self._asm.source)} state would be rejected there",
+            )
+        elif found is None:
+            self.lose("signature", event, "its block has no Responses output item")
+        elif found[0].kind != "reasoning":
+            self.lose("signature", event, f"a {found[0].kind} item has no encrypted_content")
+        elif found[0].closed:
+            self.lose("signature", event, "after its reasoning item's output_item.done")
+        return b""
 
     def _citation(self, event: Citation) -> bytes:
         found = self._block(event.index) if event.index is not None else None

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from polystream.dialects._carrier import origin
 from polystream.dialects._responses.finish_reason import to_incomplete_reason
 from polystream.dialects._responses.quirks import Quirks
 from polystream.dialects._responses.usage import from_usage
@@ -212,8 +213,8 @@ class Out:
                     {"type": "reasoning_text", "text": "".join(self.rcontent[ci])}
                     for ci in sorted(self.rcontent)
                 ]
-            if self.signature and not self.foreign:
-                # A foreign signature is not OpenAI/xAI state: never sent as such.
+            if self.signature:
+                # Only this dialect's own state is collected (see Assembler.owns).
                 item["encrypted_content"] = "".join(self.signature)
         elif itype == "image_generation_call" and self.data is not None:
             item["result"] = self.data
@@ -251,6 +252,7 @@ class Assembler:
         self.quirks = quirks
         self.ids = ids
         self.native = False
+        self.source: str | None = None
         self.base: dict[str, Any] | None = None
         self.terminal: dict[str, Any] | None = None
         self.finish: Finish | None = None
@@ -280,6 +282,7 @@ class Assembler:
                 found[0].args.append(event.delta)
         elif isinstance(event, StreamStart):
             self.native = event.dialect == self.quirks.dialect
+            self.source = event.dialect
             self.id = event.id
             self.model = event.model
             self.created = event.created
@@ -309,7 +312,7 @@ class Assembler:
                     out.data += event.delta
         elif isinstance(event, SignatureDelta):
             found = self.blocks.get(event.index)
-            if found is not None:
+            if found is not None and self.owns(event):
                 found[0].signature.append(event.delta)
         elif isinstance(event, UsageUpdate):
             self.usage = self.usage.merged(event.usage)
@@ -319,6 +322,12 @@ class Assembler:
                 self.usage = self.usage.merged(event.usage)
             if native and extra is not None and extra["type"] in TERMINAL:
                 self.terminal = extra.get("response")
+
+    def owns(self, event: SignatureDelta) -> bool:
+        """Whether the signature is this dialect's own state (its origin, see
+        :class:`~polystream.events.SignatureDelta`): only that is ``encrypted_content``.
+        OpenAI and xAI state are not interchangeable."""
+        return origin(event.extra, self.source) == self.quirks.dialect
 
     def _block_end(self, event: BlockEnd, extra: dict[str, Any] | None) -> None:
         found = self.blocks.get(event.index)

@@ -76,6 +76,7 @@ from typing import Any, Final
 import msgspec
 
 from polystream.dialects._base import FramedDecoder
+from polystream.dialects._carrier import unwrap_base64
 from polystream.errors import RemoteProtocolError, StreamTruncated
 from polystream.events import (
     RETRYABLE_KINDS,
@@ -809,7 +810,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             state.open_kind = None
 
     def _sign(self, state: _Candidate, index: int, signature: str, out: list[Event]) -> None:
-        out.append(SignatureDelta(index=index, delta=signature))
+        out.append(_signature(index, signature, None))
         if state.last == index:
             state.last_signed = True
 
@@ -960,7 +961,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             if order is not None:
                 extra["part_order"] = order
             index = state.last
-            out.append(SignatureDelta(index=index, delta=signature, extra=extra))
+            out.append(_signature(index, signature, extra))
             state.last_signed = True
             if state.open == index:
                 self._close_open(state, out)
@@ -1088,6 +1089,16 @@ def _plain_citations(value: Any) -> bool:
         and bool(sources)
         and all(isinstance(source, dict) for source in sources)
     )
+
+
+def _signature(index: int, value: str, extra: dict[str, Any] | None) -> SignatureDelta:
+    """A SignatureDelta; another dialect's state in the base64-safe carrier (see
+    :mod:`polystream.dialects._carrier`) becomes its original bytes with
+    ``extra["carrier"]`` = its origin."""
+    source, original = unwrap_base64(value, DIALECT)
+    if source is None:
+        return SignatureDelta(index=index, delta=value, extra=extra)
+    return SignatureDelta(index=index, delta=original, extra={**(extra or {}), "carrier": source})
 
 
 def _part_extra(

@@ -45,6 +45,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from polystream.dialects._base import DialectEncoder
+from polystream.dialects._carrier import origin, wrap_base64
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -98,7 +99,8 @@ _BASE64_CHARS: Final = re.compile(r"[A-Za-z0-9+/]*|[A-Za-z0-9_-]*")
 _BASE64_VALUE: Final = {
     c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 } | {"-": 62, "_": 63}
-_GEMINI_DIALECTS: Final = frozenset({"gemini_generate", "gemini_interactions", "gemini_live"})
+_PARTLESS: Final = frozenset({"server_tool_call", "server_tool_result", "code_result", "other"})
+"""Block kinds that have a part only when their value has a Gemini form (``slot``)."""
 
 
 class _Part:
@@ -433,39 +435,50 @@ class GeminiGenerateEncoder(DialectEncoder):
     def _signature(self, event: SignatureDelta) -> None:
         block = self._blocks.get(event.index)
         if block is None:
+            self.lose("signature", event, f"block {event.index} was never started")
             return
-        if not self._same and not _is_base64(event.delta):
-            # thoughtSignature is a bytes field: clients (google-genai) reject a value
-            # that is not base64, so such a signature cannot be carried.
-            self.lose("signature", event, "not base64: no Gemini client accepts it")
+        if block.kind in ("refusal", "compaction") or (
+            block.kind in _PARTLESS and block.slot is None and block.args is None
+        ):
+            self.lose("signature", event, f"a {block.kind} block has no Gemini part")
             return
-        if not self._same and self._source not in _GEMINI_DIALECTS:
-            self.lose(
-                "signature",
-                event,
-                "carried in thoughtSignature; restored by a hop back to the source dialect",
-                carried=True,
-            )
+        # The origin rule (see SignatureDelta): Gemini's own state is written natively;
+        # another dialect's goes in the base64-safe carrier, which records the origin.
+        source = origin(event.extra, self._source)
+        value = event.delta
+        if source is not None and source != DIALECT:
+            if not _is_base64(value):
+                # thoughtSignature is a bytes field: clients (google-genai) reject a value
+                # that is not base64, so such a signature cannot be carried.
+                self.lose("signature", event, "not base64: no Gemini client accepts it")
+                return
+            value = wrap_base64(source, value)
+            if not self._same:
+                self.lose(
+                    "signature",
+                    event,
+                    f"{source} opaque state carried in thoughtSignature (marked with its "
+                    "origin); restored by a hop back to that dialect",
+                    carried=True,
+                )
         extra = event.extra
         if extra and isinstance(extra.get("part"), dict):
             fields = dict(extra["part"])
-            fields["thoughtSignature"] = event.delta
+            fields["thoughtSignature"] = value
             self._add(block, fields, {"part_order": extra.get("part_order")})
             return
         if block.args is not None:  # a buffered foreign tool call or code block
-            block.signature = (block.signature or "") + event.delta
+            block.signature = (block.signature or "") + value
             return
         parts = self._cand(block.candidate).parts
         index = event.index
         for part in reversed(parts):
             if part.block == index:
-                part.fields["thoughtSignature"] = part.fields.get("thoughtSignature", "") + (
-                    event.delta
-                )
+                part.fields["thoughtSignature"] = part.fields.get("thoughtSignature", "") + value
                 return
         # A signature-only part after the block's parts; flagged as a thought for a
         # reasoning block, so that decoding attaches it to a reasoning block only.
-        fields = {"text": "", "thoughtSignature": event.delta}
+        fields = {"text": "", "thoughtSignature": value}
         if block.kind == "reasoning":
             fields["thought"] = True
         self._add(block, fields, None)

@@ -53,6 +53,7 @@ from typing import Any, Final
 import msgspec
 
 from polystream.dialects._base import FramedDecoder
+from polystream.dialects._carrier import CARRIER_PREFIX, unwrap
 from polystream.errors import RemoteProtocolError, StreamTruncated
 from polystream.events import (
     RETRYABLE_KINDS,
@@ -108,6 +109,15 @@ _TERMINAL_STATUSES: Final = frozenset(STATUS_TABLE) - {"in_progress", "queued", 
 def _derived() -> dict[str, Any]:
     """``extra`` of a derived event (a fresh mapping: events never share one)."""
     return {"derived": True}
+
+
+def _derived_signature(index: int, value: str, cursor: Any) -> SignatureDelta:
+    """A derived SignatureDelta; a carrier's original bytes with their origin."""
+    extra = _derived()
+    source, value = unwrap(value, DIALECT)
+    if source is not None:
+        extra["carrier"] = source
+    return SignatureDelta(index=index, delta=value, cursor=cursor, extra=extra)
 
 
 def _is_int(value: Any) -> bool:
@@ -291,7 +301,11 @@ class Decoder(FramedDecoder):
         cursor = payload.event_id
         if delta.type == "text" and delta.text is not None:
             out.append(TextDelta(index=step.unified, delta=delta.text, cursor=cursor))
-        elif delta.type == "thought_signature" and delta.signature is not None:
+        elif (
+            delta.type == "thought_signature"
+            and delta.signature is not None
+            and not delta.signature.startswith(CARRIER_PREFIX)  # a carrier: the slow path
+        ):
             out.append(SignatureDelta(index=step.unified, delta=delta.signature, cursor=cursor))
         elif delta.type == "arguments_delta" and delta.arguments is not None:
             out.append(ToolInputDelta(index=step.unified, delta=delta.arguments, cursor=cursor))
@@ -690,9 +704,7 @@ class Decoder(FramedDecoder):
         # Content the step carries already, for consumers (the encoder uses ``step``).
         signature = step.get("signature")
         if type(signature) is str:
-            out.append(
-                SignatureDelta(index=index, delta=signature, cursor=cursor, extra=_derived())
-            )
+            out.append(_derived_signature(index, signature, cursor))
         summary = step.get("summary")
         if type(summary) is list:
             for item in summary:
@@ -808,6 +820,10 @@ class Decoder(FramedDecoder):
             )
         elif dtype == "thought_signature":
             text = self._main_str(drest, "signature", extra)
+            source, text = unwrap(text, DIALECT)
+            if source is not None:
+                # Another dialect's state in the carrier: its origin (see SignatureDelta).
+                extra["carrier"] = source
             if drest:
                 extra["d"] = drest
             primary = SignatureDelta(index=index, delta=text, cursor=cursor, extra=extra or None)
@@ -871,9 +887,7 @@ class Decoder(FramedDecoder):
         out.append(primary)
         signature = drest.get("signature")
         if type(signature) is str and dtype != "thought_signature":
-            out.append(
-                SignatureDelta(index=index, delta=signature, cursor=cursor, extra=_derived())
-            )
+            out.append(_derived_signature(index, signature, cursor))
         annotations = drest.get("annotations")
         if type(annotations) is list:
             for annotation in annotations:

@@ -18,8 +18,14 @@ Two modes, chosen by the stream's :class:`~polystream.events.StreamStart`:
 
 Carriers and losses (foreign mode; each recorded with :meth:`DialectEncoder.lose`):
 
-* a SignatureDelta of a non-reasoning block is carried as a ``thought_signature`` delta on
-  that step (``carried=True``): the decoder gives it back as the same block's signature;
+* signatures follow the origin rule of :class:`~polystream.events.SignatureDelta`: this
+  dialect's own (origin ``gemini_interactions``) are written natively as a
+  ``thought_signature`` delta on their step; another dialect's (a Gemini
+  ``generateContent`` thoughtSignature included) are carried in the same delta as
+  ``polystream:v1:<origin dialect>:<original>`` (``carried=True``), which the decoder
+  gives back as the same block's SignatureDelta with ``extra["carrier"]`` = the origin
+  (also in native mode, so a carried signature round-trips exactly); a signature of a
+  block that has no step is reported lost;
 * a server tool this API does not have becomes a ``<name>_call`` / ``<name>_result`` step
   (``carried=True``; the SDK parses it as an unknown step);
 * ``code`` blocks become ``code_execution_call`` steps and ``code_result`` blocks
@@ -38,6 +44,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from polystream.dialects._base import DialectEncoder
+from polystream.dialects._carrier import CARRIER_PREFIX, origin, wrap
 from polystream.errors import LocalProtocolError
 from polystream.events import (
     BlockEnd,
@@ -110,6 +117,7 @@ class Encoder(DialectEncoder):
     def __init__(self) -> None:
         super().__init__()
         self._native = True
+        self._source: str | None = DIALECT  # the stream's dialect (StreamStart)
         self._legacy = False
         self._interaction_id: str | None = None
         self._model: str | None = None
@@ -205,6 +213,7 @@ class Encoder(DialectEncoder):
     def _stream_start(self, event: StreamStart) -> bytes:
         extra = event.extra or {}
         self._native = event.dialect == DIALECT
+        self._source = event.dialect
         self._legacy = self._native and extra.get("schema") == "legacy"
         self._interaction_id = event.id
         self._model = event.model
@@ -528,17 +537,22 @@ class Encoder(DialectEncoder):
     def _signature(self, event: SignatureDelta) -> bytes:
         block = self._block(event, event.index)
         if block is None:
+            if event.index in self._skipped:
+                self.lose("signature", event, "its block has no Interactions step")
             return b""
-        if not self._native and block.kind != "reasoning":
+        source = origin(event.extra, self._source)
+        own = source is None or source == DIALECT
+        if not own and not self._native:
             self.lose(
                 "signature",
                 event,
-                "sent as a thought_signature delta on the step it belongs to",
+                f"{source} opaque state is not an Interactions signature; carried in a "
+                f"thought_signature delta with the {CARRIER_PREFIX}{source}: prefix",
                 carried=True,
             )
         delta: dict[str, Any] = {}
         if not (self._native and (event.extra or {}).get("absent")):
-            delta["signature"] = event.delta
+            delta["signature"] = event.delta if own else wrap(str(source), event.delta)
         return self._delta(block, "thought_signature", delta, event)
 
     def _tool_input(self, event: ToolInputDelta) -> bytes:
