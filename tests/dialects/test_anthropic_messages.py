@@ -994,7 +994,7 @@ def test_what_messages_cannot_carry_is_reported() -> None:
     encoder = Encoder(id_factory=ids)
     data = encoder.encode_all(events)
     assert [(loss.what, loss.event_index, loss.carried) for loss in encoder.losses] == [
-        ("signature", 3, False),
+        ("signature", 3, True),
         ("block:audio", 5, False),
         ("metadata:grounding", 8, False),
         ("citation", 9, False),
@@ -1003,6 +1003,9 @@ def test_what_messages_cannot_carry_is_reported() -> None:
     result = accumulate(decode(data))
     assert result.text == "Hi"
     assert [b.kind for b in result.blocks] == ["text"]
+    # The text part's Gemini signature rides in the carrier on the text block.
+    assert b'"signature":"polystream:v1:gemini_generate:thoughtsig=="' in data
+    assert [b.signature for b in result.blocks] == ["thoughtsig=="]
     assert result.finish_reason == FinishReason(unified="stop", raw="end_turn")
 
 

@@ -15,7 +15,6 @@ Two cases:
 
 What the Messages API cannot carry is reported with :meth:`DialectEncoder.lose`:
 audio, images, reply-level metadata (Gemini grounding), citations of other dialects,
-opaque state on text or tool blocks (a Gemini ``thoughtSignature`` on a text part),
 opaque state of a block that itself has no Messages form, provider-executed tool
 blocks of other providers.
 
@@ -23,14 +22,17 @@ Signatures follow the origin rule of :class:`~polystream.events.SignatureDelta`:
 whose origin (``extra["carrier"]``, else the StreamStart's dialect) is this dialect is
 written natively, without any prefix (an Anthropic signature that went through Chat
 or Gemini comes back as a plain thinking ``signature``). One documented carrier exists:
-**opaque reasoning state of another dialect** (OpenAI/xAI ``encrypted_content``, a
-Gemini thought signature, and ``xai_messages`` state in an ``anthropic_messages``
-stream and vice versa) travels as the thinking block's ``signature``, prefixed with
-``polystream:v1:<origin dialect>:``; the Messages decoder recognises the prefix and
+**opaque state of another dialect** (OpenAI/xAI ``encrypted_content``, a Gemini thought
+signature, and ``xai_messages`` state in an ``anthropic_messages`` stream and vice
+versa) travels as a ``signature_delta`` of the block it belongs to (thinking, text or
+tool_use; Gemini signs text and function-call parts), prefixed with
+``polystream:v1:<origin dialect>:``. The Messages decoder recognises the prefix and
 restores the original :class:`SignatureDelta` with ``extra["carrier"]`` = the origin,
-so A -> Messages -> A through polystream keeps it (``carried=True`` in the loss
-report). Anthropic itself rejects such a signature if the thinking block is sent back
-to it; turn the carrier off with ``carry_signatures=False``.
+so A -> Messages -> A (or A -> Messages -> C -> A) through polystream keeps it
+(``carried=True`` in the loss report). The Anthropic SDK keeps a ``signature_delta``
+on thinking blocks only (it skips one on a text or tool_use block), and Anthropic
+rejects a carried signature if the thinking block is sent back to it; turn the carrier
+off with ``carry_signatures=False``.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ from polystream.wire.sse import SSEEncoder
 __all__ = ["CARRIER_PREFIX", "FAMILY", "MessagesEncoder", "random_id"]
 
 FAMILY: Final = frozenset({"anthropic_messages", "xai_messages"})
+
+_CARRIER_BLOCKS: Final = frozenset({"thinking", "text", "tool_use"})
+"""Blocks whose ``signature_delta`` may carry another dialect's state."""
 """Dialects whose ``extra`` fields this encoder understands."""
 
 
@@ -623,26 +628,29 @@ class MessagesEncoder(DialectEncoder):
                 self._carried(event, source)
             delta = {"type": "signature_delta", "signature": self._wrap(event)}
             return self._delta(block.index, delta, extra)
-        if block.type != "thinking" or block.ended or not (own or self._carry):
-            where = (
-                "after the block ended"
-                if block.ended
-                else f"on a {block.type} block"
-                if block.type != "thinking"
-                else "with the carrier turned off"
-            )
-            self.lose("signature", event, f"the Messages API cannot carry opaque state {where}")
-            return b""
-        if not own:
-            self._carried(event, source)
-        return self._delta(block.index, {"type": "signature_delta", "signature": self._wrap(event)})
+        # Natively only on a thinking block; in the carrier on the block it belongs to
+        # (thinking, text or tool_use: the SDK keeps a signature_delta on a thinking
+        # block only and skips it elsewhere, so the carrier never reaches its messages).
+        if block.ended:
+            why = "after the block ended"
+        elif block.type not in (("thinking",) if own else _CARRIER_BLOCKS):
+            why = f"on a {block.type} block"
+        elif not own and not self._carry:
+            why = "with the carrier turned off"
+        else:
+            if not own:
+                self._carried(event, source, block.type)
+            delta = {"type": "signature_delta", "signature": self._wrap(event)}
+            return self._delta(block.index, delta)
+        self.lose("signature", event, f"the Messages API cannot carry opaque state {why}")
+        return b""
 
-    def _carried(self, event: SignatureDelta, source: str | None) -> None:
+    def _carried(self, event: SignatureDelta, source: str | None, where: str = "thinking") -> None:
         self.lose(
             "signature",
             event,
-            f"{source} opaque reasoning state is not an Anthropic signature; carried in "
-            f"the thinking signature with the {CARRIER_PREFIX}{source}: prefix",
+            f"{source} opaque state is not an Anthropic signature; carried in a "
+            f"signature_delta of the {where} block with the {CARRIER_PREFIX}{source}: prefix",
             carried=True,
         )
 

@@ -87,7 +87,11 @@ def fold_native(payloads: Iterable[Any]) -> dict[str, Any]:
             elif dtype == "thinking_delta":
                 block["thinking"] = (block.get("thinking") or "") + delta.get("thinking", "")
             elif dtype == "signature_delta":
-                block["signature"] = (block.get("signature") or "") + delta.get("signature", "")
+                # A thinking block's field; on another block it is polystream's carrier
+                # (see .encode), which the SDK skips too: not part of the message.
+                if block.get("type") == "thinking":
+                    signature = delta.get("signature", "")
+                    block["signature"] = (block.get("signature") or "") + signature
             elif dtype == "input_json_delta":
                 inputs.setdefault(at, []).append(delta.get("partial_json", ""))
             elif dtype == "citations_delta":
