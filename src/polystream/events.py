@@ -397,11 +397,34 @@ class SignatureDelta(EventBase, frozen=True, kw_only=True, tag="signature-delta"
     """Opaque provider state for a block, to be sent back verbatim on the next turn.
 
     Anthropic ``signature``, Gemini ``thoughtSignature``, OpenAI/xAI
-    ``encrypted_content``. Fragments concatenate (a provider usually sends one).
+    ``encrypted_content``, Interactions ``thought_signature``. Fragments concatenate (a
+    provider usually sends one).
+
+    Origin: the state belongs to the dialect that produced it, which is
+    ``extra["carrier"]`` when present, else the dialect of the stream (its
+    :class:`StreamStart`). Dialects are distinct origins even within a provider family
+    (``openai_*`` vs ``xai_*``, ``anthropic_messages`` vs ``xai_messages``,
+    ``gemini_generate`` vs ``gemini_interactions``): their state is not interchangeable.
+
+    * An encoder writes state of its *own* origin natively (Responses
+      ``encrypted_content`` on the reasoning item, the Messages thinking ``signature``
+      without prefix, Gemini ``thoughtSignature`` on the part, the Interactions
+      ``thought_signature`` delta).
+    * State of another origin goes in the target's documented *carrier*, which records
+      the origin: the ``polystream:v1:<origin>:`` prefix (Messages ``signature_delta``,
+      Interactions ``thought_signature``), the base64-safe ``polystreamv1<hex origin>x…``
+      prefix of Gemini ``thoughtSignature``, the ``origin`` of a Chat
+      ``delta.polystream`` signature entry (Chat has no native field, so it always uses
+      its carrier). The encoder reports it as a ``Loss`` with ``carried=True``.
+    * A decoder that reads state out of a carrier emits the original bytes with
+      ``extra["carrier"]`` = the recorded origin. The origin is kept across further hops
+      (A -> B -> C -> A writes it natively again in A).
+    * State an encoder can neither write natively nor carry is a ``Loss`` with
+      ``carried=False`` and a reason: never dropped silently.
 
     Fields:
         index: The block index the state belongs to.
-        delta: The opaque text, byte for byte.
+        delta: The opaque text, byte for byte (without any carrier marking).
     """
 
     index: int
