@@ -708,6 +708,14 @@ def test_foreign_signature_survives_the_hop_back() -> None:
     assert [(e.delta, (e.extra or {}).get("carrier")) for e in signatures] == [
         (ANTHROPIC_SIG, "anthropic_messages")
     ]
+    # rebuild() writes it as the stream holds it, from the events or from the stream.
+    for events in (foreign_events(), decode(data)):
+        parts = rebuild(events)["candidates"][0]["content"]["parts"]
+        assert parts[0] == {
+            "text": "Let me think.",
+            "thought": True,
+            "thoughtSignature": CARRIED_SIG,
+        }
     assert result.reasoning == "Let me think."
     assert result.text == "Checking the weather."
     assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
@@ -717,6 +725,26 @@ def test_foreign_signature_survives_the_hop_back() -> None:
     assert result.finish_reason == FinishReason(unified="tool_calls", raw="STOP")
     assert (result.usage.input_tokens, result.usage.output_tokens) == (30, 42)
     assert result.usage.reasoning_tokens == 12
+
+
+def test_own_signature_back_from_another_dialect_is_native() -> None:
+    # A Gemini signature that travelled (its origin in extra["carrier"]) is Gemini's again.
+    events = [
+        StreamStart(dialect="openai_chat", id="chatcmpl-1", model="gemini-3.8-flash"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="Hi"),
+        SignatureDelta(index=0, delta="c2lnbmVk", extra={"carrier": "gemini_generate"}),
+        BlockEnd(index=0),
+        Finish(status="completed", reason=FinishReason(unified="stop", raw="stop")),
+    ]
+    encoder = Encoder()
+    data = encoder.encode_all(events)
+    parts = [v["candidates"][0]["content"]["parts"] for _, v in native_frames(data)]
+    assert parts[:2] == [[{"text": "Hi"}], [{"text": "", "thoughtSignature": "c2lnbmVk"}]]
+    assert [loss.what for loss in encoder.losses if "signature" in loss.what] == []
+    assert [e.extra for e in decode(data) if isinstance(e, SignatureDelta)] == [
+        {"part": {"text": ""}}
+    ]
 
 
 def test_foreign_losses_and_errors() -> None:

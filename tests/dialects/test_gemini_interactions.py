@@ -1184,7 +1184,8 @@ def test_rebuild_of_another_dialects_events() -> None:
         "steps": [
             {
                 "type": "thought",
-                "signature": "gAAAAencrypted==",
+                # Another dialect's state, as the encoder writes it: in the carrier.
+                "signature": "polystream:v1:openai_responses:gAAAAencrypted==",
                 "summary": [{"type": "text", "text": "Thinking."}],
             },
             {
@@ -1202,7 +1203,7 @@ def test_rebuild_of_another_dialects_events() -> None:
                 "id": "call_1",
                 "name": "lookup",
                 "arguments": {"q": "x"},
-                "signature": "tool-sig",
+                "signature": "polystream:v1:openai_responses:tool-sig",
             },
             {"type": "web_search_call", "id": "ws_1"},
         ],

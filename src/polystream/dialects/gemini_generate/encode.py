@@ -84,7 +84,7 @@ from .wire import (
     tool_call_object,
 )
 
-__all__ = ["GeminiGenerateEncoder"]
+__all__ = ["DIALECT", "GeminiGenerateEncoder", "is_base64"]
 
 DIALECT: Final = "gemini_generate"
 _DECODE: Final = msgspec.json.Decoder()
@@ -420,7 +420,7 @@ class GeminiGenerateEncoder(DialectEncoder):
             if event.replace:
                 block.image = event  # written when the block ends
                 return
-            if not _is_base64(event.delta):
+            if not is_base64(event.delta):
                 self.lose("data", event, "not base64: no Gemini client accepts it")
                 return
         blob: dict[str, Any] = {}
@@ -447,7 +447,7 @@ class GeminiGenerateEncoder(DialectEncoder):
         source = origin(event.extra, self._source)
         value = event.delta
         if source is not None and source != DIALECT:
-            if not _is_base64(value):
+            if not is_base64(value):
                 # thoughtSignature is a bytes field: clients (google-genai) reject a value
                 # that is not base64, so such a signature cannot be carried.
                 self.lose("signature", event, "not base64: no Gemini client accepts it")
@@ -682,7 +682,7 @@ class GeminiGenerateEncoder(DialectEncoder):
         return self._frame(ordered(chunk, CHUNK_RANK))
 
 
-def _is_base64(text: str) -> bool:
+def is_base64(text: str) -> bool:
     """Whether google-genai accepts ``text`` as base64 bytes (see ``_BASE64_CHARS``)."""
     body = text.rstrip("=")
     pad = len(text) - len(body)

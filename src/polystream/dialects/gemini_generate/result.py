@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import msgspec
 
+from polystream.dialects._carrier import origin, wrap_base64
 from polystream.events import (
     BlockStart,
     Citation,
@@ -40,6 +41,7 @@ from polystream.events import (
     UsageUpdate,
 )
 
+from .encode import DIALECT, is_base64
 from .wire import (
     CANDIDATE_RANK,
     CHUNK_RANK,
@@ -182,6 +184,7 @@ def rebuild(events: Iterable[Event]) -> dict[str, Any]:
     cand_fields: dict[int, dict[str, Any]] = {}
     citations: dict[int, list[Any]] = {}
     top: dict[str, Any] = {}
+    stream: str | None = None  # the stream's dialect: the origin of unmarked signatures
     for event in events:
         kind = type(event)
         if kind is TextDelta or kind is ReasoningDelta or kind is ToolInputDelta:
@@ -208,8 +211,12 @@ def rebuild(events: Iterable[Event]) -> dict[str, Any]:
         elif kind is SignatureDelta:
             assert isinstance(event, SignatureDelta)
             block = blocks.get(event.index)
-            if block is not None:
+            source = origin(event.extra, stream)
+            if block is not None and (source is None or source == DIALECT):
                 block.signature.append(event.delta)
+            elif block is not None and is_base64(event.delta):
+                # Another origin's state, as the encoder writes it (the carrier).
+                block.signature.append(wrap_base64(source or "", event.delta))
         elif kind is Citation:
             assert isinstance(event, Citation)
             number = 0
@@ -251,6 +258,7 @@ def rebuild(events: Iterable[Event]) -> dict[str, Any]:
                     fields.update({k: v for k, v in residual.items() if not k.startswith("_")})
         elif kind is StreamStart:
             assert isinstance(event, StreamStart)
+            stream = event.dialect
             if event.model is not None:
                 top.setdefault("modelVersion", event.model)
             if event.id is not None:

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
+from polystream.dialects._carrier import origin, wrap
 from polystream.events import (
     BlockStart,
     Citation,
@@ -117,7 +118,10 @@ def build_steps(events: Iterable[Event], *, legacy: bool | None = None) -> list[
             elif isinstance(event, ReasoningDelta):
                 target.reasoning.append(event.delta)
             else:
-                target.signature.append(event.delta)
+                # Another origin's state as the stream holds it: in the carrier.
+                source = origin(event.extra, DIALECT)
+                delta = event.delta if source == DIALECT else wrap(str(source), event.delta)
+                target.signature.append(delta)
         elif isinstance(event, ToolInputDelta):
             _tool_input(builds.get(event.index), event)
         elif isinstance(event, DataDelta):
