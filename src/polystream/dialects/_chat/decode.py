@@ -36,6 +36,7 @@ The polystream carrier: ``delta.polystream`` is a list of entries that this libr
 writes when it encodes what Chat cannot express (signatures, another dialect's
 citations and metadata); it is read back into :class:`SignatureDelta`,
 :class:`Citation` and :class:`Metadata` (see :mod:`polystream.dialects._chat.encode`).
+A signature entry's ``origin`` becomes the SignatureDelta's ``extra["carrier"]``.
 
 Residuals (``extra["chat"]``), so that the same dialect's encoder reproduces every chunk
 exactly without ``raw`` (each key is present only when needed):

@@ -13,6 +13,13 @@ Two paths, chosen per event:
   ``response.completed|incomplete|failed`` with the whole ``Response`` built from what
   streamed (:class:`.result.Assembler`). ``sequence_number`` counts from 0. What
   cannot be carried is recorded with :meth:`lose`.
+
+Signatures follow the origin rule of :class:`~polystream.events.SignatureDelta`: one
+whose origin (``extra["carrier"]``, else the StreamStart's dialect) is this dialect is
+written natively, as its reasoning item's ``encrypted_content``, also when the stream
+comes from another dialect (state that travelled through a carrier and came back). Any
+other signature is a loss: Responses has no carrier, and OpenAI and xAI state are
+distinct origins.
 """
 
 from __future__ import annotations

@@ -40,6 +40,9 @@ Blocks (unified block index per part run; ``BlockStart.candidate`` is the candid
   records the part (``{"text": ""}``) so the encoder writes it back as its own part.
   Otherwise it becomes its own empty text block with the signature. Parallel
   function calls where only the first is signed keep that signature on the first.
+  A signature behind polystream's base64-safe carrier marker (another dialect's state,
+  see :mod:`polystream.dialects._carrier`) is given without the marker and with
+  ``extra["carrier"]`` = the origin it records (see :class:`SignatureDelta`).
 * ``functionCall`` complete in one part: ``BlockStart(tool_call, id, name)``,
   :class:`ToolInputDelta` with the compact JSON of ``args``, the signature, ``BlockEnd``.
 * Streamed ``functionCall`` (``partialArgs`` / ``willContinue``, ended by a part whose

@@ -14,17 +14,22 @@ Two modes, chosen by the stream's :class:`~polystream.events.StreamStart`:
   (:func:`.usage.to_usage_metadata`); ``modelVersion`` and ``responseId`` come from the
   StreamStart.
 
-Carriers (recorded as :class:`~polystream.dialects._base.Loss` with ``carried=True``):
-an opaque signature of another dialect (Anthropic ``signature``, OpenAI/xAI
-``encrypted_content``) is written as the ``thoughtSignature`` of the part it belongs
-to, or of an empty-text part right after the block's parts (``{"text": "",
-"thoughtSignature": ...}``, flagged ``"thought": true`` for a reasoning block).
-Decoding that stream attaches the signature to the same reasoning, text or tool-call
-block (see the decoder's signature rule), so a hop back to the source dialect
-restores it byte for byte. ``thoughtSignature`` is a bytes field: both carriers are
-base64 (standard or URL-safe, which google-genai accepts); a signature that is not
-base64 is reported lost instead. Gemini validates its own signatures, so such a
-stream must not be sent back to Gemini as history.
+Signatures follow the origin rule of :class:`~polystream.events.SignatureDelta`: one whose
+origin (``extra["carrier"]``, else the StreamStart's dialect) is ``gemini_generate`` is the
+native ``thoughtSignature`` of its part. Carrier (recorded as
+:class:`~polystream.dialects._base.Loss` with ``carried=True``): a signature of another
+origin (Anthropic ``signature``, OpenAI/xAI ``encrypted_content``, an Interactions
+signature) is written as the ``thoughtSignature`` of the part it belongs to, or of an
+empty-text part right after the block's parts (``{"text": "", "thoughtSignature": ...}``,
+flagged ``"thought": true`` for a reasoning block), behind the base64-safe marker that
+records its origin (``polystreamv1<hex origin>x...``, see
+:mod:`polystream.dialects._carrier`). Decoding attaches it to the same block (see the
+decoder's signature rule) and strips the marker, giving ``extra["carrier"]``, so a hop
+back to the origin writes it natively, byte for byte. ``thoughtSignature`` is a bytes
+field: the marker is letters and digits, so the value is base64 (standard or URL-safe,
+which google-genai accepts) whenever the signature is; a signature that is not base64 is
+reported lost instead, as is one of a block with no Gemini part. Gemini validates its own
+signatures, so such a stream must not be sent back to Gemini as history.
 
 What Gemini cannot carry is reported with :meth:`lose`: refusal blocks (their text
 becomes the candidate's ``finishMessage``), compaction blocks, a finish reason Gemini

@@ -28,7 +28,9 @@ JSON); ``text_annotation_delta`` -> Citation per annotation; ``image`` / ``audio
 ``document`` / ``video`` -> DataDelta; every ``*_call`` / ``*_result`` delta (and the legacy
 ``function_call``) carries a whole object -> ToolInputDelta whose text is the compact JSON of
 its ``arguments`` / ``result`` (one fragment, so it parses on its own), plus a derived
-SignatureDelta when it carries a ``signature``.
+SignatureDelta when it carries a ``signature``. A signature in polystream's carrier
+(``polystream:v1:<origin>:<bytes>``, another dialect's state) is given as the original bytes
+with ``extra["carrier"]`` = the origin (see :class:`SignatureDelta`).
 
 Every unified event carries ``cursor = event_id`` of the native event it came from (the
 resume cursor, see :func:`polystream.dialects.gemini_interactions.resume_cursor`).
