@@ -144,6 +144,9 @@ class StreamCall:
         self._pending: HttpRequest | None = None
         self.pending_delay = 0.0
         self._first = True
+        # Built now so that a request the dialect cannot express fails at construction
+        # (RequestError), before anything is sent.
+        self._first_request = self._initial()
 
     # -- requests ------------------------------------------------------------------------
 
@@ -153,7 +156,7 @@ class StreamCall:
         if self._first:
             self._first = False
             self.attempts = 1
-            return self._initial()
+            return self._first_request
         request, self._pending = self._pending, None
         if request is not None:
             self.attempts += 1

@@ -1052,3 +1052,31 @@ def test_url_safe_signature_is_carried() -> None:
     ]
     result = accumulate(decode(Encoder().encode_all(events)))
     assert [(b.kind, b.signature) for b in result.blocks] == [("reasoning", token), ("text", None)]
+
+
+# -- the compact SSE writer -------------------------------------------------------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet=':"[],{} ab\\'),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(alphabet=':"ab', max_size=4), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(_JSON)
+def test_compact_writer_never_changes_values(value: object) -> None:
+    import json
+
+    from polystream.dialects.gemini_generate.wire import dumps_sse
+
+    assert json.loads(dumps_sse(value)) == value
+
+
+def test_text_starting_with_a_colon_survives_encoding() -> None:
+    from polystream.dialects.gemini_generate.wire import dumps_sse
+
+    assert dumps_sse({"text": ":)"}) == b'{"text": ":)"}'
+    assert dumps_sse({"parts": [":", "x"]}) == b'{"parts": [":","x"]}'

@@ -37,18 +37,37 @@ WEATHER_TOOL = {
 }
 
 
+_OPEN: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_clients(stack: Any) -> Any:
+    # Depends on `stack`, so the clients close before the servers stop.
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
 def anthropic_client(gateway: AppThread, key: str = GATEWAY_KEY) -> anthropic.Anthropic:
-    return anthropic.Anthropic(api_key=key, base_url=gateway.base_url + "/anthropic", max_retries=0)
+    client = anthropic.Anthropic(
+        api_key=key, base_url=gateway.base_url + "/anthropic", max_retries=0
+    )
+    _OPEN.append(client)
+    return client
 
 
 def openai_client(gateway: AppThread, key: str = GATEWAY_KEY) -> openai.OpenAI:
-    return openai.OpenAI(api_key=key, base_url=gateway.base_url + "/openai/v1", max_retries=0)
+    client = openai.OpenAI(api_key=key, base_url=gateway.base_url + "/openai/v1", max_retries=0)
+    _OPEN.append(client)
+    return client
 
 
 def genai_client(gateway: AppThread, key: str = GATEWAY_KEY) -> genai.Client:
-    return genai.Client(
+    client = genai.Client(
         api_key=key, http_options=gtypes.HttpOptions(base_url=gateway.base_url + "/gemini")
     )
+    _OPEN.append(client)
+    return client
 
 
 @pytest.mark.parametrize(

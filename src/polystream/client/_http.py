@@ -118,7 +118,6 @@ class EventStream:
         self._http = http
         self.call = call
         self._iterator: Iterator[Event] | None = None
-        self._response: httpx.Response | None = None
 
     def __iter__(self) -> Iterator[Event]:
         if self._iterator is None:
@@ -146,30 +145,31 @@ class EventStream:
 
     def _attempt(self, request: HttpRequest) -> Iterator[Event]:
         call = self.call
+        ended: list[Event] = []
         with self._http.stream(
             request.method, request.url, headers=request.headers, content=request.body
         ) as response:
-            self._response = response
             if response.status_code != 200:
                 body = response.read()
-                yield from call.on_error_status(
+                ended = call.on_error_status(
                     response.status_code, response.headers, body, now=time.time()
                 )
-                return
-            call.on_open(response.status_code, response.headers)
-            try:
-                for chunk in response.iter_bytes():
-                    yield from call.feed(chunk)
-                    if call.pending or call.finished:
-                        break
-                else:
-                    yield from call.on_eof()
-            except httpx.ReadTimeout:
-                yield from call.on_disconnect(f"no data for {call_idle(self)} s")
-            except _DROPS as exc:
-                yield from call.on_disconnect(f"connection dropped: {exc or type(exc).__name__}")
-            finally:
-                self._response = None
+            else:
+                call.on_open(response.status_code, response.headers)
+                try:
+                    for chunk in response.iter_bytes():
+                        yield from call.feed(chunk)
+                        if call.pending or call.finished:
+                            break
+                    else:
+                        ended = call.on_eof()
+                except httpx.ReadTimeout:
+                    ended = call.on_disconnect(f"no data for {call_idle(self)} s")
+                except _DROPS as exc:
+                    ended = call.on_disconnect(f"connection dropped: {exc or type(exc).__name__}")
+        # Yielded only after the connection is closed: never from inside a handler that
+        # may be running while the consumer closes this generator.
+        yield from ended
 
     def close(self) -> None:
         """Stop now: close the upstream connection; the result says ``cancelled``."""
@@ -291,32 +291,32 @@ class AsyncEventStream:
 
     async def _attempt(self, request: HttpRequest) -> AsyncIterator[Event]:
         call = self.call
+        ended: list[Event] = []
         async with self._http.stream(
             request.method, request.url, headers=request.headers, content=request.body
         ) as response:
             if response.status_code != 200:
                 body = await response.aread()
-                for event in call.on_error_status(
+                ended = call.on_error_status(
                     response.status_code, response.headers, body, now=time.time()
-                ):
-                    yield event
-                return
-            call.on_open(response.status_code, response.headers)
-            events: list[Event] = []
-            try:
-                async for chunk in response.aiter_bytes():
-                    for event in call.feed(chunk):
-                        yield event
-                    if call.pending or call.finished:
-                        break
-                else:
-                    events = call.on_eof()
-            except httpx.ReadTimeout:
-                events = call.on_disconnect(f"no data for {call_idle(self)} s")
-            except _DROPS as exc:
-                events = call.on_disconnect(f"connection dropped: {exc or type(exc).__name__}")
-            for event in events:
-                yield event
+                )
+            else:
+                call.on_open(response.status_code, response.headers)
+                try:
+                    async for chunk in response.aiter_bytes():
+                        for event in call.feed(chunk):
+                            yield event
+                        if call.pending or call.finished:
+                            break
+                    else:
+                        ended = call.on_eof()
+                except httpx.ReadTimeout:
+                    ended = call.on_disconnect(f"no data for {call_idle(self)} s")
+                except _DROPS as exc:
+                    ended = call.on_disconnect(f"connection dropped: {exc or type(exc).__name__}")
+        # Yielded only after the connection is closed (see the sync twin).
+        for event in ended:
+            yield event
 
     async def aclose(self) -> None:
         """Stop now: close the upstream connection; the result says ``cancelled``."""

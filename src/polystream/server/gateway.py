@@ -30,6 +30,7 @@ import httpx
 import msgspec
 
 from polystream.call import StreamCall
+from polystream.client import AsyncEventStream
 from polystream.dialects import get_dialect
 from polystream.errors import APIStatusError, PolystreamError, TransportError
 from polystream.events import Event, Warning
@@ -337,7 +338,6 @@ class _Gateway:
                 policy=self.retry,
                 keep_events=False,
             )
-            first = call.next_request()
         except RequestError as exc:
             await self._error(
                 send,
@@ -351,49 +351,11 @@ class _Gateway:
         options: dict[str, Any] = {"framing": framing} if dialect == "gemini_generate" else {}
         encoder = get_dialect(dialect).encoder(**options)
         stream_id = uuid.uuid4().hex
-        events = self._upstream_events(call, first)
+        events = AsyncEventStream(self.http, call).__aiter__()
         if not streaming:
             await self._unary(send, dialect, options, encoder, events)
             return
         await self._stream(send, receive, dialect, framing, encoder, events, stream_id)
-
-    async def _upstream_events(self, call: StreamCall, request: Any) -> AsyncIterator[Event]:
-        """Carry out the call's decisions (the client loop, async)."""
-        while request is not None:
-            try:
-                async with self.http.stream(
-                    request.method, request.url, headers=request.headers, content=request.body
-                ) as response:
-                    if response.status_code != 200:
-                        raw = await response.aread()
-                        for event in call.on_error_status(
-                            response.status_code, response.headers, raw, now=time.time()
-                        ):
-                            yield event
-                    else:
-                        call.on_open(response.status_code, response.headers)
-                        ended: list[Event] = []
-                        try:
-                            async for chunk in response.aiter_bytes():
-                                for event in call.feed(chunk):
-                                    yield event
-                                if call.pending or call.finished:
-                                    break
-                            else:
-                                ended = call.on_eof()
-                        except httpx.ReadTimeout:
-                            ended = call.on_disconnect("the upstream stalled")
-                        except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
-                            ended = call.on_disconnect(f"the upstream connection dropped ({exc})")
-                        for event in ended:
-                            yield event
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-                for event in call.on_connect_error(type(exc).__name__):
-                    yield event
-            if not call.pending:
-                return
-            await asyncio.sleep(call.pending_delay)
-            request = call.next_request()
 
     async def _unary(
         self,
@@ -410,6 +372,7 @@ class _Gateway:
                     continue
                 parts.append(encoder.encode(event))
         except APIStatusError as exc:
+            await events.aclose()  # type: ignore[attr-defined]
             await self._upstream_error(send, dialect, exc)
             return
         except TransportError as exc:
@@ -556,6 +519,9 @@ class _Gateway:
                 producer.cancel()
                 with contextlib.suppress(BaseException):
                     await producer
+                # Finalize the upstream call here, in this task, not in a GC finalizer.
+                with contextlib.suppress(BaseException):
+                    await events.aclose()  # type: ignore[attr-defined]
                 if journal_id is not None:
                     await self._journal("finish", journal_id, now=time.time())
             if started and not disconnected.is_set() and not aborted:
