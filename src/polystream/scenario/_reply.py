@@ -151,7 +151,15 @@ def reply_events(
         for piece in split_text(reasoning.text, size):
             events.append(ReasoningDelta(index=index, delta=piece, summary=reasoning.summary))
         if reasoning.signature is not None:
-            events.append(SignatureDelta(index=index, delta=reasoning.signature))
+            # A scenario's opaque state is the answering provider's own: its origin is
+            # the dialect being answered, so every encoder writes it natively.
+            events.append(
+                SignatureDelta(
+                    index=index,
+                    delta=reasoning.signature,
+                    extra={"carrier": summary.dialect},
+                )
+            )
         events.append(BlockEnd(index=index))
         generated.append(reasoning.text)
         index += 1
