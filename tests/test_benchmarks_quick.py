@@ -159,8 +159,6 @@ def test_workload_files_round_trip(tmp_path: Path, small: list[workloads.Workloa
 
 def test_profile_reports_hot_spots(tmp_path: Path, small: list[workloads.Workload]) -> None:
     work = next(w for w in small if w.name == "anthropic_text")
-    if not _dialect_available(work.dialect):
-        pytest.skip("anthropic_messages is not in this build")
     target = tmp_path / "profile.txt"
     breakdown = run.profile([work], target, lambda message: None)
     parts = breakdown[work.name]
