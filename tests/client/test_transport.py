@@ -75,9 +75,12 @@ def test_error_carries_request_id_and_retry_after() -> None:
             },
         )
 
-    with Client(
-        api_key="k", transport=httpx.MockTransport(handler), retry=RetryPolicy(max_retries=0)
-    ) as client, pytest.raises(APIStatusError) as info:
+    with (
+        Client(
+            api_key="k", transport=httpx.MockTransport(handler), retry=RetryPolicy(max_retries=0)
+        ) as client,
+        pytest.raises(APIStatusError) as info,
+    ):
         list(client.stream("openai_chat", model="gpt-5.4-nano", prompt="x"))
     error = info.value
     assert (error.status_code, error.kind, error.request_id, error.retry_after) == (
