@@ -23,7 +23,7 @@ Gemini Interactions     ``thought`` content with ``signature``
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -231,18 +231,7 @@ def _parse_responses(body: dict[str, Any]) -> Request:
             else:
                 raise RequestError(f"unsupported input item type {kind!r}", param=f"{param}.type")
     system = body.get("instructions")
-    tools = []
-    for i, tool in enumerate(body.get("tools") or []):
-        tool = _obj(tool, f"tools[{i}]")
-        if tool.get("type") != "function":
-            raise RequestError("only function tools can be translated", param=f"tools[{i}].type")
-        tools.append(
-            Tool(
-                name=_str(tool.get("name"), f"tools[{i}].name"),
-                description=tool.get("description"),
-                parameters=tool.get("parameters"),
-            )
-        )
+    tools = _parse_function_tools(body)
     reasoning = None
     if isinstance(body.get("reasoning"), dict):
         r = body["reasoning"]
@@ -347,27 +336,18 @@ def _build_responses(request: Request) -> NativeRequest:
     if request.system:
         body["instructions"] = request.system
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description or "",
-                "parameters": t.parameters or {"type": "object", "properties": {}},
-            }
-            for t in request.tools
-        ]
+        body["tools"] = _function_tools(request)
     if request.tool_choice:
         body["tool_choice"] = (
             request.tool_choice
             if request.tool_choice in ("auto", "none", "required")
             else {"type": "function", "name": request.tool_choice}
         )
-    if request.max_tokens is not None:
-        body["max_output_tokens"] = request.max_tokens
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.top_p is not None:
-        body["top_p"] = request.top_p
+    _put_settings(
+        body,
+        request,
+        {"max_tokens": "max_output_tokens", "temperature": "temperature", "top_p": "top_p"},
+    )
     if request.reasoning is not None:
         reasoning: dict[str, Any] = {}
         if request.reasoning.effort:
@@ -382,6 +362,69 @@ def _build_responses(request: Request) -> NativeRequest:
         # Responses has no stop sequences; the gateway refuses them before getting here.
         raise RequestError("stop sequences cannot be sent to the Responses API", param="stop")
     return NativeRequest(path="/responses", body=body)
+
+
+_EMPTY_SCHEMA: Final[dict[str, Any]] = {"type": "object", "properties": {}}
+
+
+def _parse_function_tools(body: dict[str, Any]) -> list[Tool]:
+    """Read flat function tools (Responses, Interactions); other tool types cannot be
+    translated to another provider."""
+    tools = []
+    for i, tool in enumerate(body.get("tools") or []):
+        tool = _obj(tool, f"tools[{i}]")
+        if tool.get("type") != "function":
+            raise RequestError("only function tools can be translated", param=f"tools[{i}].type")
+        tools.append(
+            Tool(
+                name=_str(tool.get("name"), f"tools[{i}].name"),
+                description=tool.get("description"),
+                parameters=tool.get("parameters"),
+            )
+        )
+    return tools
+
+
+def _function_tools(request: Request) -> list[dict[str, Any]]:
+    """Function tools in the flat shape Responses and Interactions share."""
+    return [
+        {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description or "",
+            "parameters": tool.parameters or _EMPTY_SCHEMA,
+        }
+        for tool in request.tools
+    ]
+
+
+_CHAT_SETTINGS: Final = {
+    "max_tokens": "max_completion_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "stop": "stop",
+}
+_GEMINI_SETTINGS: Final = {
+    "max_tokens": "maxOutputTokens",
+    "temperature": "temperature",
+    "top_p": "topP",
+    "stop": "stopSequences",
+}
+_INTERACTIONS_SETTINGS: Final = {
+    "max_tokens": "max_output_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "stop": "stop_sequences",
+}
+
+
+def _put_settings(target: dict[str, Any], request: Request, names: dict[str, str]) -> None:
+    """Copy the generation settings the request states (max tokens, temperature, top-p,
+    stop sequences) into ``target`` under the dialect's own names."""
+    for field, name in names.items():
+        value = getattr(request, field)
+        if value is not None and value != []:
+            target[name] = value
 
 
 def _result_text(part: ToolResultPart) -> str:
@@ -570,14 +613,7 @@ def _build_chat(request: Request) -> NativeRequest:
             if request.tool_choice in ("auto", "none", "required")
             else {"type": "function", "function": {"name": request.tool_choice}}
         )
-    if request.max_tokens is not None:
-        body["max_completion_tokens"] = request.max_tokens
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.top_p is not None:
-        body["top_p"] = request.top_p
-    if request.stop:
-        body["stop"] = request.stop
+    _put_settings(body, request, _CHAT_SETTINGS)
     if request.reasoning is not None and request.reasoning.effort:
         body["reasoning_effort"] = request.reasoning.effort
     return NativeRequest(path="/chat/completions", body=body)
@@ -759,12 +795,9 @@ def _build_messages(request: Request) -> NativeRequest:
             if request.tool_choice in ("auto", "required", "none")
             else {"type": "tool", "name": request.tool_choice}
         )
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.top_p is not None:
-        body["top_p"] = request.top_p
-    if request.stop:
-        body["stop_sequences"] = request.stop
+    _put_settings(
+        body, request, {"temperature": "temperature", "top_p": "top_p", "stop": "stop_sequences"}
+    )
     if request.reasoning is not None and (
         request.reasoning.budget_tokens or request.reasoning.effort
     ):
@@ -954,14 +987,7 @@ def _build_gemini(request: Request, *, framing: str = "sse") -> NativeRequest:
             else {"mode": "ANY", "allowedFunctionNames": [request.tool_choice]}
         }
     config: dict[str, Any] = {}
-    if request.max_tokens is not None:
-        config["maxOutputTokens"] = request.max_tokens
-    if request.temperature is not None:
-        config["temperature"] = request.temperature
-    if request.top_p is not None:
-        config["topP"] = request.top_p
-    if request.stop:
-        config["stopSequences"] = request.stop
+    _put_settings(config, request, _GEMINI_SETTINGS)
     if request.reasoning is not None:
         thinking: dict[str, Any] = {}
         if request.reasoning.effort:
@@ -1015,18 +1041,7 @@ def _parse_interactions(body: dict[str, Any]) -> Request:
                 )
                 _append(messages, role, part)
     config = _obj(body.get("generation_config") or {}, "generation_config")
-    tools = []
-    for i, tool in enumerate(body.get("tools") or []):
-        tool = _obj(tool, f"tools[{i}]")
-        if tool.get("type") != "function":
-            raise RequestError("only function tools can be translated", param=f"tools[{i}].type")
-        tools.append(
-            Tool(
-                name=_str(tool.get("name"), f"tools[{i}].name"),
-                description=tool.get("description"),
-                parameters=tool.get("parameters"),
-            )
-        )
+    tools = _parse_function_tools(body)
     level = config.get("thinking_level")
     system = body.get("system_instruction")
     return Request(
@@ -1128,24 +1143,9 @@ def _build_interactions(request: Request) -> NativeRequest:
     if request.system:
         body["system_instruction"] = request.system
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description or "",
-                "parameters": t.parameters or {"type": "object", "properties": {}},
-            }
-            for t in request.tools
-        ]
+        body["tools"] = _function_tools(request)
     config: dict[str, Any] = {}
-    if request.max_tokens is not None:
-        config["max_output_tokens"] = request.max_tokens
-    if request.temperature is not None:
-        config["temperature"] = request.temperature
-    if request.top_p is not None:
-        config["top_p"] = request.top_p
-    if request.stop:
-        config["stop_sequences"] = request.stop
+    _put_settings(config, request, _INTERACTIONS_SETTINGS)
     if request.reasoning is not None:
         if request.reasoning.effort:
             config["thinking_level"] = request.reasoning.effort
