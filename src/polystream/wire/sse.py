@@ -229,6 +229,18 @@ class SSEDecoder:
         n = len(data)
         has_cr = b"\r" in data
         while start < n:
+            if not has_cr and self._event_start is None and not self._tail:
+                # Fast path: at the start of a block, a block of only ``data:`` and
+                # ``event:`` lines ended by a blank line, all inside this chunk (the
+                # common shape of every provider's stream), is cut with ``find`` and
+                # built directly. It yields exactly what the line machine below would;
+                # anything else (comments, other fields, a line or event over a
+                # limit, a block not complete in this chunk) leaves ``start``
+                # unchanged and goes to the line machine, which applies every rule.
+                nxt = self._fast_block(data, start, base, out)
+                if nxt != start:
+                    start = nxt
+                    continue
             lf = data.find(b"\n", start)
             if has_cr:
                 cr = data.find(b"\r", start)
@@ -328,6 +340,65 @@ class SSEDecoder:
             byte_offset=self._tail_start,
         )
         raise self._failed
+
+    def _fast_block(self, data: bytes, start: int, base: int, out: list[SSEFrame]) -> int:
+        """Parse one whole simple block at ``start`` (no CR in ``data``, no event open,
+        no pending tail); return where the next block begins, or ``start`` unchanged
+        when the block is not simple (the line machine then takes it from ``start``)."""
+        find = data.find
+        pos = start
+        event_type: str | None = None
+        first = -1  # start of the single data value while there is one
+        first_end = -1
+        values: list[bytes] | None = None  # every value once there are two or more
+        size = 0
+        max_line = self._max_line
+        while True:
+            lf = find(b"\n", pos)
+            if lf == -1 or lf - pos > max_line:
+                return start  # incomplete in this chunk, or a line over the limit
+            if lf == pos:
+                break  # the blank line that dispatches
+            if data.startswith(b"data:", pos):
+                vstart = pos + 5
+                if vstart < lf and data[vstart] == 32:  # WHATWG: one leading space dropped
+                    vstart += 1
+                if first == -1 and values is None:
+                    first = vstart
+                    first_end = lf
+                    size = lf - vstart
+                else:
+                    if values is None:
+                        values = [data[first:first_end]]
+                    values.append(data[vstart:lf])
+                    size += lf - vstart + 1  # the value and the LF that joins it
+            elif data.startswith(b"event:", pos):
+                vstart = pos + 6
+                if vstart < lf and data[vstart] == 32:
+                    vstart += 1
+                # WHATWG: the last ``event`` field wins; an empty value reports None.
+                event_type = data[vstart:lf].decode("utf-8", "replace") or None
+            else:
+                return start  # a comment, another field, or a line without a colon
+            pos = lf + 1
+        if size > self._max_event:
+            return start  # the line machine raises BufferLimitExceeded at the right line
+        if first != -1:
+            payload = data[first:first_end] if values is None else b"\n".join(values)
+            out.append(
+                ServerSentEvent(
+                    payload.decode("utf-8", "replace"),
+                    event_type,
+                    self._last_id,
+                    None,  # no ``retry`` field in a simple block (and none carried over)
+                    base + start,
+                    self._count,
+                )
+            )
+            self._count += 1
+        # A block of ``event:`` lines alone dispatches nothing (WHATWG: empty data
+        # buffer), exactly as the line machine; no state is carried to the next block.
+        return lf + 1
 
     def _line(self, line: bytes, line_start: int, out: list[SSEFrame]) -> None:
         if not line:
