@@ -80,6 +80,8 @@ from polystream.dialects._chat.wire import (
     DONE,
     ENCODER,
     EXTRA_KEY,
+    FAST_DECODER,
+    FastChunk,
     diff,
 )
 from polystream.errors import StreamTruncated
@@ -250,6 +252,13 @@ class ChatDecoder(FramedDecoder):
         self._wired = False  # a wire event was emitted for the current choice entry
         self._entry_candidate: int | None = None  # candidate of the chunk's last entry
         self._last_frag: tuple[int, bool] | None = None  # (block, has arguments)
+        # The typed fast path (see _fast): the previous chunk's envelope as typed values
+        # (None: it was not of the fast shape), its obfuscation, and the text of the last
+        # chunk taken by the fast path, whose envelope and choice residual are rebuilt
+        # (key order included) only when a general chunk needs them (_restore).
+        self._fast_env: tuple[Any, ...] | None = None
+        self._fast_obf: Any = msgspec.UNSET
+        self._fast_data: str | None = None
 
     # -- framing hooks ----------------------------------------------------------------
 
@@ -258,6 +267,16 @@ class ChatDecoder(FramedDecoder):
         if data == DONE:
             self._done(out)
             return
+        fast: FastChunk | None = None
+        if self._started and not self.keep_raw:
+            try:
+                fast = FAST_DECODER.decode(data)
+            except msgspec.DecodeError:
+                pass  # not the common shape (or not JSON): the general path decides
+            else:
+                if self._fast(fast, data, event.event, out):
+                    return
+        self._fast_env = None
         try:
             obj = DECODER.decode(data)
         except msgspec.DecodeError as exc:
@@ -281,6 +300,107 @@ class ChatDecoder(FramedDecoder):
             out.append(Unknown(name=name, data=data, extra={EXTRA_KEY: x}))
             return
         self._chunk(obj, event, out)
+        if fast is not None:
+            self._fast_env = _envelope(fast)
+            self._fast_obf = fast.obfuscation
+
+    def _fast(self, chunk: FastChunk, data: str, name: str | None, out: list[Event]) -> bool:
+        """The hot chunk shapes without a dict per chunk; False: take the general path.
+
+        Taken when the chunk's envelope equals the previous chunk's (only
+        ``obfuscation`` may change), its one choice has the same (null) residual
+        fields as before, and its delta is non-empty ``content`` (or
+        ``reasoning_content``) continuing the open block of that kind, or one standard
+        argument continuation of an open tool call. The events, and their ``extra``,
+        are exactly those of :meth:`_chunk` (checked by the fixtures' snapshots).
+        """
+        if self._fast_env is None or _envelope(chunk) != self._fast_env:
+            return False
+        obf = chunk.obfuscation
+        last_obf = self._fast_obf
+        change: dict[str, Any]
+        if obf is msgspec.UNSET:
+            if last_obf is not msgspec.UNSET:
+                return False  # a key vanished: the general diff says so
+            change = {}
+        elif type(last_obf) is str and obf == last_obf:
+            change = {}
+        else:
+            change = {"obfuscation": obf}
+        choices = chunk.choices
+        if len(choices) != 1:
+            return False
+        choice = choices[0]
+        state = self._choices.get(choice.index)
+        if state is None:
+            return False
+        # The choice residual diff must be empty: same keys, all null.
+        residual = state.residual
+        count = 0
+        if choice.logprobs is not msgspec.UNSET:
+            if residual.get("logprobs", msgspec.UNSET) is not None:
+                return False
+            count += 1
+        if choice.finish_reason is not msgspec.UNSET:
+            if residual.get("finish_reason", msgspec.UNSET) is not None:
+                return False
+            count += 1
+        if len(residual) != count:
+            return False
+        delta = choice.delta
+        content = delta.content
+        reasoning = delta.reasoning_content
+        calls = delta.tool_calls
+        x: dict[str, Any] = {"env": change}
+        if name is not None:
+            x["ev"] = name
+        if calls is msgspec.UNSET:
+            if reasoning is msgspec.UNSET and content is not msgspec.UNSET and content:
+                current = state.text
+                if current is None or current[1] != "text":
+                    return False
+                out.append(TextDelta(index=current[0], delta=content, extra={EXTRA_KEY: x}))
+            elif content is msgspec.UNSET and reasoning is not msgspec.UNSET and reasoning:
+                current = state.text
+                if current is None or current[1] != "reasoning":
+                    return False
+                out.append(ReasoningDelta(index=current[0], delta=reasoning, extra={EXTRA_KEY: x}))
+            else:
+                return False
+        else:
+            if (
+                content is not msgspec.UNSET
+                or reasoning is not msgspec.UNSET
+                or len(calls) != 1
+                or state.text is not None
+            ):
+                return False
+            call = calls[0]
+            args = call.function.arguments
+            tool = state.tools.get(call.index)
+            if not args or tool is None:
+                return False
+            out.append(ToolInputDelta(index=tool.block, delta=args, extra={EXTRA_KEY: x}))
+            self._last_frag = (tool.block, True)
+        self._fast_obf = obf
+        self._fast_data = data
+        return True
+
+    def _restore(self) -> None:
+        """Rebuild the envelope and choice residual of the last fast-path chunk exactly
+        as :meth:`_chunk` would have kept them (key order included)."""
+        data = self._fast_data
+        assert data is not None
+        self._fast_data = None
+        obj = DECODER.decode(data)
+        env = dict(obj)
+        env["choices"] = _NO_CHOICES
+        self._env = env
+        choice = obj["choices"][0]
+        residual = dict(choice)
+        del residual["index"]
+        del residual["delta"]
+        self._choices[choice["index"]].residual = residual
 
     def _after_finish(self, event: ServerSentEvent, out: list[Event]) -> None:
         # Data after [DONE]: a protocol error in strict mode; tolerant mode reports it
@@ -389,6 +509,8 @@ class ChatDecoder(FramedDecoder):
     # -- chunks -----------------------------------------------------------------------
 
     def _chunk(self, obj: dict[str, Any], event: ServerSentEvent, out: list[Event]) -> None:
+        if self._fast_data is not None:
+            self._restore()
         events: list[Event] = []
         self._events = events
         self._entry_candidate = None
@@ -846,6 +968,20 @@ def _error_info(error: Any) -> ErrorInfo:
         code=code,
         http_status=status if type(status) is int else None,
         raw=error,
+    )
+
+
+def _envelope(chunk: FastChunk) -> tuple[Any, ...]:
+    """A fast-path chunk's envelope (typed values; ``UNSET`` for an absent key) less
+    its ``obfuscation``, which changes on every chunk."""
+    return (
+        chunk.id,
+        chunk.object,
+        chunk.created,
+        chunk.model,
+        chunk.service_tier,
+        chunk.system_fingerprint,
+        chunk.usage,
     )
 
 

@@ -50,8 +50,10 @@ __all__ = [
     "DONE",
     "ENCODER",
     "EXTRA_KEY",
+    "FAST_DECODER",
     "CompletionTokensDetails",
     "CompletionUsage",
+    "FastChunk",
     "PromptTokensDetails",
     "apply",
     "diff",
@@ -105,6 +107,58 @@ def apply(old: dict[str, Any], change: dict[str, Any] | None) -> dict[str, Any]:
         else:
             new[key] = value
     return new
+
+
+class FastFunction(msgspec.Struct, forbid_unknown_fields=True):
+    """``function`` of a standard argument continuation: ``{"arguments": "..."}``."""
+
+    arguments: str
+
+
+class FastToolCall(msgspec.Struct, forbid_unknown_fields=True):
+    """A standard tool-call continuation: ``{"index": n, "function": {"arguments": "..."}}``."""
+
+    index: int
+    function: FastFunction
+
+
+class FastDelta(msgspec.Struct, forbid_unknown_fields=True):
+    """A delta of the hot shapes: text only, reasoning only, or tool-call fragments only."""
+
+    content: str | msgspec.UnsetType = msgspec.UNSET
+    reasoning_content: str | msgspec.UnsetType = msgspec.UNSET
+    tool_calls: list[FastToolCall] | msgspec.UnsetType = msgspec.UNSET
+
+
+class FastChoice(msgspec.Struct, forbid_unknown_fields=True):
+    """A choice with nothing besides its delta (``logprobs``/``finish_reason`` null)."""
+
+    index: int
+    delta: FastDelta
+    logprobs: msgspec.UnsetType | None = msgspec.UNSET
+    finish_reason: msgspec.UnsetType | None = msgspec.UNSET
+
+
+class FastChunk(msgspec.Struct, forbid_unknown_fields=True):
+    """The common chunk shape, decoded first (see :mod:`polystream.dialects._chat.decode`).
+
+    Every field the chunk may carry is declared: any other key (or another type) fails
+    validation and the chunk takes the general path, which keeps everything.
+    """
+
+    choices: list[FastChoice]
+    id: str | msgspec.UnsetType = msgspec.UNSET
+    object: str | msgspec.UnsetType = msgspec.UNSET
+    created: int | msgspec.UnsetType = msgspec.UNSET
+    model: str | msgspec.UnsetType = msgspec.UNSET
+    service_tier: str | msgspec.UnsetType | None = msgspec.UNSET
+    system_fingerprint: str | msgspec.UnsetType | None = msgspec.UNSET
+    usage: msgspec.UnsetType | None = msgspec.UNSET
+    obfuscation: str | msgspec.UnsetType = msgspec.UNSET
+
+
+FAST_DECODER: Final = msgspec.json.Decoder(FastChunk)
+"""The decoder tried first for every chunk: the hot shapes, typed (no dict per chunk)."""
 
 
 class PromptTokensDetails(msgspec.Struct, kw_only=True):
