@@ -373,7 +373,7 @@ class CountingStr(str):
         return str.__add__(other, self)
 
 
-def test_text_and_arguments_are_joined_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_text_and_arguments_are_joined_in_linear_total(monkeypatch: pytest.MonkeyPatch) -> None:
     joined: list[int] = []
     original = accumulate_module._join
 
@@ -405,8 +405,12 @@ def test_text_and_arguments_are_joined_once(monkeypatch: pytest.MonkeyPatch) -> 
     assert result.text == "0123456789" * n
     assert result.tool_calls[0].arguments == {"s": "0123456789" * n}
     assert CountingStr.additions == 0  # no per-delta concatenation
-    assert joined == [10 * n, 10 * n + 9]  # each block joined exactly once
-    assert sum(joined) == total
+    # Runs of fragments are folded as they arrive, then each block is joined whole
+    # once at its end; the folds copy only new fragments, never earlier folds, so every
+    # character is copied at most twice (a re-join of everything would be quadratic).
+    assert joined[-2:] == [10 * n, 10 * n + 9]  # the final joins, one per block
+    assert sum(joined) <= 2 * total
+    assert all(size <= 10 * accumulate_module._FOLD_RUN for size in joined[:-2])
 
 
 def test_snapshots_mid_stream_do_not_rejoin_what_was_joined(

@@ -4,8 +4,12 @@
 :class:`Result`. ``snapshot`` gives the reply so far at any moment; ``result()`` the
 final one. Text and argument fragments are kept in lists and joined once, when their
 block ends, so the total cost is linear in the stream's size; tool arguments are
-parsed once, at the block's end. (A ``snapshot`` of a block still open joins what it
-has so far; that cost is the caller's choice.)
+parsed once, at the block's end. While a block streams, each run of
+:data:`_FOLD_RUN` fragments is folded into one string as it completes (a small str
+costs about 50 bytes besides its text, so 20,000 separate fragments would cost over
+1 MiB); every character is then copied at most twice in all, still linear. (A
+``snapshot`` of a block still open joins what it has so far; that cost is the
+caller's choice.)
 
 Rules (each one a bug class of today's tools):
 
@@ -61,6 +65,10 @@ __all__ = ["Accumulator", "Block", "Result", "ToolCall", "accumulate"]
 _TOOL_KINDS: Final = frozenset({"tool_call", "server_tool_call"})
 _TEXTUAL_KINDS: Final = frozenset({"text", "reasoning", "refusal", "compaction", "code"})
 _DECODE_ANY: Final = msgspec.json.Decoder()
+_FOLD_RUN: Final = 256
+"""Fragments folded into one string at a time while a block streams (see the module
+docstring): large enough that folding costs little, small enough that the unfolded
+fragments of a block stay a few KiB."""
 
 
 class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=False):
@@ -238,6 +246,7 @@ class _BlockState:
         "end_value",
         "ended",
         "error",
+        "fold_at",
         "mime_type",
         "parsed",
         "parts",
@@ -249,6 +258,9 @@ class _BlockState:
     def __init__(self, start: BlockStart) -> None:
         self.start = start
         self.parts: list[str] = []  # text / reasoning / tool input fragments
+        # When ``parts`` reaches this length, its last _FOLD_RUN fragments are folded
+        # into one string (the entries before them are already folded runs).
+        self.fold_at = _FOLD_RUN
         self.data_parts: list[str] = []  # base64 fragments
         self.signature_parts: list[str] = []
         self.citations: list[Any] = []
@@ -265,6 +277,16 @@ class _BlockState:
 def _join(parts: list[str]) -> str:
     """Join fragments (the one place the accumulator concatenates text)."""
     return parts[0] if len(parts) == 1 else "".join(parts)
+
+
+def _fold(state: _BlockState) -> None:
+    """Fold the run of _FOLD_RUN fragments at the end of ``state.parts`` into one
+    string. Only the new run is copied, never the runs folded before it, so each
+    character is copied once here and once more by the final join: linear."""
+    parts = state.parts
+    first = len(parts) - _FOLD_RUN
+    parts[first:] = [_join(parts[first:])]
+    state.fold_at = first + 1 + _FOLD_RUN
 
 
 def _parse_arguments(text: str) -> tuple[Any, str | None]:
@@ -409,7 +431,10 @@ class Accumulator:
         if state is None or state.ended:
             self._get(event.index, type(event).__name__)
         else:
-            state.parts.append(event.delta)
+            parts = state.parts
+            parts.append(event.delta)
+            if len(parts) >= state.fold_at:
+                _fold(state)
 
     def _data(self, event: DataDelta) -> None:
         state = self._get(event.index, "DataDelta")
@@ -560,6 +585,7 @@ class Accumulator:
         if state.parts:
             joined = _join(state.parts)
             state.parts = [joined]  # later snapshots start from the joined text
+            state.fold_at = 1 + _FOLD_RUN
         value = state.end_value if state.end_value is not None else start.value
         if kind in _TOOL_KINDS:
             if state.parsed:
