@@ -73,6 +73,10 @@ _TOOL_INPUT_DELTAS = frozenset(
     }
 )
 
+_REASONING_DELTAS = frozenset(
+    {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+)
+
 
 class _Item:
     """One output item while it streams."""
@@ -170,6 +174,42 @@ class ResponsesDecoder(FramedDecoder):
                     self._output = self._text = True
                     out.append(
                         TextDelta(index=block, delta=delta, part=ci, cursor=seq, extra=payload)
+                    )
+                    return
+        elif kind == "response.function_call_arguments.delta":
+            # The tool-call hot path, inlined: see _tool_delta (any other case goes there,
+            # which raises the precise error).
+            item_id = payload.get("item_id")
+            item = self._by_id.get(item_id) if type(item_id) is str else None
+            delta = payload.get("delta")
+            if item is not None and type(delta) is str:
+                block = item.block
+                if block is not None and block not in self._ended:
+                    del payload["delta"]
+                    self._output = True
+                    out.append(ToolInputDelta(index=block, delta=delta, cursor=seq, extra=payload))
+                    return
+        elif kind in _REASONING_DELTAS:
+            # The reasoning hot path, inlined: see _reasoning_delta.
+            item_id = payload.get("item_id")
+            item = self._by_id.get(item_id) if type(item_id) is str else None
+            delta = payload.get("delta")
+            if item is not None and type(delta) is str:
+                block = item.block
+                if block is not None and block not in self._ended:
+                    del payload["delta"]
+                    summary = kind == "response.reasoning_summary_text.delta"
+                    part = payload.get("summary_index" if summary else "content_index")
+                    self._output = True
+                    out.append(
+                        ReasoningDelta(
+                            index=block,
+                            delta=delta,
+                            part=part if type(part) is int else None,
+                            summary=summary,
+                            cursor=seq,
+                            extra=payload,
+                        )
                     )
                     return
         handler = self._handlers.get(kind)
