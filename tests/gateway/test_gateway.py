@@ -410,3 +410,35 @@ def test_no_buffering_headers(stack: Callable[..., Any]) -> None:
         assert response.headers["cache-control"] == "no-cache"
         assert response.headers["x-accel-buffering"] == "no"
         response.read()
+
+
+def test_losses_are_reported(stack: Callable[..., Any], caplog: pytest.LogCaptureFixture) -> None:
+    """A Gemini-grounded reply through a Chat client: what Chat cannot carry is reported."""
+    caplog.set_level(logging.INFO, logger="polystream.gateway")
+    reply = {
+        "reasoning": {"text": "hm", "signature": "c2ln"},
+        "text": "x",
+        "citations": [
+            {
+                "type": "url_citation",
+                "url": "https://example.com",
+                "start_index": 0,
+                "end_index": 1,
+                "title": "e",
+            }
+        ],
+    }
+    _, gateway = stack("openai_responses", [{"reply": reply}])
+    response = httpx.post(
+        gateway.base_url + "/anthropic/v1/messages",
+        headers={"x-api-key": GATEWAY_KEY},
+        json={
+            "model": "claude-x",
+            "max_tokens": 10,
+            "messages": [{"role": "user", "content": "x"}],
+        },
+    )
+    assert response.status_code == 200
+    header = response.headers.get("x-polystream-losses")
+    assert header is not None and "citation" in header
+    assert any("transcoding losses" in r.getMessage() for r in caplog.records)

@@ -382,7 +382,17 @@ class _Gateway:
         info = get_dialect(dialect)
         decoder = info.decoder(**options)
         unified = decoder.feed(b"".join(parts)) + decoder.close()
-        await self._json(send, 200, info.rebuild(unified))
+        await self._json(send, 200, info.rebuild(unified), self._loss_headers(encoder))
+
+    def _loss_headers(self, encoder: Any) -> list[tuple[bytes, bytes]]:
+        """Report what the client's dialect could not carry (a header for unary replies,
+        a log line for streams, whose headers leave before the losses are known)."""
+        losses = encoder.losses
+        if not losses:
+            return []
+        summary = ", ".join(sorted({loss.what for loss in losses}))
+        logger.info("transcoding losses (%d): %s", len(losses), scrub(summary, self.secrets))
+        return [(b"x-polystream-losses", f"{len(losses)}; {summary}"[:1000].encode())]
 
     async def _upstream_error(self, send: Send, dialect: str, exc: APIStatusError) -> None:
         headers = []
@@ -524,6 +534,7 @@ class _Gateway:
                     await events.aclose()  # type: ignore[attr-defined]
                 if journal_id is not None:
                     await self._journal("finish", journal_id, now=time.time())
+                self._loss_headers(encoder)
             if started and not disconnected.is_set() and not aborted:
                 with contextlib.suppress(Exception):
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
