@@ -62,6 +62,12 @@ exactly without ``raw`` (each key is present only when needed):
 * ``top``: an error line's fields besides ``error``; ``c``: the error was inside a
   chunk; ``done: false`` on a Finish that had no ``[DONE]`` (a failed stream that just
   closed).
+
+Fast path: most chunks of a stream repeat the previous chunk's envelope (only
+``obfuscation`` changes) and carry one text, reasoning or argument fragment for an open
+block. Such a chunk is decoded into :class:`.wire.FastChunk` (no dict, no copies, no
+diffs) and gives the very events the general path gives; anything else, or any doubt,
+takes the general path.
 """
 
 from __future__ import annotations

@@ -27,7 +27,11 @@ A ``msgspec.Struct`` silently drops unknown keys, so the chunk is decoded once, 
 one reused untyped :class:`msgspec.json.Decoder`, and the modelled keys are read out
 of it; everything else is kept, as *residuals*, in each event's ``extra["chat"]``
 (see :mod:`polystream.dialects._chat.decode` for the layout). The typed Structs below
-are used where the shape is fixed and nothing needs keeping: usage details.
+are used where the shape is fixed and nothing needs keeping: usage details, and
+:class:`FastChunk`, the common chunk shape (one choice, a text, reasoning or argument
+continuation), which declares every key it may hold and forbids any other; the decoder
+tries it first, and any other chunk (an unknown key, another type) takes the general
+path above.
 
 Residual diffs
 --------------
