@@ -28,7 +28,13 @@ Deliberate choices:
   before an error are the same whatever the chunking, and none is lost.
 
 The scanner jumps between structural characters with compiled regular expressions,
-so its cost is per string and bracket, not per byte.
+so its cost is per string and bracket, not per byte. Before it, a fast path takes a
+whole object or array element at once: raw CR and LF cannot occur inside a JSON
+string (RFC 8259 §7), so in Gemini's layout (a line holding only ``,`` between
+elements, ``\r\n]`` at the end) the bytes before the next ``\n,`` or ``\n]``, or
+before the end of the chunk, are a candidate element; msgspec validates it in one
+pass, and anything it does not accept (another layout, an incomplete or malformed
+element, an element past a limit) goes through the scanner, which then decides.
 """
 
 from __future__ import annotations
@@ -71,6 +77,9 @@ _SCALAR: Final = re.compile(
     rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null"
 )
 _NOT_WS: Final = re.compile(rb"[^ \t\r\n]")
+# Validates a candidate element without building Python objects (msgspec parses what
+# it skips, so it rejects malformed or truncated JSON and trailing bytes).
+_VALIDATE: Final = msgspec.json.Decoder(msgspec.Raw)
 _CLOSER: Final = {123: 125, 91: 93}  # "{" -> "}", "[" -> "]"
 
 # Scanner states.
@@ -121,6 +130,7 @@ class JSONArrayDecoder:
         "_count",
         "_elem_start",
         "_failed",
+        "_fast_miss",
         "_head",
         "_in_string",
         "_max_depth",
@@ -157,6 +167,10 @@ class JSONArrayDecoder:
         self._seen_any = False
         self._closed = False
         self._failed: RemoteProtocolError | None = None
+        # Absolute offset of the end of the last candidate the fast path rejected: a
+        # later element that finds the same end goes to the scanner at once, so each
+        # byte is validated at most once in vain (no quadratic cost on other layouts).
+        self._fast_miss = -1
 
     @property
     def elements_decoded(self) -> int:
@@ -285,6 +299,10 @@ class JSONArrayDecoder:
                     self._state = _DONE
                     pos += 1
                 elif c in (123, 91):  # "{" or "["
+                    end = self._fast_element(data, pos, base, c, out)
+                    if end:
+                        pos = end
+                        continue
                     self._start_element(base + pos)
                     self._stack.append(c)
                     self._state = _IN_ELEMENT
@@ -351,6 +369,48 @@ class JSONArrayDecoder:
             raise self._error(f"invalid JSON value {shown!r}", self._elem_start)
         self._parts = [data]
         self._emit(out)
+
+    def _fast_element(
+        self, data: bytes, pos: int, base: int, opener: int, out: list[JSONElement]
+    ) -> int:
+        """Take the object/array element starting at ``data[pos]`` whole, if it is
+        complete in ``data``; return where it ends, or 0 to let the scanner decide.
+
+        The result is what the scanner would produce: a candidate is accepted only if
+        it is one valid JSON value ending with the closer of its first bracket (so its
+        end is the scanner's end), within ``max_element_size``, and holding fewer
+        brackets than ``max_depth`` (so it cannot nest deeper).
+        """
+        n = len(data)
+        sep = data.find(b"\n,", pos)
+        if sep < 0:
+            sep = data.find(b"\n]", pos)
+            if sep < 0:
+                sep = n
+        if base + sep == self._fast_miss:
+            return 0
+        end = sep
+        while end > pos and data[end - 1] in _WHITESPACE:
+            end -= 1
+        if end - pos > self._max_size:
+            return 0
+        element = data[pos:end]
+        if (
+            element[-1] != _CLOSER[opener]
+            or element.count(b"{") + element.count(b"[") > self._max_depth
+        ):
+            self._fast_miss = base + sep
+            return 0
+        try:
+            _VALIDATE.decode(element)
+        except msgspec.DecodeError:
+            self._fast_miss = base + sep
+            return 0
+        self._elem_start = base + pos
+        out.append(JSONElement(element, base + pos, self._count))
+        self._count += 1
+        self._state = _AFTER
+        return end
 
     def _scan_element(self, data: bytes, pos: int, base: int, out: list[JSONElement]) -> int:
         """Scan inside an element from ``pos``; return where scanning stopped."""
