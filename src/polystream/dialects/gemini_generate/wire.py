@@ -206,13 +206,21 @@ def dumps_sse(value: Any) -> bytes:
     """Gemini's compact JSON (the ``?alt=sse`` form): ``{"a": 1,"b": [2,3]}``.
 
     msgspec writes ``{"a":1,"b":[2,3]}``. A ``":`` ends a key, except where a string
-    *value* starts with a colon (its opening quote then follows ``[``, ``,`` or ``:``,
-    e.g. ``{"text":":)"}``) or a string holds an escaped quote before a colon. When none
-    of those occurs, adding the space after every ``":`` is exact; otherwise a slower
+    starts with a colon (its opening quote then follows ``{``, ``[``, ``,`` or ``:``,
+    e.g. ``{"text":":)"}`` or the key in ``{":a":1}``, or is the first byte: the value
+    ``":"`` itself) or a string holds an escaped quote before a colon. When none of
+    those occurs, adding the space after every ``":`` is exact; otherwise a slower
     writer walks the value.
     """
     out = _SCALAR.encode(value)
-    if b'\\":' not in out and b'[":' not in out and b',":' not in out and b':":' not in out:
+    if (
+        b'\\":' not in out
+        and b'[":' not in out
+        and b',":' not in out
+        and b':":' not in out
+        and b'{":' not in out
+        and not out.startswith(b'":')
+    ):
         return out.replace(b'":', b'": ')
     pieces: list[bytes] = []
     _compact(value, pieces)
