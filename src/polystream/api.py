@@ -20,6 +20,11 @@ __all__ = ["StreamDecoder", "decode", "decode_events"]
 
 AUTO: Final = "auto"
 
+_SLICE: Final = 64 * 1024
+"""Slice size when :func:`decode` is given a whole body in memory: the events of one
+slice at a time are alive (they are dropped once accumulated), not every event of the
+stream at once."""
+
 
 class StreamDecoder:
     """Decode one stream incrementally into unified events, and rebuild its reply.
@@ -174,7 +179,19 @@ def decode(data: bytes | Iterable[bytes], dialect: str = AUTO, **options: Any) -
     """
     decoder = StreamDecoder(dialect, **options)
     if isinstance(data, bytes | bytearray | memoryview):
-        decoder.feed(bytes(data))
+        body = data if isinstance(data, bytes) else bytes(data)
+        size = len(body)
+        pos = 0
+        step = _SLICE
+        while pos < size:
+            # The events each feed returns are dropped here: only the accumulator
+            # keeps what the Result needs (decoders are chunking-invariant, so the
+            # Result is the same as for one piece).
+            decoder.feed(body[pos : pos + step])
+            pos += step
+            # While ``auto`` is still detecting, StreamDecoder re-joins the buffered
+            # prefix on each feed: doubling the slice keeps that linear in total.
+            step = _SLICE if decoder.dialect is not None else step * 2
     else:
         for chunk in data:
             decoder.feed(chunk)
