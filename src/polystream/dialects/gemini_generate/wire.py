@@ -215,6 +215,7 @@ def dumps_sse(value: Any) -> bytes:
     out = _SCALAR.encode(value)
     if (
         b'\\":' not in out
+        and b'{":' not in out
         and b'[":' not in out
         and b',":' not in out
         and b':":' not in out
