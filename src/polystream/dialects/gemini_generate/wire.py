@@ -219,7 +219,6 @@ def dumps_sse(value: Any) -> bytes:
         and b'[":' not in out
         and b',":' not in out
         and b':":' not in out
-        and b'{":' not in out
         and not out.startswith(b'":')
     ):
         return out.replace(b'":', b'": ')
