@@ -108,7 +108,7 @@ from polystream.wire.sse import ServerSentEvent
 
 from .finish_reason import FINISH_REASONS, map_finish_reason
 from .status import error_info
-from .usage import from_usage_metadata
+from .usage import convert as convert_usage
 from .wire import (
     CANDIDATE_RANK,
     CHUNK_DECODER,
@@ -347,7 +347,13 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._next_index = 0
         self._candidates: dict[int, _Candidate] = {}
         self._finished_order: list[int] = []
-        self._usage = Usage()
+        # The merged usage is base.merged(last) (last: the newest non-empty usage, not
+        # merged yet). Gemini restates the whole usageMetadata on every chunk, so a
+        # newer usage nearly always reports every count the last one did, and then
+        # the last one is replaced instead of merged (same result, no new object).
+        self._usage_base = Usage()
+        self._usage_last: Usage | None = None
+        self._usage_mask = 0  # convert_usage's mask of _usage_last
         self._error: ErrorInfo | None = None
         self._blocked: tuple[str, str | None] | None = None
         self._previous = _Previous()
@@ -415,7 +421,10 @@ class GeminiGenerateDecoder(FramedDecoder):
                 event_index=truncation.event_index,
                 byte_offset=truncation.byte_offset,
             )
-        usage = None if self._usage.is_empty() else self._usage
+        merged = self._usage_base
+        if self._usage_last is not None:
+            merged = merged.merged(self._usage_last)
+        usage = None if merged.is_empty() else merged
         unterminated = {"unterminated": True} if truncation is not None else None
         if self._error is not None:
             self.emit_finish(
@@ -666,8 +675,13 @@ class GeminiGenerateDecoder(FramedDecoder):
         elif usage_meta == previous.meta and previous.usage is not None:
             usage = previous.usage  # same counts: merging it again changes nothing
         else:
-            usage = from_usage_metadata(usage_meta)
-            self._usage = self._usage.merged(usage)
+            usage, mask = convert_usage(usage_meta)
+            if mask:  # an empty usage never changes the merged one
+                if self._usage_last is not None and self._usage_mask & ~mask:
+                    # The newer one omits a count the last one had: merge for real.
+                    self._usage_base = self._usage_base.merged(self._usage_last)
+                self._usage_last = usage
+                self._usage_mask = mask
             previous.meta = usage_meta
             previous.usage = usage
         out.append(UsageUpdate(usage=usage, extra=extra))

@@ -24,7 +24,7 @@ from typing import Any
 
 from polystream.events import Usage
 
-__all__ = ["from_usage_metadata", "to_usage_metadata"]
+__all__ = ["convert", "from_usage_metadata", "to_usage_metadata"]
 
 
 def _int(obj: dict[str, Any], key: str) -> int | None:
@@ -50,21 +50,68 @@ def _modality(details: Any, modality: str) -> int | None:
 
 def from_usage_metadata(meta: dict[str, Any]) -> Usage:
     """Convert one ``usageMetadata`` object (see the module docstring)."""
-    prompt = _int(meta, "promptTokenCount")
-    tool = _int(meta, "toolUsePromptTokenCount")
-    candidates = _int(meta, "candidatesTokenCount")
-    thoughts = _int(meta, "thoughtsTokenCount")
-    return Usage(
-        input_tokens=_sum(prompt, tool),
-        output_tokens=_sum(candidates, thoughts),
+    return convert(meta)[0]
+
+
+def convert(meta: dict[str, Any]) -> tuple[Usage, int]:
+    """:func:`from_usage_metadata`, and which counts the usage reports.
+
+    Returns:
+        The usage, and a bit mask with one bit per count that is not ``None``; the
+        mask is 0 when the usage is empty (:meth:`Usage.is_empty`), so that the
+        decoder can tell, without another pass, whether a newer usage reports every
+        count an older one did (merging the older one then changes nothing).
+    """
+    # Inlined _int: this runs on every chunk (Gemini repeats usageMetadata on each).
+    get = meta.get
+    prompt = get("promptTokenCount")
+    if type(prompt) is not int:
+        prompt = None
+    tool = get("toolUsePromptTokenCount")
+    if type(tool) is not int:
+        tool = None
+    candidates = get("candidatesTokenCount")
+    if type(candidates) is not int:
+        candidates = None
+    thoughts = get("thoughtsTokenCount")
+    if type(thoughts) is not int:
+        thoughts = None
+    cached = get("cachedContentTokenCount")
+    if type(cached) is not int:
+        cached = None
+    total = get("totalTokenCount")
+    if type(total) is not int:
+        total = None
+    details = get("promptTokensDetails")
+    audio_in = None if details is None else _modality(details, "AUDIO")
+    details = get("candidatesTokensDetails")
+    audio_out = None if details is None else _modality(details, "AUDIO")
+    inputs = _sum(prompt, tool)
+    outputs = _sum(candidates, thoughts)
+    usage = Usage(
+        input_tokens=inputs,
+        output_tokens=outputs,
         reasoning_tokens=thoughts,
-        cache_read_tokens=_int(meta, "cachedContentTokenCount"),
+        cache_read_tokens=cached,
         tool_prompt_tokens=tool,
-        audio_input_tokens=_modality(meta.get("promptTokensDetails"), "AUDIO"),
-        audio_output_tokens=_modality(meta.get("candidatesTokensDetails"), "AUDIO"),
-        total_tokens=_int(meta, "totalTokenCount"),
+        audio_input_tokens=audio_in,
+        audio_output_tokens=audio_out,
+        total_tokens=total,
         raw=meta,
     )
+    if not (inputs or outputs or thoughts or cached or tool or audio_in or audio_out or total):
+        return usage, 0  # cache_write_tokens is never set here
+    mask = (
+        (inputs is not None)
+        | (outputs is not None) << 1
+        | (thoughts is not None) << 2
+        | (cached is not None) << 3
+        | (tool is not None) << 4
+        | (audio_in is not None) << 5
+        | (audio_out is not None) << 6
+        | (total is not None) << 7
+    )
+    return usage, mask
 
 
 def to_usage_metadata(usage: Usage) -> dict[str, Any]:
