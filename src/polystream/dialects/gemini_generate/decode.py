@@ -603,7 +603,8 @@ class GeminiGenerateDecoder(FramedDecoder):
             text = data if isinstance(data, str) else data.decode("utf-8", "replace")
             out.append(Unknown(name="chunk", data=text))
             raise self.protocol_error(f"chunk is not a JSON object (got {type(chunk).__name__})")
-        self.raw_event(out, None, chunk)
+        if self.keep_raw:
+            self.raw_event(out, None, chunk)
         if not self._started:
             self._started = True
             rid = chunk.get("responseId")
@@ -620,7 +621,10 @@ class GeminiGenerateDecoder(FramedDecoder):
         usage_meta: dict[str, Any] | None = None
         for key, value in chunk.items():
             if key == "candidates" and isinstance(value, list):
-                candidates = [self._candidate(c, pos, out) for pos, c in enumerate(value)]
+                if len(value) == 1:  # the usual case: no comprehension frame
+                    candidates = [self._candidate(value[0], 0, out)]
+                else:
+                    candidates = [self._candidate(c, pos, out) for pos, c in enumerate(value)]
             elif key == "usageMetadata" and isinstance(value, dict):
                 usage_meta = value
             elif key == "promptFeedback" and isinstance(value, dict):
@@ -709,7 +713,9 @@ class GeminiGenerateDecoder(FramedDecoder):
             return {"_literal": cand}
         number = cand.get("index")
         c = number if type(number) is int else pos
-        state = self._state(c)
+        state = self._candidates.get(c)
+        if state is None:
+            state = self._state(c)
         content = cand.get("content")
         if (
             len(cand) == 2
