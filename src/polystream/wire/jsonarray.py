@@ -34,7 +34,9 @@ string (RFC 8259 §7), so in Gemini's layout (a line holding only ``,`` between
 elements, ``\r\n]`` at the end) the bytes before the next ``\n,`` or ``\n]``, or
 before the end of the chunk, are a candidate element; msgspec validates it in one
 pass, and anything it does not accept (another layout, an incomplete or malformed
-element, an element past a limit) goes through the scanner, which then decides.
+element, an element past a limit) goes through the scanner, which then decides. An
+element split across chunks is scanned as it arrives (so errors are raised by the
+chunk that holds them) and finished the same way by the chunk that holds its end.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ _NOT_WS: Final = re.compile(rb"[^ \t\r\n]")
 # it skips, so it rejects malformed or truncated JSON and trailing bytes).
 _VALIDATE: Final = msgspec.json.Decoder(msgspec.Raw)
 _CLOSER: Final = {123: 125, 91: 93}  # "{" -> "}", "[" -> "]"
+# A chunk shorter than this that continues an element is scanned: trying the fast path
+# on it costs about what scanning it does.
+_CONTINUE_MIN: Final = 128
 
 # Scanner states.
 _BEFORE_ARRAY: Final = 0  # waiting for "["
@@ -127,6 +132,7 @@ class JSONArrayDecoder:
 
     __slots__ = (
         "_closed",
+        "_cont_missed",
         "_count",
         "_elem_start",
         "_failed",
@@ -171,6 +177,10 @@ class JSONArrayDecoder:
         # later element that finds the same end goes to the scanner at once, so each
         # byte is validated at most once in vain (no quadratic cost on other layouts).
         self._fast_miss = -1
+        # The fast path also tries to finish an element begun in an earlier chunk, until
+        # one such attempt fails for that element (then the scanner finishes it): the
+        # bytes of an element are validated in vain at most once.
+        self._cont_missed = False
 
     @property
     def elements_decoded(self) -> int:
@@ -341,6 +351,7 @@ class JSONArrayDecoder:
         self._stack.clear()
         self._in_string = False
         self._pending_escape = False
+        self._cont_missed = False
 
     def _append(self, piece: bytes, base: int) -> None:
         self._parts_size += len(piece)
@@ -381,6 +392,10 @@ class JSONArrayDecoder:
         end is the scanner's end), within ``max_element_size``, and holding fewer
         brackets than ``max_depth`` (so it cannot nest deeper).
         """
+        if base + pos < self._fast_miss:
+            # The candidate rejected last is still the first one after pos (there is
+            # none between): do not search again (no quadratic cost on compact arrays).
+            return 0
         n = len(data)
         sep = data.find(b"\n,", pos)
         if sep < 0:
@@ -412,8 +427,50 @@ class JSONArrayDecoder:
         self._state = _AFTER
         return end
 
+    def _fast_continue(self, data: bytes, base: int, out: list[JSONElement]) -> int:
+        """:meth:`_fast_element` for an object/array element begun in an earlier chunk
+        (its bytes so far are in ``_parts``, already checked by the scanner); return
+        where it ends in ``data``, or 0 to let the scanner continue."""
+        n = len(data)
+        sep = data.find(b"\n,")
+        if sep < 0:
+            sep = data.find(b"\n]")
+            if sep < 0:
+                sep = n
+        end = sep
+        while end > 0 and data[end - 1] in _WHITESPACE:
+            end -= 1
+        if end == 0 or data[end - 1] != _CLOSER[self._stack[0]]:
+            return 0  # cheap refusals do not use up the attempt
+        if self._parts_size + end > self._max_size:
+            return 0  # the scanner reports the limit where it is crossed
+        self._parts.append(data[:end])
+        element = b"".join(self._parts)
+        del self._parts[-1]
+        if element.count(b"{") + element.count(b"[") <= self._max_depth:
+            try:
+                _VALIDATE.decode(element)
+            except msgspec.DecodeError:
+                pass
+            else:
+                out.append(JSONElement(element, self._elem_start, self._count))
+                self._count += 1
+                self._parts = []
+                self._parts_size = 0
+                self._stack.clear()
+                self._in_string = False
+                self._pending_escape = False
+                self._state = _AFTER
+                return end
+        self._cont_missed = True
+        return 0
+
     def _scan_element(self, data: bytes, pos: int, base: int, out: list[JSONElement]) -> int:
         """Scan inside an element from ``pos``; return where scanning stopped."""
+        if pos == 0 and self._stack and not self._cont_missed and len(data) >= _CONTINUE_MIN:
+            end = self._fast_continue(data, base, out)
+            if end:
+                return end
         n = len(data)
         start = pos
         stack = self._stack
