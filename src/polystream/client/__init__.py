@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from polystream.client._http import AsyncClient, AsyncEventStream, Client, EventStream
+from polystream.client._http import AsyncClient, AsyncEventStream, Client, EventStream, Shortcuts
 
-__all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream"]
+__all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream", "Shortcuts"]

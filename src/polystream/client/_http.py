@@ -7,7 +7,7 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import httpx
 
@@ -25,37 +25,48 @@ from polystream.request import (
 )
 from polystream.retry import RetryPolicy
 
-__all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream"]
+__all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream", "Shortcuts"]
 
 _DROPS = (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError)
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
-def _build_request(
-    request: Request | None,
-    *,
-    model: str | None,
-    prompt: str | None,
-    system: str | None,
-    tools: list[Tool] | None,
-    max_tokens: int | None,
-    temperature: float | None,
-    reasoning: ReasoningConfig | None,
-    background: bool,
-) -> Request:
+class Shortcuts(TypedDict, total=False):
+    """The keyword shortcuts of ``stream()`` for a one-message request.
+
+    Keys:
+        model, prompt: Required when no :class:`~polystream.request.Request` is given.
+        system, tools, max_tokens, temperature, reasoning, background: As on Request.
+        framing: For ``gemini_generate``: ``sse`` (default) or ``json_array``.
+    """
+
+    model: str
+    prompt: str
+    system: str | None
+    tools: list[Tool] | None
+    max_tokens: int | None
+    temperature: float | None
+    reasoning: ReasoningConfig | None
+    background: bool
+    framing: str
+
+
+def _build_request(request: Request | None, shortcuts: Shortcuts) -> Request:
     if request is not None:
         return request
+    model = shortcuts.get("model")
+    prompt = shortcuts.get("prompt")
     if model is None or prompt is None:
         raise LocalProtocolError("pass a Request, or model= and prompt=")
     return Request(
         model=model,
         messages=[Message(role="user", content=[TextPart(text=prompt)])],
-        system=system,
-        tools=tools or [],
-        max_tokens=max_tokens,
-        temperature=temperature,
-        reasoning=reasoning,
-        background=background,
+        system=shortcuts.get("system"),
+        tools=shortcuts.get("tools") or [],
+        max_tokens=shortcuts.get("max_tokens"),
+        temperature=shortcuts.get("temperature"),
+        reasoning=shortcuts.get("reasoning"),
+        background=shortcuts.get("background", False),
     )
 
 
@@ -80,6 +91,11 @@ class _Base:
         self._timeout = httpx.Timeout(
             connect=connect_timeout, read=idle_timeout, write=30.0, pool=connect_timeout
         )
+
+    def _start(self, dialect: str, request: Request | None, shortcuts: Shortcuts) -> StreamCall:
+        """The call for ``stream()`` (shared by the sync and async clients)."""
+        built = _build_request(request, shortcuts)
+        return self._call(dialect, built, shortcuts.get("framing", "sse"))
 
     def _call(self, dialect: str, request: Request, framing: str) -> StreamCall:
         provider = provider_of(dialect)
@@ -222,27 +238,14 @@ class Client(_Base):
         self._http = httpx.Client(transport=transport, timeout=self._timeout)
 
     def stream(
-        self,
-        dialect: str,
-        request: Request | None = None,
-        *,
-        model: str | None = None,
-        prompt: str | None = None,
-        system: str | None = None,
-        tools: list[Tool] | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        reasoning: ReasoningConfig | None = None,
-        background: bool = False,
-        framing: str = "sse",
+        self, dialect: str, request: Request | None = None, **shortcuts: Unpack[Shortcuts]
     ) -> EventStream:
-        """Start a streaming call; iterate the result for unified events."""
-        built = _build_request(
-            request, model=model, prompt=prompt, system=system, tools=tools,
-            max_tokens=max_tokens, temperature=temperature, reasoning=reasoning,
-            background=background,
-        )  # fmt: skip
-        return EventStream(self._http, self._call(dialect, built, framing))
+        """Start a streaming call; iterate the result for unified events.
+
+        Pass a full :class:`~polystream.request.Request`, or the :class:`Shortcuts`
+        (``model=``, ``prompt=``, ...) for a one-message request.
+        """
+        return EventStream(self._http, self._start(dialect, request, shortcuts))
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -353,27 +356,11 @@ class AsyncClient(_Base):
         self._http = httpx.AsyncClient(transport=transport, timeout=self._timeout)
 
     def stream(
-        self,
-        dialect: str,
-        request: Request | None = None,
-        *,
-        model: str | None = None,
-        prompt: str | None = None,
-        system: str | None = None,
-        tools: list[Tool] | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        reasoning: ReasoningConfig | None = None,
-        background: bool = False,
-        framing: str = "sse",
+        self, dialect: str, request: Request | None = None, **shortcuts: Unpack[Shortcuts]
     ) -> AsyncEventStream:
-        """Start a streaming call; ``async for`` the result for unified events."""
-        built = _build_request(
-            request, model=model, prompt=prompt, system=system, tools=tools,
-            max_tokens=max_tokens, temperature=temperature, reasoning=reasoning,
-            background=background,
-        )  # fmt: skip
-        return AsyncEventStream(self._http, self._call(dialect, built, framing))
+        """Start a streaming call; ``async for`` the result for unified events (same
+        arguments as :meth:`Client.stream`)."""
+        return AsyncEventStream(self._http, self._start(dialect, request, shortcuts))
 
     async def aclose(self) -> None:
         """Close the connection pool."""
