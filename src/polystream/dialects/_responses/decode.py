@@ -76,6 +76,10 @@ _TOOL_INPUT_DELTAS = frozenset(
 _REASONING_DELTAS = frozenset(
     {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
 )
+# The deltas that take the inlined hot path in _on_event.
+_HOT_DELTAS = frozenset(
+    {"response.output_text.delta", "response.function_call_arguments.delta", *_REASONING_DELTAS}
+)
 
 
 class _Item:
@@ -161,56 +165,45 @@ class ResponsesDecoder(FramedDecoder):
                 self._seq = seq  # the usual case, checked inline
             else:
                 self._check_sequence(seq, out)
-        if kind == "response.output_text.delta":
-            # The hot path (most events of a stream), inlined: see _text_delta.
+        if kind in _HOT_DELTAS:
+            # The hot path (most events of a stream), inlined; any other case goes to the
+            # full handlers (_text_delta, _tool_delta, _reasoning_delta), which raise the
+            # precise error.
             item_id = payload.get("item_id")
             item = self._by_id.get(item_id) if type(item_id) is str else None
             delta = payload.get("delta")
             if item is not None and type(delta) is str:
-                ci = payload.get("content_index")
-                block = item.parts.get(ci) if type(ci) is int else None
-                if block is not None and block not in self._ended:
-                    del payload["delta"]
-                    self._output = self._text = True
-                    out.append(
-                        TextDelta(index=block, delta=delta, part=ci, cursor=seq, extra=payload)
-                    )
-                    return
-        elif kind == "response.function_call_arguments.delta":
-            # The tool-call hot path, inlined: see _tool_delta (any other case goes there,
-            # which raises the precise error).
-            item_id = payload.get("item_id")
-            item = self._by_id.get(item_id) if type(item_id) is str else None
-            delta = payload.get("delta")
-            if item is not None and type(delta) is str:
-                block = item.block
+                text = kind == "response.output_text.delta"
+                if text:
+                    ci = payload.get("content_index")
+                    block = item.parts.get(ci) if type(ci) is int else None
+                else:
+                    block = item.block
                 if block is not None and block not in self._ended:
                     del payload["delta"]
                     self._output = True
-                    out.append(ToolInputDelta(index=block, delta=delta, cursor=seq, extra=payload))
-                    return
-        elif kind in _REASONING_DELTAS:
-            # The reasoning hot path, inlined: see _reasoning_delta.
-            item_id = payload.get("item_id")
-            item = self._by_id.get(item_id) if type(item_id) is str else None
-            delta = payload.get("delta")
-            if item is not None and type(delta) is str:
-                block = item.block
-                if block is not None and block not in self._ended:
-                    del payload["delta"]
-                    summary = kind == "response.reasoning_summary_text.delta"
-                    part = payload.get("summary_index" if summary else "content_index")
-                    self._output = True
-                    out.append(
-                        ReasoningDelta(
-                            index=block,
-                            delta=delta,
-                            part=part if type(part) is int else None,
-                            summary=summary,
-                            cursor=seq,
-                            extra=payload,
+                    if text:
+                        self._text = True
+                        out.append(
+                            TextDelta(index=block, delta=delta, part=ci, cursor=seq, extra=payload)
                         )
-                    )
+                    elif kind == "response.function_call_arguments.delta":
+                        out.append(
+                            ToolInputDelta(index=block, delta=delta, cursor=seq, extra=payload)
+                        )
+                    else:
+                        summary = kind == "response.reasoning_summary_text.delta"
+                        part = payload.get("summary_index" if summary else "content_index")
+                        out.append(
+                            ReasoningDelta(
+                                index=block,
+                                delta=delta,
+                                part=part if type(part) is int else None,
+                                summary=summary,
+                                cursor=seq,
+                                extra=payload,
+                            )
+                        )
                     return
         handler = self._handlers.get(kind)
         if handler is not None:
