@@ -188,6 +188,21 @@ class MessagesEncoder(DialectEncoder):
         self._refusal: list[str] = []  # text of another dialect's refusal blocks
         self._pinged = False
         self._done = False
+        # The events that write bytes, by type (the rest are handled in _encode).
+        self._writers: dict[type, Callable[[Any], bytes]] = {
+            TextDelta: self._text,
+            ToolInputDelta: self._tool_input,
+            ReasoningDelta: self._reasoning,
+            SignatureDelta: self._signature,
+            BlockStart: self._block_start,
+            BlockEnd: self._block_end,
+            Citation: self._citation,
+            UsageUpdate: self._usage_update,
+            Finish: self._finish,
+            ErrorEvent: self._error,
+            KeepAlive: self._keep_alive,
+            Unknown: self._unknown,
+        }
 
     # -- the contract ----------------------------------------------------------------------
 
@@ -203,32 +218,12 @@ class MessagesEncoder(DialectEncoder):
                 return b"".join(parts)
             parts.append(self._write_message_start())
         kind = type(event)
-        if kind is TextDelta:
-            parts.append(self._text(event))  # type: ignore[arg-type]
-        elif kind is ToolInputDelta:
-            parts.append(self._tool_input(event))  # type: ignore[arg-type]
-        elif kind is ReasoningDelta:
-            parts.append(self._reasoning(event))  # type: ignore[arg-type]
-        elif kind is SignatureDelta:
-            parts.append(self._signature(event))  # type: ignore[arg-type]
-        elif kind is BlockStart:
-            parts.append(self._block_start(event))  # type: ignore[arg-type]
-        elif kind is BlockEnd:
-            parts.append(self._block_end(event))  # type: ignore[arg-type]
-        elif kind is Citation:
-            parts.append(self._citation(event))  # type: ignore[arg-type]
+        writer = self._writers.get(kind)
+        if writer is not None:
+            parts.append(writer(event))
         elif kind is StreamStart:
-            self._stream_start(event)  # type: ignore[arg-type]
-        elif kind is UsageUpdate:
-            parts.append(self._usage_update(event))  # type: ignore[arg-type]
-        elif kind is Finish:
-            parts.append(self._finish(event))  # type: ignore[arg-type]
-        elif kind is ErrorEvent:
-            parts.append(self._error(event))  # type: ignore[arg-type]
-        elif kind is KeepAlive:
-            parts.append(self._keep_alive(event))  # type: ignore[arg-type]
-        elif kind is Unknown:
-            parts.append(self._unknown(event))  # type: ignore[arg-type]
+            assert isinstance(event, StreamStart)
+            self._stream_start(event)
         elif kind is DataDelta:
             assert isinstance(event, DataDelta)
             self._lose_block(event, "data", "the Messages API streams no audio or image output")
