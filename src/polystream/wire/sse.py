@@ -60,6 +60,8 @@ with the LFs that join them (64 MiB, twice the line limit: an event may split a 
 payload over several lines)."""
 
 _BOM: Final = b"\xef\xbb\xbf"
+_NAMES_CACHED: Final = 64  # ``event:`` lines whose event type a decoder keeps decoded
+_NAME_CACHED_SIZE: Final = 256  # longest ``event:`` line kept there, in bytes
 
 
 class ServerSentEvent(msgspec.Struct, frozen=True, gc=False):
@@ -119,9 +121,11 @@ class SSEDecoder:
         "_event_start",
         "_event_type",
         "_failed",
+        "_fast",
         "_last_id",
         "_max_event",
         "_max_line",
+        "_names",
         "_offset",
         "_retry",
         "_skip_lf",
@@ -156,6 +160,10 @@ class SSEDecoder:
         self._count = 0
         self._closed = False
         self._failed: BufferLimitExceeded | None = None
+        # Whole lines of the common shapes go through ``_scan``; False leaves every line
+        # to the line machine (the reference the fast path is tested against).
+        self._fast = True
+        self._names: dict[bytes, str | None] = {}  # ``event:`` line -> its event type
 
     @property
     def last_event_id(self) -> str | None:
@@ -227,37 +235,41 @@ class SSEDecoder:
             if data[0] == 10:  # CRLF split across chunks: the LF belongs to that CR
                 start = 1
         n = len(data)
-        has_cr = b"\r" in data
+        # ``lfn`` and ``crn`` cache the next LF and CR at or after ``start`` (n when there
+        # is none; recomputed only once ``start`` has passed them), so that every byte is
+        # searched a bounded number of times however the lines end. ``resume`` is the
+        # first position where the fast path (``_scan``) may succeed again.
+        lfn = -1
+        crn = -1 if b"\r" in data else n
+        fast = self._fast
+        resume = start
         while start < n:
-            if not has_cr and self._event_start is None and not self._tail:
-                # Fast path: at the start of a block, a block of only ``data:`` and
-                # ``event:`` lines ended by a blank line, all inside this chunk (the
-                # common shape of every provider's stream), is cut with ``find`` and
-                # built directly. It yields exactly what the line machine below would;
-                # anything else (comments, other fields, a line or event over a
-                # limit, a block not complete in this chunk) leaves ``start``
-                # unchanged and goes to the line machine, which applies every rule.
-                nxt = self._fast_block(data, start, base, out)
-                if nxt != start:
-                    start = nxt
-                    continue
-            lf = data.find(b"\n", start)
-            if has_cr:
-                cr = data.find(b"\r", start)
-                if cr != -1 and (lf == -1 or cr < lf):
-                    end = cr
-                    if cr + 1 < n:
-                        nxt = cr + 2 if data[cr + 1] == 10 else cr + 1
-                    else:
-                        # A CR at the end of a chunk: the LF may come in the next one.
-                        nxt = n
-                        self._skip_lf = True
+            if fast and start >= resume and self._event_start is None and not self._tail:
+                start, crn, resume = self._scan(data, start, base, crn, out)
+                if start >= n:
+                    break
+            if lfn < start:
+                lfn = data.find(b"\n", start)
+                if lfn == -1:
+                    lfn = n
+            if crn < start:
+                crn = data.find(b"\r", start)
+                if crn == -1:
+                    crn = n
+            if crn < lfn:
+                end = crn
+                if crn + 1 < n:
+                    nxt = crn + 2 if data[crn + 1] == 10 else crn + 1
                 else:
-                    end = lf
-                    nxt = lf + 1
+                    # A CR at the end of a chunk: the LF may come in the next one.
+                    nxt = n
+                    self._skip_lf = True
+            elif lfn < n:
+                end = lfn
+                nxt = lfn + 1
             else:
-                end = lf
-                nxt = lf + 1
+                end = -1
+                nxt = n
             if end == -1:
                 # No line end in the rest of this chunk: keep it as the tail.
                 piece = data[start:]
@@ -341,64 +353,203 @@ class SSEDecoder:
         )
         raise self._failed
 
-    def _fast_block(self, data: bytes, start: int, base: int, out: list[SSEFrame]) -> int:
-        """Parse one whole simple block at ``start`` (no CR in ``data``, no event open,
-        no pending tail); return where the next block begins, or ``start`` unchanged
-        when the block is not simple (the line machine then takes it from ``start``)."""
+    def _scan(
+        self, data: bytes, pos: int, base: int, crn: int, out: list[SSEFrame]
+    ) -> tuple[int, int, int]:
+        """Fast path of the line machine, from a line start at ``pos`` where no event is
+        open and no line is pending. Returns ``(pos, crn, resume)``.
+
+        Lines ended by LF or CRLF, whole in this chunk, are cut with ``find`` and applied
+        inline when they are ``data:`` (the first of an event), ``event:``, ``id:``, a
+        comment or blank: the same effect as ``_line``/``_dispatch`` would have. At any
+        other line (a second ``data:`` line, ``retry``, another field, a line without a
+        colon, a lone CR, a line over a limit, a line cut by the end of the chunk) the
+        open event is handed over to the line machine, which goes on from that line and
+        applies every rule. ``crn`` is the next CR at or after ``pos`` (``len(data)`` when
+        there is none; recomputed when stale); ``resume`` is where the caller may try again
+        (past the bytes already searched in vain).
+        """
         find = data.find
-        pos = start
-        event_type: str | None = None
-        first = -1  # start of the single data value while there is one
-        first_end = -1
-        values: list[bytes] | None = None  # every value once there are two or more
-        size = 0
+        startswith = data.startswith
+        append = out.append
+        n = len(data)
+        names = self._names
         max_line = self._max_line
-        while True:
+        max_event = self._max_event
+        limit = min(max_line, max_event)  # a shorter line is within both limits
+        last_id = self._last_id
+        count = self._count
+        resume = pos
+        event_start = -1  # absolute offset of the open event's first field line
+        event_type: str | None = None
+        value: bytes | None = None  # the open event's one data value
+        while pos < n:
+            if event_start == -1:
+                # The two shapes of almost every block, whole: ``data: V`` (LF or CRLF
+                # line ends) and ``event: NAME`` + ``data: V`` (LF), each followed by the
+                # blank line. Anything else goes to the line-by-line code below.
+                first = data[pos]
+                if first == 100:  # "d"
+                    lf = find(b"\n", pos)
+                    if crn < pos:
+                        crn = find(b"\r", pos)
+                        if crn == -1:
+                            crn = n
+                    # No CR in the line nor in the blank line after it (``crn - 1``
+                    # also keeps ``lf + 1`` inside the chunk).
+                    if pos < lf < crn - 1 and data[lf + 1] == 10:
+                        end = lf
+                        nxt = lf + 2
+                    elif crn + 1 == lf and startswith(b"\r\n", lf + 1):
+                        end = crn  # the line and the blank line end with CRLF
+                        nxt = lf + 3
+                    else:
+                        end = -1
+                        nxt = pos
+                    if end != -1 and end - pos <= limit and startswith(b"data:", pos):
+                        start = pos + 5
+                        if data[start] == 32:  # one leading space dropped
+                            start += 1
+                        append(
+                            ServerSentEvent(
+                                data[start:end].decode("utf-8", "replace"),
+                                None,
+                                last_id,
+                                None,
+                                base + pos,
+                                count,
+                            )
+                        )
+                        count += 1
+                        pos = nxt
+                        continue
+                elif first == 101:  # "e"
+                    lf = find(b"\n", pos)
+                    end = find(b"\n", lf + 1)
+                    if crn < pos:
+                        crn = find(b"\r", pos)
+                        if crn == -1:
+                            crn = n
+                    if (
+                        pos < lf < end < crn - 1
+                        and data[end + 1] == 10
+                        and end - pos <= limit
+                        and startswith(b"data:", lf + 1)
+                    ):
+                        line = data[pos:lf]
+                        name = names.get(line, "")  # "" is never cached (it reads None)
+                        if name == "" and startswith(b"event:", pos):
+                            name = self._event_name(line)
+                        if name != "":
+                            start = lf + 6
+                            if data[start] == 32:
+                                start += 1
+                            append(
+                                ServerSentEvent(
+                                    data[start:end].decode("utf-8", "replace"),
+                                    name,
+                                    last_id,
+                                    None,
+                                    base + pos,
+                                    count,
+                                )
+                            )
+                            count += 1
+                            pos = end + 2
+                            continue
             lf = find(b"\n", pos)
-            if lf == -1 or lf - pos > max_line:
-                return start  # incomplete in this chunk, or a line over the limit
-            if lf == pos:
-                break  # the blank line that dispatches
-            if data.startswith(b"data:", pos):
-                vstart = pos + 5
-                if vstart < lf and data[vstart] == 32:  # WHATWG: one leading space dropped
-                    vstart += 1
-                if first == -1 and values is None:
-                    first = vstart
-                    first_end = lf
-                    size = lf - vstart
-                else:
-                    if values is None:
-                        values = [data[first:first_end]]
-                    values.append(data[vstart:lf])
-                    size += lf - vstart + 1  # the value and the LF that joins it
-            elif data.startswith(b"event:", pos):
-                vstart = pos + 6
-                if vstart < lf and data[vstart] == 32:
-                    vstart += 1
-                # WHATWG: the last ``event`` field wins; an empty value reports None.
-                event_type = data[vstart:lf].decode("utf-8", "replace") or None
+            if lf == -1:
+                resume = n  # the rest of the chunk has no LF: the line machine's
+                break
+            if crn < pos:
+                crn = find(b"\r", pos)
+                if crn == -1:
+                    crn = n
+            if lf < crn:
+                end = lf
+            elif crn + 1 == lf:
+                end = crn  # CRLF
             else:
-                return start  # a comment, another field, or a line without a colon
+                resume = lf  # a lone CR ends a line before this LF
+                break
+            if end == pos:
+                # A blank line: dispatch (WHATWG), exactly as ``_dispatch``.
+                if value is not None:
+                    append(
+                        ServerSentEvent(
+                            value.decode("utf-8", "replace"),
+                            event_type,
+                            last_id,
+                            None,  # no ``retry`` field goes through this path
+                            event_start,
+                            count,
+                        )
+                    )
+                    count += 1
+                    value = None
+                event_type = None
+                event_start = -1
+                pos = lf + 1
+                continue
+            if end - pos > max_line:
+                break  # the line machine raises BufferLimitExceeded
+            first = data[pos]
+            if first == 100 and startswith(b"data:", pos):  # "d"
+                if value is not None:
+                    break  # several data lines: the line machine joins them
+                start = pos + 5
+                if data[start] == 32:  # one leading space dropped (never past ``end``)
+                    start += 1
+                if end - start > max_event:
+                    break  # the line machine raises BufferLimitExceeded
+                value = data[start:end]
+            elif first == 101:  # "e"
+                line = data[pos:end]
+                name = names.get(line, "")  # "" is never cached (it reads None)
+                if name == "":
+                    if not startswith(b"event:", pos):
+                        break
+                    name = self._event_name(line)
+                event_type = name
+            elif first == 58:  # ":" -> comment
+                start = pos + 1
+                if data[start] == 32:
+                    start += 1
+                append(SSEComment(data[start:end].decode("utf-8", "replace"), base + pos))
+                pos = lf + 1
+                continue  # a comment neither starts nor ends an event
+            elif first == 105 and startswith(b"id:", pos):  # "i"
+                start = pos + 3
+                if data[start] == 32:
+                    start += 1
+                ident = data[start:end]
+                if b"\x00" not in ident:  # WHATWG: an id containing NULL is ignored
+                    last_id = ident.decode("utf-8", "replace")
+            else:
+                break
+            if event_start == -1:
+                event_start = base + pos
             pos = lf + 1
-        if size > self._max_event:
-            return start  # the line machine raises BufferLimitExceeded at the right line
-        if first != -1:
-            payload = data[first:first_end] if values is None else b"\n".join(values)
-            out.append(
-                ServerSentEvent(
-                    payload.decode("utf-8", "replace"),
-                    event_type,
-                    self._last_id,
-                    None,  # no ``retry`` field in a simple block (and none carried over)
-                    base + start,
-                    self._count,
-                )
-            )
-            self._count += 1
-        # A block of ``event:`` lines alone dispatches nothing (WHATWG: empty data
-        # buffer), exactly as the line machine; no state is carried to the next block.
-        return lf + 1
+        self._count = count
+        self._last_id = last_id
+        if event_start != -1:
+            self._event_start = event_start
+            self._event_type = event_type
+            if value is not None:
+                self._data = [value]
+                self._data_size = len(value)
+        return pos, crn, resume
+
+    def _event_name(self, line: bytes) -> str | None:
+        """The event type of an ``event:`` line (WHATWG: an empty value reads None),
+        kept for the next blocks that repeat the line."""
+        value = line[6:]
+        if value[:1] == b" ":
+            value = value[1:]
+        name = value.decode("utf-8", "replace") or None
+        if len(self._names) < _NAMES_CACHED and len(line) <= _NAME_CACHED_SIZE:
+            self._names[line] = name
+        return name
 
     def _line(self, line: bytes, line_start: int, out: list[SSEFrame]) -> None:
         if not line:
