@@ -1,0 +1,324 @@
+"""The SSE decoder's fast path (``SSEDecoder._scan``) against the line machine alone
+(``_fast = False``): the same frames, offsets, indices, ``id`` persistence, errors and
+close() outcome on every input and chunking, and a bounded number of bytes searched
+whatever the chunking (no quadratic rescans)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any, SupportsIndex
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from polystream.errors import ProtocolError
+from polystream.wire.sse import SSEDecoder
+from tests.helpers import split_at
+
+BOM = b"\xef\xbb\xbf"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def outcome(
+    chunks: list[bytes], *, fast: bool, max_line: int = 1 << 20, max_event: int = 1 << 20
+) -> list[Any]:
+    """Everything observable: each feed's frames or error, the properties after it, then
+    close()'s frames or error. Feeding goes on after an error (it must raise again)."""
+    decoder = SSEDecoder(max_line_size=max_line, max_event_size=max_event)
+    decoder._fast = fast
+    seen: list[Any] = []
+
+    def error(exc: ProtocolError) -> tuple[Any, ...]:
+        return (type(exc).__name__, exc.message, exc.event_index, exc.byte_offset)
+
+    for chunk in chunks:
+        try:
+            frames = decoder.feed(chunk)
+            seen.append(("frames", [(type(f).__name__, f) for f in frames]))
+        except ProtocolError as exc:
+            seen.append(("error", error(exc)))
+        seen.append((decoder.last_event_id, decoder.events_dispatched, decoder.bytes_consumed))
+    try:
+        seen.append(("close", decoder.close()))
+    except ProtocolError as exc:
+        seen.append(("close error", error(exc)))
+    return seen
+
+
+def assert_same(chunks: list[bytes], **limits: int) -> None:
+    assert outcome(chunks, fast=True, **limits) == outcome(chunks, fast=False, **limits)
+
+
+def chunkings(data: bytes) -> list[list[bytes]]:
+    """Whole, byte by byte, every two-way split, and a few random splits."""
+    out = [[data], [data[i : i + 1] for i in range(len(data))]]
+    out += [[data[:i], data[i:]] for i in range(1, len(data))]
+    rng = random.Random(len(data))
+    for _ in range(5):
+        out.append(split_at(data, [rng.randrange(len(data) + 1) for _ in range(4)]))
+    return out
+
+
+# -- hand-picked cases --------------------------------------------------------------------
+
+CASES = [
+    b"data: a\n\n",
+    b"data:a\n\n",
+    b"data:  two spaces\n\n",
+    b"data\n\n",
+    b"data:\n\n",
+    b"data: \n\n",
+    b"event: e\ndata: a\n\n",
+    b"event:e\ndata:a\n\n",
+    b"event:\ndata: a\n\n",
+    b"event: \ndata: a\n\n",
+    b"event\ndata: a\n\n",
+    b"eventx: y\ndata: a\n\n",
+    b"event: a\nevent: b\ndata: x\n\n",
+    b"event: only\n\ndata: b\n\n",
+    b"event: e\n\n",
+    b"data: a\ndata: b\n\n",
+    b"event: e\ndata: a\ndata: b\n\n",
+    b"data: a\nevent: e\n\n",
+    b"id: 1\ndata: a\n\ndata: b\n\nid\ndata: c\n\nid: x\x00y\ndata: d\n\n",
+    b"event: e\nid: 7\ndata: a\n\ndata: b\n\n",
+    b"id: 5\n\ndata: after an id alone\n\n",
+    b"retry: 10\ndata: a\n\ndata: b\n\n",
+    b"retry: x\ndata: a\n\n",
+    b"data: a\nretry: 10\n\ndata: b\n\n",
+    b": ping\n\ndata: a\n\n:\n\n:nospace\n",
+    b"data: a\n: comment inside\n\n",
+    b"event: e\n: c\ndata: a\n\n",
+    b": trailing comment",
+    b"data: trailing field",
+    b"data: a\n",
+    b"data: a\n\ndata: b",
+    b"foo: bar\ndata: a\n\n",
+    b"nocolon\n\n",
+    b"\n\n\n\ndata: a\n\n\n\n",
+    b"\xef\xbb\xbfdata: bom\n\n",
+    b"\xef\xbb\xbf\xef\xbb\xbfdata: two boms\n\n",
+    b"\xef\xbbdata: half bom\n\n",
+    b"data: caf\xc3\xa9 \xe2\x82\n\nevent: \xff\ndata: \xf0\x9f\x98\x80\n\n",
+    # CRLF, CR and mixed line ends
+    b"data: a\r\n\r\n",
+    b"data: a\r\n\r\ndata: b\r\n\r\n",
+    b"event: e\r\ndata: a\r\n\r\n",
+    b"data: a\r\rdata: b\r\r",
+    b"data: a\rdata: b\r\r",
+    b"data: a\n\r\n",
+    b"data: a\r\n\n",
+    b"data: a\n\r",
+    b"data: a\r\n\r",
+    b"data: a\r\r\n",
+    b"data: a\n\rdata: b\n\n",
+    b"data: a\rb\r\n\r\n",
+    b"data: a\rb\n\n",
+    b"event: e\rdata: a\n\n",
+    b"event: e\ndata: a\r\n\n",
+    b"event: e\ndata: a\n\r\n",
+    b"event: e\ndata: a\rdata: b\n\n",
+    b"data: a\n\ndata: b\r\n\r\ndata: c\r\rdata: d\n\n",
+    b"\r\n\r\ndata: a\r\n\r\n",
+    b"\r\rdata: a\n\n",
+    b": c\r\n\r\ndata: a\r\n\r\n",
+    b"id: 1\r\ndata: a\r\n\r\n",
+    b"data: a\r\n\r\n\r\n\r\ndata: b\r\n\r\n",
+]
+
+
+@pytest.mark.parametrize("data", CASES)
+def test_hand_picked_cases_in_every_chunking(data: bytes) -> None:
+    for chunks in chunkings(data):
+        assert_same(chunks)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"data: 0123456789\n\ndata: 01234567890123456789\n\n",
+        b"event: e\ndata: 0123456789\n\nevent: e\ndata: 01234567890123456789\n\n",
+        b"data: 0123456789\r\n\r\ndata: 01234567890123456789\r\n\r\n",
+        b"data: 0123456789\ndata: 0123456789\n\n",
+        b": a long comment line here\n\n",
+        b"event: a-very-long-event-name\ndata: x\n\n",
+        b"id: a-very-long-identifier\ndata: x\n\n",
+        b"data: 0123456789",
+    ],
+)
+@pytest.mark.parametrize(("max_line", "max_event"), [(12, 100), (100, 12), (18, 18), (25, 15)])
+def test_limits_in_every_chunking(data: bytes, max_line: int, max_event: int) -> None:
+    for chunks in chunkings(data):
+        assert_same(chunks, max_line=max_line, max_event=max_event)
+
+
+def test_fixtures_whole_and_in_small_chunks() -> None:
+    paths = sorted(FIXTURES.rglob("*.sse"))
+    assert paths
+    for path in paths:
+        data = path.read_bytes()
+        for chunks in ([data], split_at(data, range(0, len(data), 7))):
+            assert_same(chunks)
+        # the same stream with CRLF and with CR line ends
+        for end in (b"\r\n", b"\r"):
+            other = data.replace(b"\n", end)
+            assert_same([other])
+            assert_same(split_at(other, range(0, len(other), 13)))
+
+
+def test_id_persists_between_the_two_paths() -> None:
+    # The id set by a block the line machine takes stays for the blocks the fast path
+    # takes, and the other way round.
+    data = b"id: 1\nretry: 5\ndata: a\n\ndata: b\n\nid: 2\ndata: c\n\nretry: 1\ndata: d\n\n"
+    decoder = SSEDecoder()
+    frames = decoder.feed(data)
+    assert [(f.data, f.id, f.retry) for f in frames] == [  # type: ignore[union-attr]
+        ("a", "1", 5),
+        ("b", "1", None),
+        ("c", "2", None),
+        ("d", "2", 1),
+    ]
+    assert [f.offset for f in frames] == [0, 24, 33, 48]
+    assert [f.index for f in frames] == [0, 1, 2, 3]  # type: ignore[union-attr]
+
+
+def test_event_name_cache_is_bounded() -> None:
+    decoder = SSEDecoder()
+    data = b"".join(b"event: e%d\ndata: x\n\n" % i for i in range(500))
+    frames = decoder.feed(data)
+    assert [f.event for f in frames] == [f"e{i}" for i in range(500)]  # type: ignore[union-attr]
+    assert len(decoder._names) <= 64
+    long_name = b"event: " + b"n" * 1000 + b"\ndata: x\n\n"
+    decoder = SSEDecoder()
+    assert decoder.feed(long_name * 2)[1].event == "n" * 1000  # type: ignore[union-attr]
+    assert not decoder._names
+
+
+# -- property tests -----------------------------------------------------------------------
+
+LINES = st.sampled_from(
+    [
+        b"data: x",
+        b"data:y",
+        b"data",
+        b"data:",
+        b"data:  z",
+        b"data: caf\xc3\xa9",
+        b"data: \xe2\x82",
+        b"event: e",
+        b"event:f",
+        b"event:",
+        b"event",
+        b"id: 1",
+        b"id:",
+        b"id",
+        b"id: a\x00",
+        b"retry: 7",
+        b"retry: no",
+        b": ping",
+        b":",
+        b"foo: bar",
+        b"nocolon",
+        b"",
+        b"",
+        BOM,
+    ]
+)
+ENDS = st.sampled_from([b"\n", b"\n", b"\r\n", b"\r\n", b"\r"])
+TEXT = st.binary(max_size=6).map(
+    lambda b: bytes(c for c in b if c not in b"\r\n")
+) | st.sampled_from([b"a", b"bc", b"\xc3\xa9"])
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> bytes:
+    parts: list[bytes] = []
+    if draw(st.booleans()):
+        parts.append(draw(st.sampled_from([BOM, BOM[:2], b""])))
+    uniform = draw(st.booleans())
+    end = draw(ENDS)
+    for _ in range(draw(st.integers(0, 14))):
+        line = draw(LINES)
+        if line and draw(st.integers(0, 4)) == 0:
+            line += draw(TEXT)
+        parts.append(line + (end if uniform else draw(ENDS)))
+    if draw(st.booleans()):
+        parts.append(draw(LINES))  # an unterminated last line
+    return b"".join(parts)
+
+
+@settings(max_examples=400)
+@given(data=streams(), cuts=st.lists(st.integers(min_value=0), max_size=8))
+def test_same_as_the_line_machine(data: bytes, cuts: list[int]) -> None:
+    assert_same([data])
+    assert_same(split_at(data, cuts))
+
+
+@settings(max_examples=150)
+@given(data=streams())
+def test_same_as_the_line_machine_byte_by_byte(data: bytes) -> None:
+    assert_same([data[i : i + 1] for i in range(len(data))])
+
+
+@settings(max_examples=300)
+@given(
+    data=streams(),
+    cuts=st.lists(st.integers(min_value=0), max_size=4),
+    max_line=st.integers(1, 12),
+    max_event=st.integers(1, 12),
+)
+def test_same_as_the_line_machine_with_small_limits(
+    data: bytes, cuts: list[int], max_line: int, max_event: int
+) -> None:
+    assert_same(split_at(data, cuts), max_line=max_line, max_event=max_event)
+
+
+# -- bytes searched -------------------------------------------------------------------------
+
+
+class Counted(bytes):
+    """Bytes that count how many bytes their ``find`` calls looked at."""
+
+    scanned = 0
+
+    def find(  # type: ignore[override]
+        self, sub: bytes, start: SupportsIndex | None = None, end: SupportsIndex | None = None
+    ) -> int:
+        found = super().find(sub, start, end)
+        first = 0 if start is None else int(start)
+        last = len(self) if end is None else min(int(end), len(self))
+        Counted.scanned += max(0, (found + len(sub) if found != -1 else last) - first)
+        return found
+
+
+def scanned(chunks: list[bytes]) -> int:
+    decoder = SSEDecoder()
+    decoder.feed(b"\n")  # decides the BOM: later chunks are searched as given
+    Counted.scanned = 0
+    for chunk in chunks:
+        decoder.feed(Counted(chunk))
+    return Counted.scanned
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        b"data: x\r",  # CR line ends only: no LF in the whole chunk
+        b"data: x\r\r",
+        b"retry: 1\ndata: x\n\n",  # every block falls back to the line machine
+        b"data: a\ndata: b\n\n",
+        b"event: e\rdata: x\n\n",
+        b": c\n",
+        b"x\n",
+        b"event: e\n",
+    ],
+)
+def test_bytes_searched_stay_linear(unit: bytes) -> None:
+    # A CR or an LF far away must not be searched for again at every line.
+    for tail in (b"", b"\r", b"\n", b"data: end\r\n\r\n"):
+        data = unit * 5000 + tail
+        assert scanned([data]) <= 6 * len(data), (unit, tail)
+        pieces = [data[i : i + 4096] for i in range(0, len(data), 4096)]
+        assert scanned(pieces) <= 6 * len(data), (unit, tail)
