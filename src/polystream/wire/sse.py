@@ -385,69 +385,42 @@ class SSEDecoder:
         value: bytes | None = None  # the open event's one data value
         while pos < n:
             if event_start == -1:
-                # The two shapes of almost every block, whole: ``data: V`` (LF or CRLF
-                # line ends) and ``event: NAME`` + ``data: V`` (LF), each followed by the
-                # blank line. Anything else goes to the line-by-line code below.
-                first = data[pos]
-                if first == 100:  # "d"
-                    lf = find(b"\n", pos)
+                # Runs of the two shapes of almost every block, taken whole: ``data: V``
+                # (LF or CRLF line ends) and ``event: NAME`` + ``data: V`` (LF), each
+                # followed by its blank line. A block of another shape goes on to the
+                # line-by-line code below.
+                head = data[pos : pos + 6]
+                if head == b"data: ":
                     if crn < pos:
                         crn = find(b"\r", pos)
                         if crn == -1:
                             crn = n
+                    lf = find(b"\n", pos)
                     # No CR in the line nor in the blank line after it (``crn - 1``
                     # also keeps ``lf + 1`` inside the chunk).
-                    if pos < lf < crn - 1 and data[lf + 1] == 10:
-                        end = lf
-                        nxt = lf + 2
-                    elif crn + 1 == lf and startswith(b"\r\n", lf + 1):
-                        end = crn  # the line and the blank line end with CRLF
-                        nxt = lf + 3
-                    else:
-                        end = -1
-                        nxt = pos
-                    if end != -1 and end - pos <= limit and startswith(b"data:", pos):
-                        start = pos + 5
-                        if data[start] == 32:  # one leading space dropped
-                            start += 1
+                    while pos < lf < crn - 1 and data[lf + 1] == 10 and lf - pos <= limit:
                         append(
                             ServerSentEvent(
-                                data[start:end].decode("utf-8", "replace"),
+                                data[pos + 6 : lf].decode("utf-8", "replace"),
                                 None,
                                 last_id,
-                                None,
+                                None,  # no ``retry`` field goes through this path
                                 base + pos,
                                 count,
                             )
                         )
                         count += 1
-                        pos = nxt
-                        continue
-                elif first == 101:  # "e"
-                    lf = find(b"\n", pos)
-                    end = find(b"\n", lf + 1)
-                    if crn < pos:
-                        crn = find(b"\r", pos)
-                        if crn == -1:
-                            crn = n
-                    if (
-                        pos < lf < end < crn - 1
-                        and data[end + 1] == 10
-                        and end - pos <= limit
-                        and startswith(b"data:", lf + 1)
-                    ):
-                        line = data[pos:lf]
-                        name = names.get(line, "")  # "" is never cached (it reads None)
-                        if name == "" and startswith(b"event:", pos):
-                            name = self._event_name(line)
-                        if name != "":
-                            start = lf + 6
-                            if data[start] == 32:
-                                start += 1
+                        pos = lf + 2
+                        if data[pos : pos + 6] != b"data: ":
+                            break
+                        lf = find(b"\n", pos)
+                    else:
+                        # The line and the blank line after it both ended by CRLF.
+                        while crn + 1 == lf and startswith(b"\r\n", lf + 1) and crn - pos <= limit:
                             append(
                                 ServerSentEvent(
-                                    data[start:end].decode("utf-8", "replace"),
-                                    name,
+                                    data[pos + 6 : crn].decode("utf-8", "replace"),
+                                    None,
                                     last_id,
                                     None,
                                     base + pos,
@@ -455,8 +428,68 @@ class SSEDecoder:
                                 )
                             )
                             count += 1
-                            pos = end + 2
-                            continue
+                            pos = lf + 3
+                            crn = find(b"\r", pos)
+                            if crn == -1:
+                                crn = n
+                            if data[pos : pos + 6] != b"data: ":
+                                break
+                            lf = find(b"\n", pos)
+                        else:
+                            head = b""  # this block: line by line
+                    if head:
+                        continue
+                elif head == b"event:":
+                    if crn < pos:
+                        crn = find(b"\r", pos)
+                        if crn == -1:
+                            crn = n
+                    # ``known`` is the event line of the previous block of the run, with
+                    # its LF: a block that repeats it needs no search for that line.
+                    known = b"\n"  # (never at ``pos``, where an event line starts)
+                    size = 0
+                    name: str | None = None
+                    while True:
+                        if startswith(known, pos):
+                            lf = pos + size
+                        elif startswith(b"event:", pos):
+                            lf = find(b"\n", pos)
+                            if lf == -1:
+                                head = b""
+                                break
+                            line = data[pos:lf]
+                            name = names.get(line, "")  # "" is never cached (reads None)
+                            if name == "":
+                                name = self._event_name(line)
+                            known = line + b"\n"
+                            size = lf - pos
+                        else:
+                            break  # another shape: dispatch on it again
+                        end = find(b"\n", lf + 1)
+                        # No CR up to the blank line, included (``crn - 1`` also keeps
+                        # ``end + 1`` inside the chunk).
+                        if not (
+                            lf < end < crn - 1
+                            and data[end + 1] == 10
+                            and end - pos <= limit
+                            and startswith(b"data: ", lf + 1)
+                        ):
+                            head = b""  # this block: line by line
+                            break
+                        append(
+                            ServerSentEvent(
+                                data[lf + 7 : end].decode("utf-8", "replace"),
+                                name,
+                                last_id,
+                                None,
+                                base + pos,
+                                count,
+                            )
+                        )
+                        count += 1
+                        pos = end + 2
+                    if head:
+                        continue
             lf = find(b"\n", pos)
             if lf == -1:
                 resume = n  # the rest of the chunk has no LF: the line machine's
@@ -507,7 +540,7 @@ class SSEDecoder:
                 line = data[pos:end]
                 name = names.get(line, "")  # "" is never cached (it reads None)
                 if name == "":
-                    if not startswith(b"event:", pos):
+                    if line[:6] != b"event:":
                         break
                     name = self._event_name(line)
                 event_type = name
