@@ -126,6 +126,25 @@ CASES = [
     b": c\r\n\r\ndata: a\r\n\r\n",
     b"id: 1\r\ndata: a\r\n\r\n",
     b"data: a\r\n\r\n\r\n\r\ndata: b\r\n\r\n",
+    # runs of the common shapes, broken in every way
+    b"data: a\n\ndata: b\n\ndata: c\r\n\r\ndata: d\r\n\r\ndata: e\n\ndata: f\n\n",
+    b"data: a\n\ndata: b\ndata: c\n\ndata: d\n\n",
+    b"data: a\n\ndata:b\n\ndata: c\n\n",
+    b"data: a\r\n\r\ndata: b\r\n\ndata: c\n\r\ndata: d\r\n\r\n",
+    b"data: a\r\n\r\ndata: b\r\rdata: c\r\n\r\n",
+    b"event: a\ndata: 1\n\nevent: a\ndata: 2\n\nevent: b\ndata: 3\n\nevent: a\ndata: 4\n\n",
+    b"event: a\ndata: 1\n\nevent: a\ndata:2\n\nevent: a\ndata: 3\n\n",
+    b"event: a\ndata: 1\n\nevent: a\r\ndata: 2\r\n\r\nevent: a\ndata: 3\n\n",
+    b"event: a\ndata: 1\n\nevent: ab\ndata: 2\n\nevent: a\ndata: 3\n\n",
+    b"event: a\ndata: 1\n\nevent: a\ndata: 2\ndata: 3\n\nevent: a\ndata: 4\n\n",
+    b"event: a\ndata: 1\n\nevent: a\n\nevent: a\ndata: 2\n\n",
+    b"event: a\ndata: 1\n\ndata: 2\n\nevent: a\ndata: 3\n\n: c\n\nevent: a\ndata: 4\n\n",
+    b"event: a\ndata: 1\n\nevent: a\ndata: 2\n\n\nevent: a\ndata: 3\n\n",
+    b"event: a\ndata: 1\n\nevent: a\ndata: 2\n\rdata: 3\n\n",
+    b"event: a\ndata: 1\n\nevent: a\nid: 9\ndata: 2\n\nevent: a\ndata: 3\n\n",
+    b"event: a\ndata: 1\n\nevent: a\ndata: 2\n\nevent: a\ndata: 3",
+    b"event: a\ndata: 1\n\nevent: a\ndata: 2\n\nevent: a\n",
+    b"event: a\ndata: 1\n\nevent: a\ndata: 2\n\nevent: a",
 ]
 
 
@@ -247,6 +266,58 @@ def streams(draw: st.DrawFn) -> bytes:
     if draw(st.booleans()):
         parts.append(draw(LINES))  # an unterminated last line
     return b"".join(parts)
+
+
+BLOCKS = st.sampled_from(
+    [
+        [b"data: x"],
+        [b"data: y"],
+        [b"data: \xc3\xa9"],
+        [b"data: "],
+        [b"data:z"],
+        [b"event: a", b"data: x"],
+        [b"event: a", b"data: y"],
+        [b"event: b", b"data: x"],
+        [b"event: a", b"data:x"],
+        [b"event: a", b"data"],
+        [b"event:", b"data: x"],
+        [b"event: a"],
+        [b"event: a", b"id: 1", b"data: x"],
+        [b"event: a", b"data: x", b"data: y"],
+        [b"event: a", b": c", b"data: x"],
+        [b"id: 2", b"data: x"],
+        [b"retry: 3", b"data: x"],
+        [b": ping"],
+        [b"data: x", b"event: a"],
+    ]
+)
+
+
+@st.composite
+def block_streams(draw: st.DrawFn) -> bytes:
+    """Whole blocks, mostly of the common shapes, so that runs of them are frequent."""
+    end = draw(ENDS)
+    uniform = draw(st.integers(0, 3)) != 0
+    parts: list[bytes] = []
+    for block in draw(st.lists(BLOCKS, max_size=12)):
+        for line in [*block, b""]:
+            parts.append(line + (end if uniform else draw(ENDS)))
+    if draw(st.booleans()):
+        parts.append(draw(LINES))
+    return b"".join(parts)
+
+
+@settings(max_examples=400)
+@given(data=block_streams(), cuts=st.lists(st.integers(min_value=0), max_size=6))
+def test_runs_of_blocks_same_as_the_line_machine(data: bytes, cuts: list[int]) -> None:
+    assert_same([data])
+    assert_same(split_at(data, cuts))
+
+
+@settings(max_examples=200)
+@given(data=block_streams(), max_line=st.integers(1, 12), max_event=st.integers(1, 12))
+def test_runs_of_blocks_with_small_limits(data: bytes, max_line: int, max_event: int) -> None:
+    assert_same([data], max_line=max_line, max_event=max_event)
 
 
 @settings(max_examples=400)

@@ -359,15 +359,20 @@ class SSEDecoder:
         """Fast path of the line machine, from a line start at ``pos`` where no event is
         open and no line is pending. Returns ``(pos, crn, resume)``.
 
-        Lines ended by LF or CRLF, whole in this chunk, are cut with ``find`` and applied
-        inline when they are ``data:`` (the first of an event), ``event:``, ``id:``, a
-        comment or blank: the same effect as ``_line``/``_dispatch`` would have. At any
-        other line (a second ``data:`` line, ``retry``, another field, a line without a
-        colon, a lone CR, a line over a limit, a line cut by the end of the chunk) the
-        open event is handed over to the line machine, which goes on from that line and
-        applies every rule. ``crn`` is the next CR at or after ``pos`` (``len(data)`` when
-        there is none; recomputed when stale); ``resume`` is where the caller may try again
-        (past the bytes already searched in vain).
+        Runs of the two block shapes of nearly every stream, ``data: V`` alone (its line
+        and the blank line ended by LF, or both by CRLF) and ``event: NAME`` then
+        ``data: V`` (LF), are taken whole with one ``find`` per line (none for an event
+        line that repeats the previous one). Other lines ended by LF or CRLF and whole in
+        this chunk are applied one by one when they are ``data:`` (the first of an
+        event), ``event:``, ``id:``, a comment or blank, with the same effect as
+        ``_line`` and ``_dispatch``. At any other line (a second ``data:`` line,
+        ``retry``, another field, a line without a colon, a lone CR, a line over a limit,
+        a line cut by the end of the chunk) the open event is handed over to the line
+        machine, which goes on from that line and applies every rule.
+
+        ``crn`` is the next CR at or after ``pos`` (``len(data)`` when there is none;
+        recomputed when stale); ``resume`` is where the caller may try again (past the
+        bytes already searched in vain).
         """
         find = data.find
         startswith = data.startswith
@@ -446,7 +451,7 @@ class SSEDecoder:
                             crn = n
                     # ``known`` is the event line of the previous block of the run, with
                     # its LF: a block that repeats it needs no search for that line.
-                    known = b"\n"  # (never at ``pos``, where an event line starts)
+                    known = b"\n"  # (no match at the run's first block: "event:")
                     size = 0
                     name: str | None = None
                     while True:
