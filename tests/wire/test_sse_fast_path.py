@@ -136,6 +136,8 @@ CASES = [
     b"event: a\ndata: 1\n\nevent: a\ndata:2\n\nevent: a\ndata: 3\n\n",
     b"event: a\ndata: 1\n\nevent: a\r\ndata: 2\r\n\r\nevent: a\ndata: 3\n\n",
     b"event: a\ndata: 1\n\nevent: ab\ndata: 2\n\nevent: a\ndata: 3\n\n",
+    b"event: a\ndata: 1\n\nevent: a:data: 2\n\nevent: a\ndata: 3\n\n",
+    b"event: a\ndata: 1\n\nevent: a\rdata: 2\n\nevent: a\ndata: 3\n\n",
     b"event: a\ndata: 1\n\nevent: a\ndata: 2\ndata: 3\n\nevent: a\ndata: 4\n\n",
     b"event: a\ndata: 1\n\nevent: a\n\nevent: a\ndata: 2\n\n",
     b"event: a\ndata: 1\n\ndata: 2\n\nevent: a\ndata: 3\n\n: c\n\nevent: a\ndata: 4\n\n",
