@@ -205,6 +205,13 @@ def test_id_persists_between_the_two_paths() -> None:
     assert [f.index for f in frames] == [0, 1, 2, 3]  # type: ignore[union-attr]
 
 
+def test_bytes_like_chunks() -> None:
+    data = b"event: a\ndata: x\n\nevent: a\ndata: y\n\n"
+    expected = SSEDecoder().feed(data)
+    assert SSEDecoder().feed(bytearray(data)) == expected
+    assert SSEDecoder().feed(memoryview(data)) == expected
+
+
 def test_event_name_cache_is_bounded() -> None:
     decoder = SSEDecoder()
     data = b"".join(b"event: e%d\ndata: x\n\n" % i for i in range(500))

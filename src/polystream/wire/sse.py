@@ -180,11 +180,11 @@ class SSEDecoder:
         """How many input bytes have been fed so far."""
         return self._offset + len(self._bom_buffer)
 
-    def feed(self, data: bytes) -> list[SSEFrame]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[SSEFrame]:
         """Consume a chunk of the stream and return every frame it completed.
 
         Args:
-            data: Any number of bytes, split anywhere.
+            data: Any number of bytes, split anywhere (any bytes-like object).
 
         Returns:
             Events and comments completed by this chunk, in order (possibly none).
@@ -201,6 +201,8 @@ class SSEDecoder:
             raise self._failed
         if not data:
             return []
+        if not isinstance(data, bytes):
+            data = bytes(data)  # a bytearray or memoryview: the fast path hashes slices
         out: list[SSEFrame] = []
         try:
             self._feed(data, out)
