@@ -147,6 +147,18 @@ CASES = [
     b"event: a\ndata: 1\n\nevent: a\ndata: 2\n\nevent: a\ndata: 3",
     b"event: a\ndata: 1\n\nevent: a\ndata: 2\n\nevent: a\n",
     b"event: a\ndata: 1\n\nevent: a\ndata: 2\n\nevent: a",
+    # an ``id:`` line before a block of a common shape
+    b"id: 1\ndata: a\n\nid: 2\ndata: b\n\ndata: c\n\nid: 3\ndata: d\n\n",
+    b"id: 1\nevent: a\ndata: x\n\nid: 2\nevent: a\ndata: y\n\nevent: a\ndata: z\n\n",
+    b"id: 1\r\ndata: a\r\n\r\nid: 2\ndata: b\r\n\r\n",
+    b"id: 1\rdata: a\n\n",
+    b"id: 1\n\ndata: a\n\n",
+    b"id: 1\nid: 2\ndata: a\n\n",
+    b"id: 1\nretry: 5\ndata: a\n\n",
+    b"id: \x00\ndata: a\n\nid\ndata: b\n\nid:\ndata: c\n\n",
+    b"id: 1\ndata: a\ndata: b\n\n",
+    b"id: 1\ndata: a",
+    b"id: 1",
 ]
 
 
@@ -166,6 +178,8 @@ def test_hand_picked_cases_in_every_chunking(data: bytes) -> None:
         b": a long comment line here\n\n",
         b"event: a-very-long-event-name\ndata: x\n\n",
         b"id: a-very-long-identifier\ndata: x\n\n",
+        b"id: 1\ndata: 0123456789\n\nid: 2\ndata: 01234567890123456789\n\n",
+        b"id: 1\nevent: e\ndata: 0123456789\n\nid: 2\nevent: e\ndata: 01234567890123\n\n",
         b"data: 0123456789",
     ],
 )
@@ -295,6 +309,13 @@ BLOCKS = st.sampled_from(
         [b"event: a", b"data: x", b"data: y"],
         [b"event: a", b": c", b"data: x"],
         [b"id: 2", b"data: x"],
+        [b"id: 3", b"event: a", b"data: x"],
+        [b"id:4", b"data: y"],
+        [b"id: 5\x00", b"data: x"],
+        [b"id: 6", b"data:x"],
+        [b"id: 7", b"retry: 1", b"data: x"],
+        [b"id: 8"],
+        [b"id: 9", b": c", b"data: x"],
         [b"retry: 3", b"data: x"],
         [b": ping"],
         [b"data: x", b"event: a"],

@@ -394,9 +394,26 @@ class SSEDecoder:
             if event_start == -1:
                 # Runs of the two shapes of almost every block, taken whole: ``data: V``
                 # (LF or CRLF line ends) and ``event: NAME`` + ``data: V`` (LF), each
-                # followed by its blank line. A block of another shape goes on to the
-                # line-by-line code below.
+                # followed by its blank line, and after one ``id:`` line (LF) as a
+                # resumable stream sends them. A block of another shape goes on to the
+                # line-by-line code below. ``block`` is where the block began.
+                block = pos
                 head = data[pos : pos + 6]
+                if head[:3] == b"id:":
+                    lf = find(b"\n", pos)
+                    if crn < pos:
+                        crn = find(b"\r", pos)
+                        if crn == -1:
+                            crn = n
+                    if pos < lf < crn and lf - pos <= max_line:
+                        start = pos + 3
+                        if data[start] == 32:
+                            start += 1
+                        ident = data[start:lf]
+                        if b"\x00" not in ident:  # WHATWG: an id with NULL is ignored
+                            last_id = ident.decode("utf-8", "replace")
+                        pos = lf + 1
+                        head = data[pos : pos + 6]
                 if head == b"data: ":
                     if crn < pos:
                         crn = find(b"\r", pos)
@@ -412,12 +429,13 @@ class SSEDecoder:
                                 None,
                                 last_id,
                                 None,  # no ``retry`` field goes through this path
-                                base + pos,
+                                base + block,
                                 count,
                             )
                         )
                         count += 1
                         pos = lf + 2
+                        block = pos
                         if data[pos : pos + 6] != b"data: ":
                             break
                         lf = find(b"\n", pos)
@@ -430,12 +448,13 @@ class SSEDecoder:
                                     None,
                                     last_id,
                                     None,
-                                    base + pos,
+                                    base + block,
                                     count,
                                 )
                             )
                             count += 1
                             pos = lf + 3
+                            block = pos
                             crn = find(b"\r", pos)
                             if crn == -1:
                                 crn = n
@@ -444,8 +463,6 @@ class SSEDecoder:
                             lf = find(b"\n", pos)
                         else:
                             head = b""  # this block: line by line
-                    if head:
-                        continue
                 elif head == b"event:":
                     if crn < pos:
                         crn = find(b"\r", pos)
@@ -489,14 +506,19 @@ class SSEDecoder:
                                 name,
                                 last_id,
                                 None,
-                                base + pos,
+                                base + block,
                                 count,
                             )
                         )
                         count += 1
                         pos = end + 2
-                    if head:
-                        continue
+                        block = pos
+                else:
+                    head = b""
+                if head:
+                    continue
+                if block != pos:
+                    event_start = base + block  # an ``id:`` line was taken: the event is open
             lf = find(b"\n", pos)
             if lf == -1:
                 resume = n  # the rest of the chunk has no LF: the line machine's
