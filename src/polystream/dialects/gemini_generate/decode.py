@@ -78,7 +78,7 @@ from typing import Any, Final
 
 import msgspec
 
-from polystream.dialects._base import FramedDecoder
+from polystream.dialects._base import FramedDecoder, Framing
 from polystream.dialects._carrier import unwrap_base64
 from polystream.errors import RemoteProtocolError, StreamTruncated
 from polystream.events import (
@@ -103,7 +103,7 @@ from polystream.events import (
     Usage,
     UsageUpdate,
 )
-from polystream.wire.jsonarray import JSONElement
+from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
 from polystream.wire.sse import ServerSentEvent
 
 from .finish_reason import FINISH_REASONS, map_finish_reason
@@ -153,6 +153,8 @@ _MISSING: Final[Any] = object()
 # streams use a handful of key sets; the cache stops growing at a fixed size.
 _ORDER_CACHE: dict[tuple[str, ...], list[str] | None] = {}
 _ORDER_CACHE_SIZE: Final = 256
+# The keys of the usual chunk, in Google's order (see ``_usual_chunk``).
+_USUAL_KEYS: Final = ("candidates", "usageMetadata", "modelVersion", "responseId")
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
 _SSE_LINE_STARTS: Final = frozenset(b"deir:\r\n")
 # A line start (after LF) whose first byte is none of those.
@@ -340,6 +342,9 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     dialect = DIALECT
     framings = ("sse", "json_array")
+    # Off: every chunk takes the general path and JSON-array elements are parsed by
+    # ``_chunk`` (the tests compare both ways).
+    _fast_paths = True
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -372,6 +377,17 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     # -- framing hooks -------------------------------------------------------------------
 
+    def _make_framer(self, framing: Framing) -> None:
+        if framing == "json_array" and self._fast_paths:
+            # The array's fast path parses each element whole: hand the chunk over
+            # parsed, so that it is parsed once (see :mod:`polystream.wire.jsonarray`).
+            self._framing = framing
+            self._array = JSONArrayDecoder(
+                max_element_size=self._max_event, decode=CHUNK_DECODER.decode
+            )
+        else:
+            super()._make_framer(framing)
+
     def feed(self, data: bytes) -> list[Event]:
         """Consume a chunk of the body; return the unified events it completed.
 
@@ -398,7 +414,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._chunk(event.data, out)
 
     def _on_element(self, element: JSONElement, out: list[Event]) -> None:
-        self._chunk(element.data, out)
+        self._chunk(element.data, out, parsed=element.value)
 
     def _on_close(self, out: list[Event], truncation: StreamTruncated | None) -> None:
         if self._bare_parts:
@@ -592,19 +608,140 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     # -- chunks ----------------------------------------------------------------------------
 
-    def _chunk(self, data: str | bytes, out: list[Event], *, bare: bool = False) -> None:
-        try:
-            chunk = CHUNK_DECODER.decode(data)
-        except msgspec.DecodeError as exc:
-            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-            out.append(Unknown(name="chunk", data=text))
-            raise self.protocol_error(f"malformed JSON in chunk: {exc}") from None
-        if not isinstance(chunk, dict):
-            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-            out.append(Unknown(name="chunk", data=text))
-            raise self.protocol_error(f"chunk is not a JSON object (got {type(chunk).__name__})")
+    def _chunk(
+        self,
+        data: str | bytes,
+        out: list[Event],
+        *,
+        bare: bool = False,
+        parsed: Any = msgspec.UNSET,
+    ) -> None:
+        """Emit the events of one chunk (its JSON text ``data``, or already ``parsed``)."""
+        if parsed is msgspec.UNSET:
+            try:
+                chunk = CHUNK_DECODER.decode(data)
+            except msgspec.DecodeError as exc:
+                text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+                out.append(Unknown(name="chunk", data=text))
+                raise self.protocol_error(f"malformed JSON in chunk: {exc}") from None
+        else:
+            chunk = parsed
+        if type(chunk) is not dict:
+            if not isinstance(chunk, dict):
+                text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+                out.append(Unknown(name="chunk", data=text))
+                raise self.protocol_error(
+                    f"chunk is not a JSON object (got {type(chunk).__name__})"
+                )
+        elif self._started and not bare and self._fast_paths:
+            if self.keep_raw:
+                self.raw_event(out, None, chunk)
+            if self._usual_chunk(chunk, out):
+                return
+            self._chunk_fields(chunk, out, bare)
+            return
         if self.keep_raw:
             self.raw_event(out, None, chunk)
+        self._chunk_fields(chunk, out, bare)
+
+    def _usual_chunk(self, chunk: dict[str, Any], out: list[Event]) -> bool:
+        """The usual chunk after the first, in one pass: ``candidates`` holding one
+        candidate ``{"content": {"parts": [...], "role": "model"}, "index": n}``, then
+        ``usageMetadata``, and the same ``modelVersion`` and ``responseId`` strings as
+        the chunk before. Returns False, having done nothing, for any other chunk; the
+        events are those :meth:`_chunk_fields` emits for it, step for step.
+        """
+        if tuple(chunk) != _USUAL_KEYS:
+            return False
+        cands = chunk["candidates"]
+        meta = chunk["usageMetadata"]
+        model = chunk["modelVersion"]
+        rid = chunk["responseId"]
+        previous = self._previous
+        residual = previous.residual
+        if not (
+            type(cands) is list
+            and len(cands) == 1
+            and type(meta) is dict
+            and type(model) is str
+            and type(rid) is str
+            and residual is not None
+            and len(residual) == 2
+            and residual.get("modelVersion") == model
+            and residual.get("responseId") == rid
+        ):
+            return False
+        cand = cands[0]
+        if type(cand) is not dict or len(cand) != 2:
+            return False
+        number = cand.get("index")
+        content = cand.get("content")
+        if not (
+            type(number) is int
+            and type(content) is dict
+            and len(content) == 2
+            and next(iter(cand)) == "content"
+            and next(iter(content)) == "parts"
+            and content.get("role") == "model"
+        ):
+            return False
+        parts = content["parts"]
+        if type(parts) is not list:
+            return False
+        # From here on, the steps of _chunk_fields and _candidate for this chunk.
+        state = self._candidates.get(number)
+        if state is None:
+            state = self._state(number)
+        for part in parts:
+            # _part's own first test (a text fragment continuing the open text run).
+            index = state.open
+            if type(part) is dict and len(part) == 1 and index is not None:
+                text = part.get("text")
+                if type(text) is str and state.open_kind == "text":
+                    out.append(TextDelta(index=index, delta=text))
+                    continue
+            self._part(part, number, state, out)
+        cached = self._index_residuals.get(number)
+        if cached is None:
+            cached = self._index_residuals[number] = {"index": number}
+        candidates = previous.candidates
+        if (
+            candidates is None
+            or len(candidates) != 1
+            or not (cached is candidates[0] or cached == candidates[0])
+        ):
+            candidates = previous.candidates = [cached]
+        extra = previous.extra
+        if (
+            extra is None
+            or residual is not previous.extra_residual
+            or candidates is not previous.extra_candidates
+        ):
+            extra = previous.extra = {"chunk": residual, "candidates": candidates}
+            previous.extra_residual = residual
+            previous.extra_candidates = candidates
+        usage = previous.usage
+        if usage is None or meta != previous.meta:
+            usage = self._new_usage(meta)
+        out.append(UsageUpdate(usage=usage, extra=extra))
+        return True
+
+    def _new_usage(self, meta: dict[str, Any]) -> Usage:
+        """Convert a ``usageMetadata`` that differs from the last one, and merge it."""
+        usage, mask = convert_usage(meta)
+        if mask:  # an empty usage never changes the merged one
+            if self._usage_last is not None and self._usage_mask & ~mask:
+                # The newer one omits a count the last one had: merge for real.
+                self._usage_base = self._usage_base.merged(self._usage_last)
+            self._usage_last = usage
+            self._usage_mask = mask
+        previous = self._previous
+        previous.meta = meta
+        previous.usage = usage
+        return usage
+
+    def _chunk_fields(self, chunk: dict[str, Any], out: list[Event], bare: bool) -> None:
+        """Emit the events of one chunk object (the general path)."""
         if not self._started:
             self._started = True
             rid = chunk.get("responseId")
@@ -679,15 +816,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         elif usage_meta == previous.meta and previous.usage is not None:
             usage = previous.usage  # same counts: merging it again changes nothing
         else:
-            usage, mask = convert_usage(usage_meta)
-            if mask:  # an empty usage never changes the merged one
-                if self._usage_last is not None and self._usage_mask & ~mask:
-                    # The newer one omits a count the last one had: merge for real.
-                    self._usage_base = self._usage_base.merged(self._usage_last)
-                self._usage_last = usage
-                self._usage_mask = mask
-            previous.meta = usage_meta
-            previous.usage = usage
+            usage = self._new_usage(usage_meta)
         out.append(UsageUpdate(usage=usage, extra=extra))
 
     def _error_object(self, value: dict[str, Any], out: list[Event]) -> None:
