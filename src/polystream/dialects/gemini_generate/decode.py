@@ -119,6 +119,8 @@ from .wire import (
     PART_RANK,
     TOOL_CALL_RANK,
     GoogleError,
+    dumps_pretty,
+    dumps_sse,
     order_if_needed,
 )
 
@@ -155,6 +157,13 @@ _ORDER_CACHE: dict[tuple[str, ...], list[str] | None] = {}
 _ORDER_CACHE_SIZE: Final = 256
 # The keys of the usual chunk, in Google's order (see ``_usual_chunk``).
 _USUAL_KEYS: Final = ("candidates", "usageMetadata", "modelVersion", "responseId")
+# The two gaps of a chunk template (see ``_Template``) and what fills them.
+_TEXT_GAP: Final = "\x00"
+_USAGE_GAP: Final = "\x01"
+_TEXT_DECODER: Final = msgspec.json.Decoder(str)
+_OBJECT_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
+# Failed attempts to find a template before a decoder stops trying.
+_TEMPLATE_TRIES: Final = 4
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
 _SSE_LINE_STARTS: Final = frozenset(b"deir:\r\n")
 # A line start (after LF) whose first byte is none of those.
@@ -272,6 +281,91 @@ def _parse_path(path: str) -> list[str | int] | None:
     return out
 
 
+class _Template:
+    """The JSON text of the usual chunk (see ``_usual_chunk``) with one text part, cut
+    around its two values that change from chunk to chunk: the part's text (a JSON
+    string) and ``usageMetadata`` (a JSON object).
+
+    A chunk whose text is ``pre + <string> + mid[1:] + <object> + suf`` (``mid``
+    begins with the closing quote of the string) is, token for token, the chunk the
+    template was cut from with those two values replaced: the three pieces are the
+    output of a JSON encoder around two placeholder strings, so they end and begin at
+    token boundaries, and a JSON text parses one way only. Its events are found
+    without parsing the whole chunk (:func:`_match`); any other text does not match.
+    """
+
+    __slots__ = ("index", "mid", "model", "pre", "rid", "suf")
+
+    def __init__(self, pre: Any, mid: Any, suf: Any, index: int, model: str, rid: str) -> None:
+        self.pre = pre  # str for SSE event data, bytes for JSON-array elements
+        self.mid = mid
+        self.suf = suf
+        self.index = index  # the candidate index, modelVersion and responseId it holds
+        self.model = model
+        self.rid = rid
+
+
+class _Matched:
+    """A JSON-array element that matched a template (parsed by the framing)."""
+
+    __slots__ = ("meta", "template", "text")
+
+    def __init__(self, template: _Template, text: str, meta: dict[str, Any]) -> None:
+        self.template = template
+        self.text = text
+        self.meta = meta
+
+
+def _templates(index: int, model: str, rid: str) -> list[tuple[bytes, bytes, bytes]]:
+    """(pre, mid, suf) of the usual chunk in Google's layouts: the ``?alt=sse`` form
+    and the JSON-array element form (pretty-printed, LF or CRLF line ends)."""
+    skeleton = {
+        "candidates": [
+            {"content": {"parts": [{"text": _TEXT_GAP}], "role": "model"}, "index": index}
+        ],
+        "usageMetadata": _USAGE_GAP,
+        "modelVersion": model,
+        "responseId": rid,
+    }
+    text_gap = _ENCODE.encode(_TEXT_GAP)
+    usage_gap = _ENCODE.encode(_USAGE_GAP)
+    pretty = dumps_pretty(skeleton)
+    out = []
+    for layout in (dumps_sse(skeleton), pretty, pretty.replace(b"\n", b"\r\n")):
+        if layout.count(text_gap) != 1 or layout.count(usage_gap) != 1:
+            continue  # a placeholder also inside modelVersion or responseId
+        pre, rest = layout.split(text_gap)
+        between, suf = rest.split(usage_gap)
+        out.append((pre, b'"' + between, suf))
+    return out
+
+
+def _match(template: _Template, data: Any) -> tuple[str, dict[str, Any]] | None:
+    """The text and ``usageMetadata`` of a chunk whose JSON text ``data`` (of the
+    template's type) fits the template, else None (see :class:`_Template`)."""
+    pre = template.pre
+    suf = template.suf
+    if not data.startswith(pre) or not data.endswith(suf):
+        return None
+    start = len(pre)
+    mid = template.mid
+    close = data.find(mid, start + 1)
+    if close < 0:
+        return None
+    begin = close + len(mid)
+    end = len(data) - len(suf)
+    if begin >= end:
+        return None
+    try:
+        # The first occurrence of mid ends the string, unless its quote is escaped:
+        # then this slice is no complete string and does not parse.
+        text = _TEXT_DECODER.decode(data[start : close + 1])
+        meta = _OBJECT_DECODER.decode(data[begin:end])
+    except msgspec.DecodeError:
+        return None
+    return text, meta
+
+
 class _Previous:
     """The previous chunk's repeated values, reused when the next chunk repeats them."""
 
@@ -362,6 +456,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._error: ErrorInfo | None = None
         self._blocked: tuple[str, str | None] | None = None
         self._previous = _Previous()
+        self._template: _Template | None = None
+        self._template_tries = _TEMPLATE_TRIES
         self._index_residuals: dict[int, dict[str, Any]] = {}
         # Bare (non-SSE) text after SSE events: Google writes a JSON error object there.
         self._scan_offset = 0
@@ -383,7 +479,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             # parsed, so that it is parsed once (see :mod:`polystream.wire.jsonarray`).
             self._framing = framing
             self._array = JSONArrayDecoder(
-                max_element_size=self._max_event, decode=CHUNK_DECODER.decode
+                max_element_size=self._max_event, decode=self._parse_element
             )
         else:
             super()._make_framer(framing)
@@ -411,10 +507,31 @@ class GeminiGenerateDecoder(FramedDecoder):
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
         if self._bare_ready:
             self._drain_bare(out, event.offset)
-        self._chunk(event.data, out)
+        data = event.data
+        template = self._template
+        if template is not None:
+            found = _match(template, data)
+            if found is not None and self._matched(template, found[0], found[1], out):
+                return
+        self._chunk(data, out)
+
+    def _parse_element(self, data: bytes) -> Any:
+        """Parse a JSON-array element for the framing (see ``_make_framer``): a
+        :class:`_Matched` when it fits the template, else the chunk's value."""
+        template = self._template
+        if template is not None:
+            found = _match(template, data)
+            if found is not None:
+                return _Matched(template, found[0], found[1])
+        return CHUNK_DECODER.decode(data)
 
     def _on_element(self, element: JSONElement, out: list[Event]) -> None:
-        self._chunk(element.data, out, parsed=element.value)
+        value = element.value
+        if type(value) is _Matched:
+            if self._matched(value.template, value.text, value.meta, out):
+                return
+            value = msgspec.UNSET  # the state changed since: the general way
+        self._chunk(element.data, out, parsed=value)
 
     def _on_close(self, out: list[Event], truncation: StreamTruncated | None) -> None:
         if self._bare_parts:
@@ -637,6 +754,8 @@ class GeminiGenerateDecoder(FramedDecoder):
             if self.keep_raw:
                 self.raw_event(out, None, chunk)
             if self._usual_chunk(chunk, out):
+                if self._template_tries and not self.keep_raw:
+                    self._learn(data, chunk)
                 return
             self._chunk_fields(chunk, out, bare)
             return
@@ -701,6 +820,74 @@ class GeminiGenerateDecoder(FramedDecoder):
                     out.append(TextDelta(index=index, delta=text))
                     continue
             self._part(part, number, state, out)
+        self._usual_end(number, meta, residual, out)
+        return True
+
+    def _matched(
+        self, template: _Template, text: str, meta: dict[str, Any], out: list[Event]
+    ) -> bool:
+        """:meth:`_usual_chunk` for a chunk that fits ``template`` (its text and
+        usageMetadata given); False, having done nothing, when the chunk before did
+        not have the same modelVersion and responseId."""
+        residual = self._previous.residual
+        if not (
+            residual is not None
+            and len(residual) == 2
+            and residual.get("modelVersion") == template.model
+            and residual.get("responseId") == template.rid
+        ):
+            return False
+        number = template.index
+        state = self._candidates.get(number)
+        if state is None:
+            state = self._state(number)
+        index = state.open
+        if index is not None and state.open_kind == "text":
+            out.append(TextDelta(index=index, delta=text))
+        else:
+            self._part({"text": text}, number, state, out)
+        self._usual_end(number, meta, residual, out)
+        return True
+
+    def _learn(self, data: str | bytes, chunk: dict[str, Any]) -> None:
+        """After a usual chunk with one text part, find the template it fits (unless
+        the template in use already holds its index, modelVersion and responseId)."""
+        candidate = chunk["candidates"][0]
+        number = candidate["index"]
+        model = chunk["modelVersion"]
+        rid = chunk["responseId"]
+        template = self._template
+        if (
+            template is not None
+            and template.index == number
+            and template.model == model
+            and template.rid == rid
+        ):
+            return
+        parts = candidate["content"]["parts"]
+        if len(parts) != 1 or type(parts[0]) is not dict or len(parts[0]) != 1:
+            return
+        text = parts[0].get("text")
+        if type(text) is not str:
+            return
+        for pre, mid, suf in _templates(number, model, rid):
+            if isinstance(data, str):
+                template = _Template(pre.decode(), mid.decode(), suf.decode(), number, model, rid)
+            else:
+                template = _Template(pre, mid, suf, number, model, rid)
+            found = _match(template, data)
+            if found is not None:
+                if found[0] == text and found[1] == chunk["usageMetadata"]:
+                    self._template = template
+                    return
+                break  # cannot happen (see _Template); never use it then
+        self._template_tries -= 1
+
+    def _usual_end(
+        self, number: int, meta: dict[str, Any], residual: dict[str, Any], out: list[Event]
+    ) -> None:
+        """The end of :meth:`_usual_chunk`: the chunk's UsageUpdate."""
+        previous = self._previous
         cached = self._index_residuals.get(number)
         if cached is None:
             cached = self._index_residuals[number] = {"index": number}
@@ -724,7 +911,6 @@ class GeminiGenerateDecoder(FramedDecoder):
         if usage is None or meta != previous.meta:
             usage = self._new_usage(meta)
         out.append(UsageUpdate(usage=usage, extra=extra))
-        return True
 
     def _new_usage(self, meta: dict[str, Any]) -> Usage:
         """Convert a ``usageMetadata`` that differs from the last one, and merge it."""
