@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polystream.dialects.gemini_generate import Decoder
+from polystream.dialects.gemini_generate import Decoder, Encoder
 from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse
 from polystream.errors import PolystreamError
-from polystream.events import dump_event
+from polystream.events import UsageUpdate, dump_event
 from tests.helpers import split_at, stream_fixtures
 
 
@@ -381,3 +381,32 @@ def test_the_template_search_gives_up() -> None:
     assert decoder._template is None
     assert decoder._template_tries == 0
     assert_same([data])
+
+
+@pytest.mark.parametrize("odd", ["order", "bare"])
+def test_a_chunk_record_is_not_carried_to_the_next_chunk(odd: str) -> None:
+    # A chunk in another key order records it in its UsageUpdate's extra (a bare
+    # JSON text after SSE events records "bare"); the next chunk in the usual order,
+    # with the same fields, must not inherit that record.
+    candidate = {"content": {"parts": [{"text": "a"}], "role": "model"}, "index": 0}
+    first = {"candidates": [candidate], "modelVersion": "m", "responseId": "r"}
+    if odd == "order":
+        second = {"modelVersion": "m", "candidates": [candidate], "responseId": "r"}
+        data = sse([first, second, first])
+    else:
+        data = sse([first]) + dumps_pretty(first) + b"\n\n" + sse([first])
+    for cls in (Decoder, General):
+        decoder = cls()
+        events = decoder.feed(data) + decoder.close()
+        extras = [e.extra for e in events if isinstance(e, UsageUpdate)]
+        assert len(extras) == 3
+        assert odd in extras[1]
+        assert (
+            extras[2]
+            == extras[0]
+            == {"chunk": {"modelVersion": "m", "responseId": "r"}, "candidates": [{"index": 0}]}
+        )
+        encoder = Encoder(framing="sse")
+        wire = b"".join(encoder.encode(e) for e in events) + encoder.close()
+        if odd == "order":
+            assert wire == data  # the same-dialect round trip is exact

@@ -994,7 +994,9 @@ class GeminiGenerateDecoder(FramedDecoder):
                 extra["order"] = order
             if bare:
                 extra["bare"] = True
-            previous.extra = extra
+            # Reused only by a chunk in the usual order and not bare: an extra that
+            # records an order (or "bare") belongs to its own chunk alone.
+            previous.extra = extra if order is None and not bare else None
             previous.extra_residual = residual
             previous.extra_candidates = candidates
         if usage_meta is None:
