@@ -465,10 +465,16 @@ class JSONArrayDecoder:
                 self._state = _DONE
                 return sep + 2
             self._state = _NEXT
-            m = _NOT_WS.search(data, sep + 2)
-            if m is None:
+            pos = sep + 2
+            if data.startswith(b"\r\n", pos):  # Google's "\r\n,\r\n" between elements
+                pos += 2
+            if pos < n and data[pos] in _WHITESPACE:
+                m = _NOT_WS.search(data, pos)
+                if m is None:
+                    return n
+                pos = m.start()
+            if pos >= n:
                 return n
-            pos = m.start()
             opener = data[pos]
             if opener not in (123, 91):  # not "{" or "[": the scanner's turn
                 return pos
