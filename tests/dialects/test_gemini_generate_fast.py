@@ -410,3 +410,28 @@ def test_a_chunk_record_is_not_carried_to_the_next_chunk(odd: str) -> None:
         wire = b"".join(encoder.encode(e) for e in events) + encoder.close()
         if odd == "order":
             assert wire == data  # the same-dialect round trip is exact
+
+
+def test_array_elements_the_template_does_not_fit() -> None:
+    big = usual("big", 5)
+    big["usageMetadata"]["promptTokensDetails"] = [
+        {"modality": f"M{i}", "tokenCount": i} for i in range(200)
+    ]  # a usage object longer than the window the matcher looks in
+    thought = usual("t", 6)
+    thought["candidates"][0]["content"]["parts"] = [{"text": "t", "thought": True}]
+    chunks = [
+        usual("a", 1),
+        usual("b", 2),
+        usual("c", 3),
+        big,
+        usual("d", 4),
+        thought,
+        usual("e", 7),
+        *(usual(f"x{i}", 8 + i, modelVersion="gemini-switched") for i in range(40)),
+        usual("f", 60),
+        last(61),
+    ]
+    for data in both(chunks):
+        assert_same([data])
+        assert_same([data], max_event_size=700)
+        assert_same(split_at(data, [len(data) // 3, len(data) // 2]))

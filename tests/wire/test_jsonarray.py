@@ -467,3 +467,66 @@ def test_consecutive_elements_then_the_end() -> None:
     assert outcome == [(b'{"a": 1}', 1, 0), ("error", "RemoteProtocolError", 12, 1)]
     outcome = feed_all(ParsedOutcome, [b'[{"a": 1}\n,\n"s"\n,\n{"b": 2}\n]'])
     assert [item[0] for item in outcome] == [b'{"a": 1}', b'"s"', b'{"b": 2}']
+
+
+def _flat_objects(data: bytes, pos: int, max_depth: int) -> tuple[int, Any] | None:
+    """A matcher for elements up to their first "}" (flat objects): it keeps to the
+    contract by parsing what it proposes."""
+    end = data.find(b"}", pos) + 1
+    if end == 0:
+        return None
+    element = data[pos:end]
+    if element.count(b"{") + element.count(b"[") > max_depth:
+        return None
+    try:
+        return end, msgspec.json.decode(element)
+    except msgspec.DecodeError:
+        return None
+
+
+class MatchedOutcome(Outcome):
+    """:class:`Outcome` of a decoder with a matcher (``match=``)."""
+
+    def __init__(self, **limits: int) -> None:
+        super().__init__(**limits)
+        self.decoder = JSONArrayDecoder(decode=msgspec.json.decode, match=_flat_objects, **limits)
+
+
+def test_a_matcher_needs_a_parser() -> None:
+    with pytest.raises(ValueError):
+        JSONArrayDecoder(match=_flat_objects)
+
+
+@given(array=json_arrays(), cuts=st.lists(st.integers(min_value=0), max_size=12))
+def test_a_matcher_changes_no_element(array: tuple[bytes, list[Any]], cuts: list[int]) -> None:
+    data, _ = array
+    for chunks in ([data], split_at(data, cuts)):
+        assert feed_all(MatchedOutcome, chunks) == feed_all(Outcome, chunks)
+        matched = feed_all(
+            lambda: JSONArrayDecoder(decode=msgspec.json.decode, match=_flat_objects), chunks
+        )
+        _parsed_values_are_right(matched)
+
+
+@given(data=gemini_layout_arrays(), cuts=st.lists(st.integers(min_value=0), max_size=8))
+def test_a_matcher_changes_no_element_nor_error(data: bytes, cuts: list[int]) -> None:
+    for chunks in ([data], split_at(data, cuts), [data[i : i + 1] for i in range(len(data))]):
+        assert feed_all(MatchedOutcome, chunks) == feed_all(Outcome, chunks)
+
+
+@pytest.mark.parametrize(
+    ("data", "limits"),
+    [
+        (b'[{"a": 1}\r\n,\r\n{"b": 2}\r\n]', {}),
+        (b'[{"a": 1} x', {}),
+        (b'[{"a": 1}\r\n,\r\n{"b": 2}] [', {}),
+        (b'[{"a": 1},{"b": 2},"s",3, {"c": {}}, [1]]', {}),
+        (b'[{"a": 1}  \r\n,  {"b": 2}  ,\r\n]', {}),
+        (b'[{"a": 1}\r\n,\r\n', {}),
+        (b'[{"a": 1}\r\n,\r\n{"abcdefgh": 2}\r\n]', {"max_element_size": 10}),
+        (b'[{"a": 1}\r\n,\r\n{"b": [[[2]]]}\r\n]', {"max_depth": 2}),
+    ],
+)
+def test_a_matcher_keeps_errors_and_limits(data: bytes, limits: dict[str, int]) -> None:
+    expected = assert_chunking_invariant(lambda: Outcome(**limits), data)
+    assert assert_chunking_invariant(lambda: MatchedOutcome(**limits), data) == expected

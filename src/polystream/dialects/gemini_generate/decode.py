@@ -164,6 +164,9 @@ _TEXT_DECODER: Final = msgspec.json.Decoder(str)
 _OBJECT_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
 # Failed attempts to find a template before a decoder stops trying.
 _TEMPLATE_TRIES: Final = 4
+# How far after the text _match_element looks for the end of usageMetadata (Google's
+# is a few hundred bytes): the work per element stays bounded whatever the input.
+_USAGE_WINDOW: Final = 4096
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
 _SSE_LINE_STARTS: Final = frozenset(b"deir:\r\n")
 # A line start (after LF) whose first byte is none of those.
@@ -294,12 +297,18 @@ class _Template:
     without parsing the whole chunk (:func:`_match`); any other text does not match.
     """
 
-    __slots__ = ("index", "mid", "model", "pre", "rid", "suf")
+    __slots__ = ("break_at", "depth", "index", "mid", "model", "pre", "rid", "suf")
 
     def __init__(self, pre: Any, mid: Any, suf: Any, index: int, model: str, rid: str) -> None:
         self.pre = pre  # str for SSE event data, bytes for JSON-array elements
         self.mid = mid
         self.suf = suf
+        # The brackets open where the text is (usageMetadata is one level down).
+        self.depth = pre.count("{" if isinstance(pre, str) else b"{") + pre.count(
+            "[" if isinstance(pre, str) else b"["
+        )
+        # Where mid's first line break is (-1: none, a one-line layout).
+        self.break_at = mid.find("\n" if isinstance(mid, str) else b"\n")
         self.index = index  # the candidate index, modelVersion and responseId it holds
         self.model = model
         self.rid = rid
@@ -479,7 +488,9 @@ class GeminiGenerateDecoder(FramedDecoder):
             # parsed, so that it is parsed once (see :mod:`polystream.wire.jsonarray`).
             self._framing = framing
             self._array = JSONArrayDecoder(
-                max_element_size=self._max_event, decode=self._parse_element
+                max_element_size=self._max_event,
+                decode=self._parse_element,
+                match=self._match_element,
             )
         else:
             super()._make_framer(framing)
@@ -524,6 +535,41 @@ class GeminiGenerateDecoder(FramedDecoder):
             if found is not None:
                 return _Matched(template, found[0], found[1])
         return CHUNK_DECODER.decode(data)
+
+    def _match_element(self, data: bytes, pos: int, max_depth: int) -> tuple[int, Any] | None:
+        """Find a JSON-array element that fits the template at ``data[pos]``, for the
+        framing (see ``_make_framer``): its end and a :class:`_Matched`, else None.
+
+        Only for a layout with line breaks (Google's pretty-printed elements): a JSON
+        string holds no raw line break, so the text ends where ``mid``'s first line
+        break says; the usage object ends where ``suf`` (line breaks too) first
+        occurs, within ``_USAGE_WINDOW`` bytes. Each piece is checked, and the two
+        values must parse, so the element is exactly the template's form (see
+        :class:`_Template`); the searches stop near the element, so the work per
+        element is bounded.
+        """
+        template = self._template
+        if template is None or template.break_at < 0 or not data.startswith(template.pre, pos):
+            return None
+        start = pos + len(template.pre)
+        close = data.find(b"\n", start) - template.break_at
+        mid = template.mid
+        if close <= start or not data.startswith(mid, close):
+            return None
+        begin = close + len(mid)
+        suf = template.suf
+        end = data.find(suf, begin, begin + _USAGE_WINDOW + len(suf))
+        if end < 0:
+            return None
+        usage = data[begin:end]
+        if template.depth > max_depth or usage.count(b"{") + usage.count(b"[") + 1 > max_depth:
+            return None
+        try:
+            text = _TEXT_DECODER.decode(data[start : close + 1])
+            meta = _OBJECT_DECODER.decode(usage)
+        except msgspec.DecodeError:
+            return None
+        return end + len(suf), _Matched(template, text, meta)
 
     def _on_element(self, element: JSONElement, out: list[Event]) -> None:
         value = element.value
