@@ -69,6 +69,19 @@ events) or a ``promptFeedback.blockReason``; otherwise, when a candidate sent a
 ``finishReason``, its mapped status (:mod:`.finish_reason`); otherwise ``truncated``.
 A framing cut (an unclosed array, an event cut mid-way) is ``truncated`` too, and
 raises :class:`~polystream.errors.StreamTruncated` in strict mode.
+
+Fast paths
+----------
+Nearly every chunk of a text stream has one shape: one candidate with text parts, then
+``usageMetadata``, ``modelVersion`` and ``responseId`` as in the chunk before. Such a
+chunk is handled in one pass (``_usual_chunk``); once one has been seen, a template of
+its JSON text in Google's layout (``_Template``) lets later ones be recognised without
+parsing them whole: only the text and ``usageMetadata`` are parsed. In the JSON-array
+framing the template is tried where each element starts, so such an element is neither
+searched for nor validated apart (``match=`` of
+:class:`~polystream.wire.jsonarray.JSONArrayDecoder`), and other elements are parsed
+once, by the framing (``decode=``). Each fast path emits exactly the events of the
+general path (``_chunk_fields``) or leaves the chunk to it.
 """
 
 from __future__ import annotations
