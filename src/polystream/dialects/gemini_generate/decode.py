@@ -327,17 +327,6 @@ class _Template:
         self.rid = rid
 
 
-class _Matched:
-    """A JSON-array element that matched a template (parsed by the framing)."""
-
-    __slots__ = ("meta", "template", "text")
-
-    def __init__(self, template: _Template, text: str, meta: dict[str, Any]) -> None:
-        self.template = template
-        self.text = text
-        self.meta = meta
-
-
 def _templates(index: int, model: str, rid: str) -> list[tuple[bytes, bytes, bytes]]:
     """(pre, mid, suf) of the usual chunk in Google's layouts: the ``?alt=sse`` form
     and the JSON-array element form (pretty-printed, LF or CRLF line ends)."""
@@ -540,18 +529,20 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._chunk(data, out)
 
     def _parse_element(self, data: bytes) -> Any:
-        """Parse a JSON-array element for the framing (see ``_make_framer``): a
-        :class:`_Matched` when it fits the template, else the chunk's value."""
+        """Parse a JSON-array element for the framing (see ``_make_framer``): when it
+        fits the template, the tuple (template, text, usageMetadata), which no JSON
+        value is; else the chunk's value."""
         template = self._template
         if template is not None:
             found = _match(template, data)
             if found is not None:
-                return _Matched(template, found[0], found[1])
+                return (template, *found)
         return CHUNK_DECODER.decode(data)
 
     def _match_element(self, data: bytes, pos: int, max_depth: int) -> tuple[int, Any] | None:
         """Find a JSON-array element that fits the template at ``data[pos]``, for the
-        framing (see ``_make_framer``): its end and a :class:`_Matched`, else None.
+        framing (see ``_make_framer``): its end and the value ``_parse_element`` gives
+        for it, else None.
 
         Only for a layout with line breaks (Google's pretty-printed elements): a JSON
         string holds no raw line break, so the text ends where ``mid``'s first line
@@ -582,12 +573,12 @@ class GeminiGenerateDecoder(FramedDecoder):
             meta = _OBJECT_DECODER.decode(usage)
         except msgspec.DecodeError:
             return None
-        return end + len(suf), _Matched(template, text, meta)
+        return end + len(suf), (template, text, meta)
 
     def _on_element(self, element: JSONElement, out: list[Event]) -> None:
         value = element.value
-        if type(value) is _Matched:
-            if self._matched(value.template, value.text, value.meta, out):
+        if type(value) is tuple:  # it fit the template
+            if self._matched(value[0], value[1], value[2], out):
                 return
             value = msgspec.UNSET  # the state changed since: the general way
         self._chunk(element.data, out, parsed=value)
@@ -968,7 +959,15 @@ class GeminiGenerateDecoder(FramedDecoder):
             previous.extra_candidates = candidates
         usage = previous.usage
         if usage is None or meta != previous.meta:
-            usage = self._new_usage(meta)
+            # _new_usage, inlined: Gemini's usage changes on nearly every chunk.
+            usage, mask = convert_usage(meta)
+            if mask:
+                if self._usage_last is not None and self._usage_mask & ~mask:
+                    self._usage_base = self._usage_base.merged(self._usage_last)
+                self._usage_last = usage
+                self._usage_mask = mask
+            previous.meta = meta
+            previous.usage = usage
         out.append(UsageUpdate(usage=usage, extra=extra))
 
     def _new_usage(self, meta: dict[str, Any]) -> Usage:
