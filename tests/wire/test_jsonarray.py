@@ -377,3 +377,156 @@ def test_a_cut_array_is_truncated_never_complete(array: tuple[bytes, list[Any]],
     assert outcome[-1][:2] == ("error", "StreamTruncated")
     got = [msgspec.json.decode(e[0]) for e in outcome[:-1]]
     assert got == items[: len(got)]
+
+
+# -- a parser handed to the decoder (``decode=``) ----------------------------------------------
+
+
+class ParsedOutcome(Outcome):
+    """:class:`Outcome` of a decoder that parses elements with msgspec (``decode=``)."""
+
+    def __init__(self, **limits: int) -> None:
+        super().__init__(**limits)
+        self.decoder = JSONArrayDecoder(decode=msgspec.json.decode, **limits)
+
+
+def _parsed_values_are_right(elements: list[JSONElement]) -> None:
+    for element in elements:
+        if element.value is not msgspec.UNSET:
+            assert element.value == msgspec.json.decode(element.data)
+
+
+@st.composite
+def gemini_layout_arrays(draw: st.DrawFn) -> bytes:
+    """Arrays in Google's layout (pretty-printed elements, a line holding only a comma
+    between them), sometimes with a defect: the fast path's home ground."""
+    items = draw(st.lists(st.dictionaries(st.text(max_size=4), _JSON, max_size=3), max_size=4))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    body = "[" + f"{newline},{newline}".join(
+        json.dumps(item, indent=2, ensure_ascii=False).replace("\n", newline) for item in items
+    )
+    body += newline + "]"
+    data = body.encode()
+    defect = draw(st.sampled_from(["none", "cut", "garbage", "insert"]))
+    if defect == "cut":
+        data = data[: draw(st.integers(min_value=0, max_value=len(data)))]
+    elif defect == "garbage":
+        data += draw(st.sampled_from([b" x", b"\n,", b"\n]", b"[]"]))
+    elif defect == "insert":
+        at = draw(st.integers(min_value=0, max_value=len(data)))
+        piece = draw(st.sampled_from([b"\n,", b"\n]", b"}", b"{", b'"', b"\\", b"\xff", b"1e400"]))
+        data = data[:at] + piece + data[at:]
+    return data
+
+
+@given(array=json_arrays(), cuts=st.lists(st.integers(min_value=0), max_size=12))
+def test_a_parser_changes_no_element(array: tuple[bytes, list[Any]], cuts: list[int]) -> None:
+    data, _ = array
+    for chunks in ([data], split_at(data, cuts)):
+        plain = feed_all(JSONArrayDecoder, chunks)
+        parsed = feed_all(lambda: JSONArrayDecoder(decode=msgspec.json.decode), chunks)
+        assert [(e.data, e.offset, e.index) for e in parsed] == [
+            (e.data, e.offset, e.index) for e in plain
+        ]
+        assert all(e.value is msgspec.UNSET for e in plain)
+        _parsed_values_are_right(parsed)
+
+
+@given(data=gemini_layout_arrays(), cuts=st.lists(st.integers(min_value=0), max_size=8))
+def test_a_parser_changes_no_element_nor_error(data: bytes, cuts: list[int]) -> None:
+    for chunks in ([data], split_at(data, cuts), [data[i : i + 1] for i in range(len(data))]):
+        assert feed_all(ParsedOutcome, chunks) == feed_all(Outcome, chunks)
+        assert feed_all(Outcome, chunks) == feed_all(Outcome, [data])
+
+
+@pytest.mark.parametrize(
+    "element",
+    [b'{"a": "\xff"}', b'{"a": 1e400}', b'{"a": "\xed\xa0\x80"}'],
+    ids=["invalid utf-8", "number out of range", "encoded surrogate"],
+)
+def test_an_element_the_parser_rejects_is_still_returned(element: bytes) -> None:
+    # Validation lets these through and msgspec's parser does not: the scanner then
+    # returns the element as it would without a parser (the caller's parse fails).
+    data = b'[{"b": 1}\r\n,\r\n' + element + b'\r\n,\r\n{"c": 2}\r\n]'
+    plain = feed_all(JSONArrayDecoder, [data])
+    parsed = feed_all(lambda: JSONArrayDecoder(decode=msgspec.json.decode), [data])
+    assert [(e.data, e.offset, e.index) for e in parsed] == [
+        (e.data, e.offset, e.index) for e in plain
+    ]
+    assert [e.value for e in parsed] == [{"b": 1}, msgspec.UNSET, {"c": 2}]
+
+
+def test_consecutive_elements_then_the_end() -> None:
+    data = b'[{"a": 1}\r\n,\r\n{"b": [2]}\n,\n["c"]\r\n]  \r\n'
+    parsed = feed_all(lambda: JSONArrayDecoder(decode=msgspec.json.decode), [data])
+    assert [e.value for e in parsed] == [{"a": 1}, {"b": [2]}, ["c"]]
+    assert [e.offset for e in parsed] == [1, 14, 27]
+    outcome = feed_all(ParsedOutcome, [data + b"x"])
+    assert outcome[-1] == ("error", "RemoteProtocolError", len(data), 3)
+    outcome = feed_all(ParsedOutcome, [b'[{"a": 1}\n,\n]'])
+    assert outcome == [(b'{"a": 1}', 1, 0), ("error", "RemoteProtocolError", 12, 1)]
+    outcome = feed_all(ParsedOutcome, [b'[{"a": 1}\n,\n"s"\n,\n{"b": 2}\n]'])
+    assert [item[0] for item in outcome] == [b'{"a": 1}', b'"s"', b'{"b": 2}']
+
+
+def _flat_objects(data: bytes, pos: int, max_depth: int) -> tuple[int, Any] | None:
+    """A matcher for elements up to their first "}" (flat objects): it keeps to the
+    contract by parsing what it proposes."""
+    end = data.find(b"}", pos) + 1
+    if end == 0:
+        return None
+    element = data[pos:end]
+    if element.count(b"{") + element.count(b"[") > max_depth:
+        return None
+    try:
+        return end, msgspec.json.decode(element)
+    except msgspec.DecodeError:
+        return None
+
+
+class MatchedOutcome(Outcome):
+    """:class:`Outcome` of a decoder with a matcher (``match=``)."""
+
+    def __init__(self, **limits: int) -> None:
+        super().__init__(**limits)
+        self.decoder = JSONArrayDecoder(decode=msgspec.json.decode, match=_flat_objects, **limits)
+
+
+def test_a_matcher_needs_a_parser() -> None:
+    with pytest.raises(ValueError):
+        JSONArrayDecoder(match=_flat_objects)
+
+
+@given(array=json_arrays(), cuts=st.lists(st.integers(min_value=0), max_size=12))
+def test_a_matcher_changes_no_element(array: tuple[bytes, list[Any]], cuts: list[int]) -> None:
+    data, _ = array
+    for chunks in ([data], split_at(data, cuts)):
+        assert feed_all(MatchedOutcome, chunks) == feed_all(Outcome, chunks)
+        matched = feed_all(
+            lambda: JSONArrayDecoder(decode=msgspec.json.decode, match=_flat_objects), chunks
+        )
+        _parsed_values_are_right(matched)
+
+
+@given(data=gemini_layout_arrays(), cuts=st.lists(st.integers(min_value=0), max_size=8))
+def test_a_matcher_changes_no_element_nor_error(data: bytes, cuts: list[int]) -> None:
+    for chunks in ([data], split_at(data, cuts), [data[i : i + 1] for i in range(len(data))]):
+        assert feed_all(MatchedOutcome, chunks) == feed_all(Outcome, chunks)
+
+
+@pytest.mark.parametrize(
+    ("data", "limits"),
+    [
+        (b'[{"a": 1}\r\n,\r\n{"b": 2}\r\n]', {}),
+        (b'[{"a": 1} x', {}),
+        (b'[{"a": 1}\r\n,\r\n{"b": 2}] [', {}),
+        (b'[{"a": 1},{"b": 2},"s",3, {"c": {}}, [1]]', {}),
+        (b'[{"a": 1}  \r\n,  {"b": 2}  ,\r\n]', {}),
+        (b'[{"a": 1}\r\n,\r\n', {}),
+        (b'[{"a": 1}\r\n,\r\n{"abcdefgh": 2}\r\n]', {"max_element_size": 10}),
+        (b'[{"a": 1}\r\n,\r\n{"b": [[[2]]]}\r\n]', {"max_depth": 2}),
+    ],
+)
+def test_a_matcher_keeps_errors_and_limits(data: bytes, limits: dict[str, int]) -> None:
+    expected = assert_chunking_invariant(lambda: Outcome(**limits), data)
+    assert assert_chunking_invariant(lambda: MatchedOutcome(**limits), data) == expected

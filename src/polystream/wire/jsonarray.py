@@ -37,12 +37,27 @@ pass, and anything it does not accept (another layout, an incomplete or malforme
 element, an element past a limit) goes through the scanner, which then decides. An
 element split across chunks is scanned as it arrives (so errors are raised by the
 chunk that holds them) and finished the same way by the chunk that holds its end.
+
+A caller that parses every element anyway can hand its own parser to the decoder
+(``decode=``): the fast path then parses the candidate with it instead of validating it,
+and the element carries the parsed value (:attr:`JSONElement.value`), so each element
+is parsed once. The parser must accept every valid JSON text and reject (raise
+:class:`msgspec.DecodeError`) everything else; it may reject more than that (msgspec's
+builtin decoder also rejects invalid UTF-8 and out-of-range numbers, which validation
+lets through): such an element goes to the scanner, which returns it without a value,
+exactly as it would have without the parser.
+
+A caller that knows the exact form of most elements can also hand over a matcher
+(``match=``), tried first at each element start of the fast path: it recognises an
+element of that form in place and returns its end and value, so that the element is
+neither searched for nor validated a second time (see :class:`JSONArrayDecoder`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 import msgspec
 
@@ -104,11 +119,15 @@ class JSONElement(msgspec.Struct, frozen=True, gc=False):
         data: The element's exact bytes (valid JSON structure, not yet parsed).
         offset: Byte offset of the element's first byte in the input.
         index: 0-based position of the element in the array.
+        value: The element parsed by the decoder's ``decode`` parser when the fast
+            path took it whole; ``msgspec.UNSET`` otherwise (no parser, or an element
+            the scanner returned): the caller then parses ``data`` itself.
     """
 
     data: bytes
     offset: int
     index: int
+    value: Any = msgspec.UNSET
 
 
 class JSONArrayDecoder:
@@ -119,6 +138,16 @@ class JSONArrayDecoder:
             :data:`DEFAULT_MAX_ELEMENT_SIZE`.
         max_depth: Deepest nesting accepted inside an element (the element's own
             brackets count as depth 1); see :data:`DEFAULT_MAX_DEPTH`.
+        decode: A JSON parser (bytes -> value) for the elements the fast path takes
+            whole; see the module docstring. It changes which elements carry a
+            ``value``, never the elements themselves nor any error.
+        match: ``match(data, pos, max_depth)`` -> ``(end, value)`` or None: tried at
+            the opening bracket of each element the fast path sees. It must return
+            ``(end, value)`` only when ``data[pos:end]`` is exactly one JSON value
+            (its own brackets included) that ``decode`` would parse to ``value``,
+            nesting no deeper than ``max_depth``. The element is then taken as is
+            (``max_element_size`` still applies); None leaves it to the usual way.
+            Only with ``decode``.
 
     Raises (from :meth:`feed` and :meth:`close`):
         RemoteProtocolError: A syntax error (names the byte offset).
@@ -134,11 +163,14 @@ class JSONArrayDecoder:
         "_closed",
         "_cont_missed",
         "_count",
+        "_decode",
         "_elem_start",
         "_failed",
         "_fast_miss",
         "_head",
         "_in_string",
+        "_keep_value",
+        "_match",
         "_max_depth",
         "_max_size",
         "_offset",
@@ -155,9 +187,16 @@ class JSONArrayDecoder:
         *,
         max_element_size: int = DEFAULT_MAX_ELEMENT_SIZE,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        decode: Callable[[bytes], Any] | None = None,
+        match: Callable[[bytes, int, int], tuple[int, Any] | None] | None = None,
     ) -> None:
         if max_element_size < 1 or max_depth < 1:
             raise ValueError("limits must be positive")
+        if match is not None and decode is None:
+            raise ValueError("match= needs decode=")
+        self._match = match
+        self._decode: Callable[[bytes], Any] = _VALIDATE.decode if decode is None else decode
+        self._keep_value = decode is not None
         self._max_size = max_element_size
         self._max_depth = max_depth
         self._state = _BEFORE_ARRAY
@@ -385,47 +424,111 @@ class JSONArrayDecoder:
         self, data: bytes, pos: int, base: int, opener: int, out: list[JSONElement]
     ) -> int:
         """Take the object/array element starting at ``data[pos]`` whole, if it is
-        complete in ``data``; return where it ends, or 0 to let the scanner decide.
+        complete in ``data``, and the elements after it the same way; return where
+        scanning resumes, or 0 when no element was taken (the scanner decides).
 
         The result is what the scanner would produce: a candidate is accepted only if
         it is one valid JSON value ending with the closer of its first bracket (so its
         end is the scanner's end), within ``max_element_size``, and holding fewer
-        brackets than ``max_depth`` (so it cannot nest deeper).
+        brackets than ``max_depth`` (so it cannot nest deeper). The separator found
+        after it (whitespace, then the ``,`` or ``]`` that follows ``\n``) is consumed
+        as the scanner would consume it.
         """
-        if base + pos < self._fast_miss:
-            # The candidate rejected last is still the first one after pos (there is
-            # none between): do not search again (no quadratic cost on compact arrays).
-            return 0
         n = len(data)
-        sep = data.find(b"\n,", pos)
-        if sep < 0:
-            sep = data.find(b"\n]", pos)
+        taken = False
+        max_size = self._max_size
+        max_depth = self._max_depth
+        match = self._match
+        while True:
+            if match is not None:
+                found = match(data, pos, max_depth)
+                if found is not None and found[0] - pos <= max_size:
+                    end, value = found
+                    self._elem_start = base + pos
+                    out.append(JSONElement(data[pos:end], base + pos, self._count, value))
+                    self._count += 1
+                    taken = True
+                    # The separator, as the scanner reads it.
+                    if data.startswith(b"\r\n,\r\n", end):
+                        pos = end + 5
+                    else:
+                        m = _NOT_WS.search(data, end)
+                        if m is None or data[m.start()] not in (44, 93):  # "," or "]"
+                            self._state = _AFTER
+                            return n if m is None else m.start()
+                        if data[m.start()] == 93:
+                            self._state = _DONE
+                            return m.start() + 1
+                        pos = m.start() + 1
+                    self._state = _NEXT
+                    if pos >= n:
+                        return n
+                    if data[pos] in _WHITESPACE:
+                        m = _NOT_WS.search(data, pos)
+                        if m is None:
+                            return n
+                        pos = m.start()
+                    opener = data[pos]
+                    if opener not in (123, 91):  # not "{" or "[": the scanner's turn
+                        return pos
+                    continue
+            if base + pos < self._fast_miss:
+                # The candidate rejected last is still the first one after pos (there
+                # is none between): do not search again (no quadratic cost on compact
+                # arrays).
+                break
+            sep = data.find(b"\n,", pos)
             if sep < 0:
-                sep = n
-        if base + sep == self._fast_miss:
-            return 0
-        end = sep
-        while end > pos and data[end - 1] in _WHITESPACE:
-            end -= 1
-        if end - pos > self._max_size:
-            return 0
-        element = data[pos:end]
-        if (
-            element[-1] != _CLOSER[opener]
-            or element.count(b"{") + element.count(b"[") > self._max_depth
-        ):
-            self._fast_miss = base + sep
-            return 0
-        try:
-            _VALIDATE.decode(element)
-        except msgspec.DecodeError:
-            self._fast_miss = base + sep
-            return 0
-        self._elem_start = base + pos
-        out.append(JSONElement(element, base + pos, self._count))
-        self._count += 1
-        self._state = _AFTER
-        return end
+                sep = data.find(b"\n]", pos)
+                if sep < 0:
+                    sep = n
+            if base + sep == self._fast_miss:
+                break
+            end = sep
+            while end > pos and data[end - 1] in _WHITESPACE:
+                end -= 1
+            if end - pos > max_size:
+                break
+            element = data[pos:end]
+            if element[-1] != _CLOSER[opener] or (
+                end - pos > max_depth and element.count(b"{") + element.count(b"[") > max_depth
+            ):
+                self._fast_miss = base + sep
+                break
+            try:
+                value = self._decode(element)
+            except msgspec.DecodeError:
+                self._fast_miss = base + sep
+                break
+            self._elem_start = base + pos
+            if self._keep_value:
+                out.append(JSONElement(element, base + pos, self._count, value))
+            else:
+                out.append(JSONElement(element, base + pos, self._count))
+            self._count += 1
+            taken = True
+            if sep == n:
+                self._state = _AFTER
+                return end
+            # Only whitespace lies between the element and data[sep + 1].
+            if data[sep + 1] == 93:  # "]"
+                self._state = _DONE
+                return sep + 2
+            self._state = _NEXT
+            pos = sep + 2
+            if data.startswith(b"\r\n", pos):  # Google's "\r\n,\r\n" between elements
+                pos += 2
+            if pos < n and data[pos] in _WHITESPACE:
+                m = _NOT_WS.search(data, pos)
+                if m is None:
+                    return n
+                pos = m.start()
+            if pos >= n:
+                return n
+            opener = data[pos]
+            if opener not in (123, 91):  # not "{" or "[": the scanner's turn
+                return pos
+        return pos if taken else 0
 
     def _fast_continue(self, data: bytes, base: int, out: list[JSONElement]) -> int:
         """:meth:`_fast_element` for an object/array element begun in an earlier chunk
@@ -449,11 +552,14 @@ class JSONArrayDecoder:
         del self._parts[-1]
         if element.count(b"{") + element.count(b"[") <= self._max_depth:
             try:
-                _VALIDATE.decode(element)
+                value = self._decode(element)
             except msgspec.DecodeError:
                 pass
             else:
-                out.append(JSONElement(element, self._elem_start, self._count))
+                if self._keep_value:
+                    out.append(JSONElement(element, self._elem_start, self._count, value))
+                else:
+                    out.append(JSONElement(element, self._elem_start, self._count))
                 self._count += 1
                 self._parts = []
                 self._parts_size = 0

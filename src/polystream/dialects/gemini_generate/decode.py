@@ -69,6 +69,19 @@ events) or a ``promptFeedback.blockReason``; otherwise, when a candidate sent a
 ``finishReason``, its mapped status (:mod:`.finish_reason`); otherwise ``truncated``.
 A framing cut (an unclosed array, an event cut mid-way) is ``truncated`` too, and
 raises :class:`~polystream.errors.StreamTruncated` in strict mode.
+
+Fast paths
+----------
+Nearly every chunk of a text stream has one shape: one candidate with text parts, then
+``usageMetadata``, ``modelVersion`` and ``responseId`` as in the chunk before. Such a
+chunk is handled in one pass (``_usual_chunk``); once one has been seen, a template of
+its JSON text in Google's layout (``_Template``) lets later ones be recognised without
+parsing them whole: only the text and ``usageMetadata`` are parsed. In the JSON-array
+framing the template is tried where each element starts, so such an element is neither
+searched for nor validated apart (``match=`` of
+:class:`~polystream.wire.jsonarray.JSONArrayDecoder`), and other elements are parsed
+once, by the framing (``decode=``). Each fast path emits exactly the events of the
+general path (``_chunk_fields``) or leaves the chunk to it.
 """
 
 from __future__ import annotations
@@ -78,7 +91,7 @@ from typing import Any, Final
 
 import msgspec
 
-from polystream.dialects._base import FramedDecoder
+from polystream.dialects._base import FramedDecoder, Framing
 from polystream.dialects._carrier import unwrap_base64
 from polystream.errors import RemoteProtocolError, StreamTruncated
 from polystream.events import (
@@ -103,7 +116,7 @@ from polystream.events import (
     Usage,
     UsageUpdate,
 )
-from polystream.wire.jsonarray import JSONElement
+from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
 from polystream.wire.sse import ServerSentEvent
 
 from .finish_reason import FINISH_REASONS, map_finish_reason
@@ -119,6 +132,8 @@ from .wire import (
     PART_RANK,
     TOOL_CALL_RANK,
     GoogleError,
+    dumps_pretty,
+    dumps_sse,
     order_if_needed,
 )
 
@@ -153,6 +168,18 @@ _MISSING: Final[Any] = object()
 # streams use a handful of key sets; the cache stops growing at a fixed size.
 _ORDER_CACHE: dict[tuple[str, ...], list[str] | None] = {}
 _ORDER_CACHE_SIZE: Final = 256
+# The keys of the usual chunk, in Google's order (see ``_usual_chunk``).
+_USUAL_KEYS: Final = ("candidates", "usageMetadata", "modelVersion", "responseId")
+# The two gaps of a chunk template (see ``_Template``) and what fills them.
+_TEXT_GAP: Final = "\x00"
+_USAGE_GAP: Final = "\x01"
+_TEXT_DECODER: Final = msgspec.json.Decoder(str)
+_OBJECT_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
+# Failed attempts to find a template before a decoder stops trying.
+_TEMPLATE_TRIES: Final = 4
+# How far after the text _match_element looks for the end of usageMetadata (Google's
+# is a few hundred bytes): the work per element stays bounded whatever the input.
+_USAGE_WINDOW: Final = 4096
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
 _SSE_LINE_STARTS: Final = frozenset(b"deir:\r\n")
 # A line start (after LF) whose first byte is none of those.
@@ -270,6 +297,86 @@ def _parse_path(path: str) -> list[str | int] | None:
     return out
 
 
+class _Template:
+    """The JSON text of the usual chunk (see ``_usual_chunk``) with one text part, cut
+    around its two values that change from chunk to chunk: the part's text (a JSON
+    string) and ``usageMetadata`` (a JSON object).
+
+    A chunk whose text is ``pre + <string> + mid[1:] + <object> + suf`` (``mid``
+    begins with the closing quote of the string) is, token for token, the chunk the
+    template was cut from with those two values replaced: the three pieces are the
+    output of a JSON encoder around two placeholder strings, so they end and begin at
+    token boundaries, and a JSON text parses one way only. Its events are found
+    without parsing the whole chunk (:func:`_match`); any other text does not match.
+    """
+
+    __slots__ = ("break_at", "depth", "index", "mid", "model", "pre", "rid", "suf")
+
+    def __init__(self, pre: Any, mid: Any, suf: Any, index: int, model: str, rid: str) -> None:
+        self.pre = pre  # str for SSE event data, bytes for JSON-array elements
+        self.mid = mid
+        self.suf = suf
+        # The brackets open where the text is (usageMetadata is one level down).
+        self.depth = pre.count("{" if isinstance(pre, str) else b"{") + pre.count(
+            "[" if isinstance(pre, str) else b"["
+        )
+        # Where mid's first line break is (-1: none, a one-line layout).
+        self.break_at = mid.find("\n" if isinstance(mid, str) else b"\n")
+        self.index = index  # the candidate index, modelVersion and responseId it holds
+        self.model = model
+        self.rid = rid
+
+
+def _templates(index: int, model: str, rid: str) -> list[tuple[bytes, bytes, bytes]]:
+    """(pre, mid, suf) of the usual chunk in Google's layouts: the ``?alt=sse`` form
+    and the JSON-array element form (pretty-printed, LF or CRLF line ends)."""
+    skeleton = {
+        "candidates": [
+            {"content": {"parts": [{"text": _TEXT_GAP}], "role": "model"}, "index": index}
+        ],
+        "usageMetadata": _USAGE_GAP,
+        "modelVersion": model,
+        "responseId": rid,
+    }
+    text_gap = _ENCODE.encode(_TEXT_GAP)
+    usage_gap = _ENCODE.encode(_USAGE_GAP)
+    pretty = dumps_pretty(skeleton)
+    out = []
+    for layout in (dumps_sse(skeleton), pretty, pretty.replace(b"\n", b"\r\n")):
+        if layout.count(text_gap) != 1 or layout.count(usage_gap) != 1:
+            continue  # a placeholder also inside modelVersion or responseId
+        pre, rest = layout.split(text_gap)
+        between, suf = rest.split(usage_gap)
+        out.append((pre, b'"' + between, suf))
+    return out
+
+
+def _match(template: _Template, data: Any) -> tuple[str, dict[str, Any]] | None:
+    """The text and ``usageMetadata`` of a chunk whose JSON text ``data`` (of the
+    template's type) fits the template, else None (see :class:`_Template`)."""
+    pre = template.pre
+    suf = template.suf
+    if not data.startswith(pre) or not data.endswith(suf):
+        return None
+    start = len(pre)
+    mid = template.mid
+    close = data.find(mid, start + 1)
+    if close < 0:
+        return None
+    begin = close + len(mid)
+    end = len(data) - len(suf)
+    if begin >= end:
+        return None
+    try:
+        # The first occurrence of mid ends the string, unless its quote is escaped:
+        # then this slice is no complete string and does not parse.
+        text = _TEXT_DECODER.decode(data[start : close + 1])
+        meta = _OBJECT_DECODER.decode(data[begin:end])
+    except msgspec.DecodeError:
+        return None
+    return text, meta
+
+
 class _Previous:
     """The previous chunk's repeated values, reused when the next chunk repeats them."""
 
@@ -340,6 +447,9 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     dialect = DIALECT
     framings = ("sse", "json_array")
+    # Off: every chunk takes the general path and JSON-array elements are parsed by
+    # ``_chunk`` (the tests compare both ways).
+    _fast_paths = True
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -357,6 +467,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._error: ErrorInfo | None = None
         self._blocked: tuple[str, str | None] | None = None
         self._previous = _Previous()
+        self._template: _Template | None = None
+        self._template_tries = _TEMPLATE_TRIES
         self._index_residuals: dict[int, dict[str, Any]] = {}
         # Bare (non-SSE) text after SSE events: Google writes a JSON error object there.
         self._scan_offset = 0
@@ -371,6 +483,19 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._bare_ready: list[tuple[int, bytes]] = []
 
     # -- framing hooks -------------------------------------------------------------------
+
+    def _make_framer(self, framing: Framing) -> None:
+        if framing == "json_array" and self._fast_paths:
+            # The array's fast path parses each element whole: hand the chunk over
+            # parsed, so that it is parsed once (see :mod:`polystream.wire.jsonarray`).
+            self._framing = framing
+            self._array = JSONArrayDecoder(
+                max_element_size=self._max_event,
+                decode=self._parse_element,
+                match=self._match_element,
+            )
+        else:
+            super()._make_framer(framing)
 
     def feed(self, data: bytes) -> list[Event]:
         """Consume a chunk of the body; return the unified events it completed.
@@ -395,10 +520,68 @@ class GeminiGenerateDecoder(FramedDecoder):
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
         if self._bare_ready:
             self._drain_bare(out, event.offset)
-        self._chunk(event.data, out)
+        data = event.data
+        template = self._template
+        if template is not None:
+            found = _match(template, data)
+            if found is not None and self._matched(template, found[0], found[1], out):
+                return
+        self._chunk(data, out)
+
+    def _parse_element(self, data: bytes) -> Any:
+        """Parse a JSON-array element for the framing (see ``_make_framer``): when it
+        fits the template, the tuple (template, text, usageMetadata), which no JSON
+        value is; else the chunk's value."""
+        template = self._template
+        if template is not None:
+            found = _match(template, data)
+            if found is not None:
+                return (template, *found)
+        return CHUNK_DECODER.decode(data)
+
+    def _match_element(self, data: bytes, pos: int, max_depth: int) -> tuple[int, Any] | None:
+        """Find a JSON-array element that fits the template at ``data[pos]``, for the
+        framing (see ``_make_framer``): its end and the value ``_parse_element`` gives
+        for it, else None.
+
+        Only for a layout with line breaks (Google's pretty-printed elements): a JSON
+        string holds no raw line break, so the text ends where ``mid``'s first line
+        break says; the usage object ends where ``suf`` (line breaks too) first
+        occurs, within ``_USAGE_WINDOW`` bytes. Each piece is checked, and the two
+        values must parse, so the element is exactly the template's form (see
+        :class:`_Template`); the searches stop near the element, so the work per
+        element is bounded.
+        """
+        template = self._template
+        if template is None or template.break_at < 0 or not data.startswith(template.pre, pos):
+            return None
+        start = pos + len(template.pre)
+        close = data.find(b"\n", start) - template.break_at
+        mid = template.mid
+        if close <= start or not data.startswith(mid, close):
+            return None
+        begin = close + len(mid)
+        suf = template.suf
+        end = data.find(suf, begin, begin + _USAGE_WINDOW + len(suf))
+        if end < 0:
+            return None
+        usage = data[begin:end]
+        if template.depth > max_depth or usage.count(b"{") + usage.count(b"[") + 1 > max_depth:
+            return None
+        try:
+            text = _TEXT_DECODER.decode(data[start : close + 1])
+            meta = _OBJECT_DECODER.decode(usage)
+        except msgspec.DecodeError:
+            return None
+        return end + len(suf), (template, text, meta)
 
     def _on_element(self, element: JSONElement, out: list[Event]) -> None:
-        self._chunk(element.data, out)
+        value = element.value
+        if type(value) is tuple:  # it fit the template
+            if self._matched(value[0], value[1], value[2], out):
+                return
+            value = msgspec.UNSET  # the state changed since: the general way
+        self._chunk(element.data, out, parsed=value)
 
     def _on_close(self, out: list[Event], truncation: StreamTruncated | None) -> None:
         if self._bare_parts:
@@ -592,19 +775,217 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     # -- chunks ----------------------------------------------------------------------------
 
-    def _chunk(self, data: str | bytes, out: list[Event], *, bare: bool = False) -> None:
-        try:
-            chunk = CHUNK_DECODER.decode(data)
-        except msgspec.DecodeError as exc:
-            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-            out.append(Unknown(name="chunk", data=text))
-            raise self.protocol_error(f"malformed JSON in chunk: {exc}") from None
-        if not isinstance(chunk, dict):
-            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
-            out.append(Unknown(name="chunk", data=text))
-            raise self.protocol_error(f"chunk is not a JSON object (got {type(chunk).__name__})")
+    def _chunk(
+        self,
+        data: str | bytes,
+        out: list[Event],
+        *,
+        bare: bool = False,
+        parsed: Any = msgspec.UNSET,
+    ) -> None:
+        """Emit the events of one chunk (its JSON text ``data``, or already ``parsed``)."""
+        if parsed is msgspec.UNSET:
+            try:
+                chunk = CHUNK_DECODER.decode(data)
+            except msgspec.DecodeError as exc:
+                text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+                out.append(Unknown(name="chunk", data=text))
+                raise self.protocol_error(f"malformed JSON in chunk: {exc}") from None
+        else:
+            chunk = parsed
+        if type(chunk) is not dict:
+            if not isinstance(chunk, dict):
+                text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+                out.append(Unknown(name="chunk", data=text))
+                raise self.protocol_error(
+                    f"chunk is not a JSON object (got {type(chunk).__name__})"
+                )
+        elif self._started and not bare and self._fast_paths:
+            if self.keep_raw:
+                self.raw_event(out, None, chunk)
+            if self._usual_chunk(chunk, out):
+                if self._template_tries and not self.keep_raw:
+                    self._learn(data, chunk)
+                return
+            self._chunk_fields(chunk, out, bare)
+            return
         if self.keep_raw:
             self.raw_event(out, None, chunk)
+        self._chunk_fields(chunk, out, bare)
+
+    def _usual_chunk(self, chunk: dict[str, Any], out: list[Event]) -> bool:
+        """The usual chunk after the first, in one pass: ``candidates`` holding one
+        candidate ``{"content": {"parts": [...], "role": "model"}, "index": n}``, then
+        ``usageMetadata``, and the same ``modelVersion`` and ``responseId`` strings as
+        the chunk before. Returns False, having done nothing, for any other chunk; the
+        events are those :meth:`_chunk_fields` emits for it, step for step.
+        """
+        if tuple(chunk) != _USUAL_KEYS:
+            return False
+        cands = chunk["candidates"]
+        meta = chunk["usageMetadata"]
+        model = chunk["modelVersion"]
+        rid = chunk["responseId"]
+        previous = self._previous
+        residual = previous.residual
+        if not (
+            type(cands) is list
+            and len(cands) == 1
+            and type(meta) is dict
+            and type(model) is str
+            and type(rid) is str
+            and residual is not None
+            and len(residual) == 2
+            and residual.get("modelVersion") == model
+            and residual.get("responseId") == rid
+        ):
+            return False
+        cand = cands[0]
+        if type(cand) is not dict or len(cand) != 2:
+            return False
+        number = cand.get("index")
+        content = cand.get("content")
+        if not (
+            type(number) is int
+            and type(content) is dict
+            and len(content) == 2
+            and next(iter(cand)) == "content"
+            and next(iter(content)) == "parts"
+            and content.get("role") == "model"
+        ):
+            return False
+        parts = content["parts"]
+        if type(parts) is not list:
+            return False
+        # From here on, the steps of _chunk_fields and _candidate for this chunk.
+        state = self._candidates.get(number)
+        if state is None:
+            state = self._state(number)
+        for part in parts:
+            # _part's own first test (a text fragment continuing the open text run).
+            index = state.open
+            if type(part) is dict and len(part) == 1 and index is not None:
+                text = part.get("text")
+                if type(text) is str and state.open_kind == "text":
+                    out.append(TextDelta(index=index, delta=text))
+                    continue
+            self._part(part, number, state, out)
+        self._usual_end(number, meta, residual, out)
+        return True
+
+    def _matched(
+        self, template: _Template, text: str, meta: dict[str, Any], out: list[Event]
+    ) -> bool:
+        """:meth:`_usual_chunk` for a chunk that fits ``template`` (its text and
+        usageMetadata given); False, having done nothing, when the chunk before did
+        not have the same modelVersion and responseId."""
+        residual = self._previous.residual
+        if not (
+            residual is not None
+            and len(residual) == 2
+            and residual.get("modelVersion") == template.model
+            and residual.get("responseId") == template.rid
+        ):
+            return False
+        number = template.index
+        state = self._candidates.get(number)
+        if state is None:
+            state = self._state(number)
+        index = state.open
+        if index is not None and state.open_kind == "text":
+            out.append(TextDelta(index=index, delta=text))
+        else:
+            self._part({"text": text}, number, state, out)
+        self._usual_end(number, meta, residual, out)
+        return True
+
+    def _learn(self, data: str | bytes, chunk: dict[str, Any]) -> None:
+        """After a usual chunk with one text part, find the template it fits (unless
+        the template in use already holds its index, modelVersion and responseId)."""
+        candidate = chunk["candidates"][0]
+        number = candidate["index"]
+        model = chunk["modelVersion"]
+        rid = chunk["responseId"]
+        template = self._template
+        if (
+            template is not None
+            and template.index == number
+            and template.model == model
+            and template.rid == rid
+        ):
+            return
+        parts = candidate["content"]["parts"]
+        if len(parts) != 1 or type(parts[0]) is not dict or len(parts[0]) != 1:
+            return
+        text = parts[0].get("text")
+        if type(text) is not str:
+            return
+        for pre, mid, suf in _templates(number, model, rid):
+            if isinstance(data, str):
+                template = _Template(pre.decode(), mid.decode(), suf.decode(), number, model, rid)
+            else:
+                template = _Template(pre, mid, suf, number, model, rid)
+            found = _match(template, data)
+            if found is not None:
+                if found[0] == text and found[1] == chunk["usageMetadata"]:
+                    self._template = template
+                    return
+                break  # cannot happen (see _Template); never use it then
+        self._template_tries -= 1
+
+    def _usual_end(
+        self, number: int, meta: dict[str, Any], residual: dict[str, Any], out: list[Event]
+    ) -> None:
+        """The end of :meth:`_usual_chunk`: the chunk's UsageUpdate."""
+        previous = self._previous
+        cached = self._index_residuals.get(number)
+        if cached is None:
+            cached = self._index_residuals[number] = {"index": number}
+        candidates = previous.candidates
+        if (
+            candidates is None
+            or len(candidates) != 1
+            or not (cached is candidates[0] or cached == candidates[0])
+        ):
+            candidates = previous.candidates = [cached]
+        extra = previous.extra
+        if (
+            extra is None
+            or residual is not previous.extra_residual
+            or candidates is not previous.extra_candidates
+        ):
+            extra = previous.extra = {"chunk": residual, "candidates": candidates}
+            previous.extra_residual = residual
+            previous.extra_candidates = candidates
+        usage = previous.usage
+        if usage is None or meta != previous.meta:
+            # _new_usage, inlined: Gemini's usage changes on nearly every chunk.
+            usage, mask = convert_usage(meta)
+            if mask:
+                if self._usage_last is not None and self._usage_mask & ~mask:
+                    self._usage_base = self._usage_base.merged(self._usage_last)
+                self._usage_last = usage
+                self._usage_mask = mask
+            previous.meta = meta
+            previous.usage = usage
+        out.append(UsageUpdate(usage=usage, extra=extra))
+
+    def _new_usage(self, meta: dict[str, Any]) -> Usage:
+        """Convert a ``usageMetadata`` that differs from the last one, and merge it."""
+        usage, mask = convert_usage(meta)
+        if mask:  # an empty usage never changes the merged one
+            if self._usage_last is not None and self._usage_mask & ~mask:
+                # The newer one omits a count the last one had: merge for real.
+                self._usage_base = self._usage_base.merged(self._usage_last)
+            self._usage_last = usage
+            self._usage_mask = mask
+        previous = self._previous
+        previous.meta = meta
+        previous.usage = usage
+        return usage
+
+    def _chunk_fields(self, chunk: dict[str, Any], out: list[Event], bare: bool) -> None:
+        """Emit the events of one chunk object (the general path)."""
         if not self._started:
             self._started = True
             rid = chunk.get("responseId")
@@ -671,7 +1052,9 @@ class GeminiGenerateDecoder(FramedDecoder):
                 extra["order"] = order
             if bare:
                 extra["bare"] = True
-            previous.extra = extra
+            # Reused only by a chunk in the usual order and not bare: an extra that
+            # records an order (or "bare") belongs to its own chunk alone.
+            previous.extra = extra if order is None and not bare else None
             previous.extra_residual = residual
             previous.extra_candidates = candidates
         if usage_meta is None:
@@ -679,15 +1062,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         elif usage_meta == previous.meta and previous.usage is not None:
             usage = previous.usage  # same counts: merging it again changes nothing
         else:
-            usage, mask = convert_usage(usage_meta)
-            if mask:  # an empty usage never changes the merged one
-                if self._usage_last is not None and self._usage_mask & ~mask:
-                    # The newer one omits a count the last one had: merge for real.
-                    self._usage_base = self._usage_base.merged(self._usage_last)
-                self._usage_last = usage
-                self._usage_mask = mask
-            previous.meta = usage_meta
-            previous.usage = usage
+            usage = self._new_usage(usage_meta)
         out.append(UsageUpdate(usage=usage, extra=extra))
 
     def _error_object(self, value: dict[str, Any], out: list[Event]) -> None:

@@ -27,27 +27,6 @@ from polystream.events import Usage
 __all__ = ["convert", "from_usage_metadata", "to_usage_metadata"]
 
 
-def _int(obj: dict[str, Any], key: str) -> int | None:
-    value = obj.get(key)
-    return value if type(value) is int else None
-
-
-def _sum(a: int | None, b: int | None) -> int | None:
-    if a is None and b is None:
-        return None
-    return (a or 0) + (b or 0)
-
-
-def _modality(details: Any, modality: str) -> int | None:
-    if not isinstance(details, list):
-        return None
-    for entry in details:
-        if isinstance(entry, dict) and entry.get("modality") == modality:
-            count = entry.get("tokenCount")
-            return count if type(count) is int else None
-    return None
-
-
 def from_usage_metadata(meta: dict[str, Any]) -> Usage:
     """Convert one ``usageMetadata`` object (see the module docstring)."""
     return convert(meta)[0]
@@ -62,32 +41,49 @@ def convert(meta: dict[str, Any]) -> tuple[Usage, int]:
         decoder can tell, without another pass, whether a newer usage reports every
         count an older one did (merging the older one then changes nothing).
     """
-    # Inlined _int: this runs on every chunk (Gemini repeats usageMetadata on each).
+    # One pass, no helper calls: this runs on every chunk (Gemini repeats
+    # usageMetadata on each); the counts Gemini rarely sends are tested only when present.
     get = meta.get
     prompt = get("promptTokenCount")
     if type(prompt) is not int:
         prompt = None
-    tool = get("toolUsePromptTokenCount")
-    if type(tool) is not int:
-        tool = None
     candidates = get("candidatesTokenCount")
     if type(candidates) is not int:
         candidates = None
-    thoughts = get("thoughtsTokenCount")
-    if type(thoughts) is not int:
-        thoughts = None
-    cached = get("cachedContentTokenCount")
-    if type(cached) is not int:
-        cached = None
     total = get("totalTokenCount")
     if type(total) is not int:
         total = None
+    thoughts = get("thoughtsTokenCount")
+    if thoughts is not None and type(thoughts) is not int:
+        thoughts = None
+    tool = get("toolUsePromptTokenCount")
+    if tool is not None and type(tool) is not int:
+        tool = None
+    cached = get("cachedContentTokenCount")
+    if cached is not None and type(cached) is not int:
+        cached = None
+    audio_in = audio_out = None
     details = get("promptTokensDetails")
-    audio_in = None if details is None else _modality(details, "AUDIO")
+    if details is not None and isinstance(details, list):
+        for entry in details:
+            if isinstance(entry, dict) and entry.get("modality") == "AUDIO":
+                count = entry.get("tokenCount")
+                audio_in = count if type(count) is int else None
+                break
     details = get("candidatesTokensDetails")
-    audio_out = None if details is None else _modality(details, "AUDIO")
-    inputs = _sum(prompt, tool)
-    outputs = _sum(candidates, thoughts)
+    if details is not None and isinstance(details, list):
+        for entry in details:
+            if isinstance(entry, dict) and entry.get("modality") == "AUDIO":
+                count = entry.get("tokenCount")
+                audio_out = count if type(count) is int else None
+                break
+    # A sum is None only when both of its terms are.
+    inputs = prompt if tool is None else (tool if prompt is None else prompt + tool)
+    outputs = (
+        candidates
+        if thoughts is None
+        else (thoughts if candidates is None else candidates + thoughts)
+    )
     usage = Usage(
         input_tokens=inputs,
         output_tokens=outputs,

@@ -1,0 +1,437 @@
+"""gemini_generate fast paths give exactly the events of the general path.
+
+The decoder takes the usual chunk (one candidate, ``usageMetadata``, the same
+``modelVersion`` and ``responseId`` as before) in one pass, matches chunks against a
+template cut from Google's layouts instead of parsing them whole, and lets the
+JSON-array framing parse each element once. ``_fast_paths = False`` turns all of that
+off; every test here compares both ways event by event, on the serialised events (so
+the key order of ``extra`` and ``raw`` dicts counts), with the same errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from polystream.dialects.gemini_generate import Decoder, Encoder
+from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse
+from polystream.errors import PolystreamError
+from polystream.events import UsageUpdate, dump_event
+from tests.helpers import split_at, stream_fixtures
+
+
+class General(Decoder):
+    _fast_paths = False
+
+
+def run(cls: type[Decoder], chunks: list[bytes], **options: Any) -> tuple[list[bytes], Any]:
+    """The serialised events, and the error that stopped decoding (type, message,
+    location), or None."""
+    decoder = cls(**options)
+    events: list[Any] = []
+    error = None
+    try:
+        for chunk in chunks:
+            events += decoder.feed(chunk)
+        events += decoder.close()
+    except PolystreamError as exc:
+        error = (type(exc).__name__, str(exc), exc.event_index, exc.byte_offset)
+    return [dump_event(e) for e in events], error
+
+
+def assert_same(chunks: list[bytes], **options: Any) -> tuple[list[bytes], Any]:
+    fast = run(Decoder, chunks, **options)
+    general = run(General, chunks, **options)
+    assert fast == general
+    return fast
+
+
+def sse(chunks: list[Any], newline: bytes = b"\r\n") -> bytes:
+    return b"".join(b"data: " + dumps_sse(c) + newline + newline for c in chunks)
+
+
+def array(chunks: list[Any], newline: bytes = b"\r\n") -> bytes:
+    elements = [dumps_pretty(c).replace(b"\n", newline) for c in chunks]
+    return b"[" + (newline + b"," + newline).join(elements) + newline + b"]"
+
+
+def usual(text: str, n: int = 1, **changes: Any) -> dict[str, Any]:
+    chunk: dict[str, Any] = {
+        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}],
+        "usageMetadata": {
+            "promptTokenCount": 7,
+            "candidatesTokenCount": n,
+            "totalTokenCount": 7 + n + 3,
+            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 7}],
+            "thoughtsTokenCount": 3,
+        },
+        "modelVersion": "gemini-3.8-flash",
+        "responseId": "resp-1",
+    }
+    chunk.update(changes)
+    return chunk
+
+
+def last(n: int) -> dict[str, Any]:
+    chunk = usual("", n)
+    candidate = chunk["candidates"][0]
+    candidate["content"]["parts"] = [{"text": "", "thoughtSignature": "c2ln"}]
+    candidate["finishReason"] = "STOP"
+    return chunk
+
+
+def both(chunks: list[Any]) -> list[bytes]:
+    """The stream in the SSE and JSON-array framings, CRLF and LF."""
+    return [sse(chunks), sse(chunks, b"\n"), array(chunks), array(chunks, b"\n")]
+
+
+# -- the usual stream -----------------------------------------------------------------------
+
+
+def test_a_usual_stream_takes_the_fast_paths() -> None:
+    chunks = [usual(f" word{i}", i) for i in range(1, 30)] + [last(30)]
+    for data in both(chunks):
+        _, error = assert_same([data])
+        assert error is None
+        decoder = Decoder()
+        decoder.feed(data)
+        assert decoder._template is not None  # the template was found and used
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        'a "quoted" word',
+        "back\\slash\\",
+        "\\",
+        '\\"',
+        "line\nbreak\r\n\t",
+        "\x00\x01\x1f",
+        "é😀中\u2028",
+        # The template's own pieces inside the text.
+        '"}],"role": "model"},"index": 0}],"usageMetadata": ',
+        '}],"role": "model"},"index": 0}],"usageMetadata": {"a": 1}',
+        '\n          }\n        ],\n        "role": "model"\n      },\n      "index": 0\n',
+        ',"modelVersion": "gemini-3.8-flash","responseId": "resp-1"}',
+    ],
+)
+def test_texts_that_look_like_the_template(text: str) -> None:
+    chunks = [usual("a", 1), usual(text, 2), usual(text + text, 3), usual("b", 4), last(5)]
+    for data in both(chunks):
+        assert_same([data])
+        assert_same([data[i : i + 1] for i in range(len(data))])
+
+
+def test_changes_between_chunks() -> None:
+    chunks = [
+        usual("a", 1),
+        usual("b", 2),
+        usual("c", 3, modelVersion="gemini-other"),  # a new template is needed
+        usual("d", 4, modelVersion="gemini-other"),
+        usual("e", 5, responseId=7),
+        usual("f", 6),
+        {
+            **usual("g", 7),
+            "candidates": [{"content": {"parts": [{"text": "g"}], "role": "model"}, "index": 1}],
+        },
+        usual("h", 8),
+        usual("i", 8),  # the same usage again
+        usual("j", 9, usageMetadata={}),
+        usual("k", 10, usageMetadata={"totalTokenCount": 5}),
+        usual("l", 11),
+        {**usual("m", 12), "createTime": "2026-01-01T00:00:00Z"},
+        usual("n", 13),
+        last(14),
+    ]
+    for data in both(chunks):
+        assert_same([data])
+
+
+def test_layout_variations_fall_back() -> None:
+    base = [usual("a", 1), usual("b", 2)]
+    variants = [
+        b'data: {"candidates": [{"content": {"parts": [{"text": "x"}],"role": "model"},'
+        b'"index": 0}], "usageMetadata": {"candidatesTokenCount": 3},'
+        b'"modelVersion": "gemini-3.8-flash","responseId": "resp-1"}\r\n\r\n',
+        b'data: {"candidates": [{"content": {"parts": [{"text": "x"}],"role": "model"},'
+        b'"index": 0}],"usageMetadata":  { "candidatesTokenCount" : 3 } ,'
+        b'"modelVersion": "gemini-3.8-flash","responseId": "resp-1"}\r\n\r\n',
+        b'data: {"candidates": [{"content": {"parts": [{"text": "\\u0078"}],"role": "model"},'
+        b'"index": 0}],"usageMetadata": [],'
+        b'"modelVersion": "gemini-3.8-flash","responseId": "resp-1"}\r\n\r\n',
+        b'data: {"candidates": [{"content": {"parts": [{"text": 5}],"role": "model"},'
+        b'"index": 0}],"usageMetadata": {},'
+        b'"modelVersion": "gemini-3.8-flash","responseId": "resp-1"}\r\n\r\n',
+        b'data: {"candidates": [{"content": {"parts": [{"text": "x"}],"role": "model"},'
+        b'"index": 0}],"usageMetadata": {"a": 1}},"modelVersion": "gemini-3.8-flash",'
+        b'"responseId": "resp-1"}\r\n\r\n',
+        b'data: {"candidates": [{"content": {"parts": [{"text": "x\xff"}],"role": "model"},'
+        b'"index": 0}],"usageMetadata": {},'
+        b'"modelVersion": "gemini-3.8-flash","responseId": "resp-1"}\r\n\r\n',
+    ]
+    for variant in variants:
+        data = sse(base) + variant + sse([usual("c", 4), last(5)])
+        for strict in (False, True):
+            assert_same([data], strict=strict)
+
+
+@settings(max_examples=30, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=0), max_size=20))
+def test_any_chunking(cuts: list[int]) -> None:
+    chunks = [usual(f"w{i} \"'\\", i) for i in range(1, 12)] + [last(12)]
+    for data in both(chunks):
+        assert_same(split_at(data, cuts))
+
+
+@pytest.mark.parametrize("options", [{"keep_raw": True}, {"strict": True}, {"framing": "sse"}])
+def test_options(options: dict[str, Any]) -> None:
+    chunks = [usual(f"w{i}", i) for i in range(1, 6)] + [last(6)]
+    assert_same([sse(chunks)], **options)
+    if "framing" not in options:
+        assert_same([array(chunks)], **options)
+
+
+@pytest.mark.parametrize("path", stream_fixtures("gemini_generate"), ids=lambda p: p.name)
+def test_fixtures(path: Any) -> None:
+    data = path.read_bytes()
+    assert_same([data])
+    assert_same([data[i : i + 1] for i in range(len(data))])
+    assert_same([data], strict=True)
+
+
+def test_bad_fixtures() -> None:
+    for path in sorted((stream_fixtures("gemini_generate")[0].parent / "bad").iterdir()):
+        data = path.read_bytes()
+        assert_same([data])
+        assert_same([data], strict=True)
+
+
+# -- generated streams ----------------------------------------------------------------------
+
+_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(list('"\\{}[],: \n\r\t\x00é😀')),
+        st.characters(exclude_categories=["Cs"]),
+    ),
+    max_size=12,
+)
+_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-2, 2) | _TEXT,
+    lambda children: st.lists(children, max_size=2) | st.dictionaries(_TEXT, children, max_size=2),
+    max_leaves=4,
+)
+
+
+@st.composite
+def chunk_dicts(draw: st.DrawFn, n: int) -> Any:
+    """A usual chunk, often changed in one or two ways that each path must handle."""
+    chunk = usual(draw(_TEXT), n)
+    candidate = chunk["candidates"][0]
+    content = candidate["content"]
+    for _ in range(draw(st.integers(0, 2))):
+        if type(chunk) is dict and type(chunk.get("usageMetadata")) is dict:
+            chunk = change_chunk(draw, chunk, candidate, content)
+    return chunk
+
+
+def change_chunk(draw: st.DrawFn, chunk: Any, candidate: Any, content: Any) -> Any:
+    """One change to a chunk; ``candidate`` and ``content`` are its own objects (or
+    were, before an earlier change replaced them: then the change is lost)."""
+    change = draw(st.integers(0, 24))
+    with contextlib.suppress(KeyError, TypeError):
+        if change == 0:
+            chunk = {k: chunk[k] for k in draw(st.permutations(list(chunk)))}
+        elif change == 1:
+            chunk["modelVersion"] = draw(st.sampled_from(["other", 3, None]))
+        elif change == 2:
+            chunk["responseId"] = draw(st.sampled_from(["resp-2", 7, ["x"]]))
+        elif change == 3:
+            chunk[draw(st.sampled_from(["extra", "promptFeedback", "error"]))] = draw(_VALUE)
+        elif change == 4:
+            chunk.pop(draw(st.sampled_from(list(chunk))), None)
+        elif change == 5:
+            chunk["candidates"] = [candidate, json.loads(json.dumps(candidate))]
+            chunk["candidates"][1]["index"] = 1
+        elif change == 6:
+            candidate["content"] = {k: content[k] for k in ("role", "parts")}
+        elif change == 7:
+            content["role"] = draw(st.sampled_from(["user", 1]))
+        elif change == 8:
+            candidate["index"] = draw(st.sampled_from([1, True, 1.0, "0", None]))
+        elif change == 9:
+            candidate["finishReason"] = draw(st.sampled_from(["STOP", "MAX_TOKENS", "ODD"]))
+        elif change == 10:
+            content["parts"].append({"text": "", "thoughtSignature": "c2ln"})
+        elif change == 11:
+            content["parts"] = [{"text": draw(_TEXT), "thought": True}]
+        elif change == 12:
+            content["parts"] = [{"functionCall": {"name": "f", "args": {"a": 1}}}]
+        elif change == 13:
+            content["parts"] = draw(st.sampled_from([[], ["x"], [{}], [{"text": 1}]]))
+        elif change == 14:
+            content["parts"].append({"text": draw(_TEXT)})
+        elif change == 15:
+            chunk["usageMetadata"] = draw(
+                st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "promptTokenCount",
+                            "candidatesTokenCount",
+                            "totalTokenCount",
+                            "thoughtsTokenCount",
+                            "cachedContentTokenCount",
+                            "toolUsePromptTokenCount",
+                        ]
+                    ),
+                    st.integers(0, 3) | st.sampled_from([None, 1.0, True]),
+                    max_size=4,
+                )
+            )
+        elif change == 16:
+            chunk["usageMetadata"]["candidatesTokensDetails"] = [
+                {"modality": "AUDIO", "tokenCount": draw(st.integers(0, 3))}
+            ]
+        elif change == 17:
+            candidate.pop("index")
+        elif change == 18:
+            chunk["candidates"] = [{k: candidate[k] for k in ("index", "content")}]
+        elif change == 19:
+            content["parts"] = [{"text": draw(_TEXT), "extra": draw(_VALUE)}]
+        elif change == 20:
+            chunk["candidates"] = draw(st.sampled_from(["bad", [], [None]]))
+        elif change == 21:
+            chunk["usageMetadata"] = draw(st.sampled_from([[], "x", None]))
+        elif change == 22:
+            chunk = draw(st.sampled_from([[], "text", 5, None]))
+        elif change == 23:
+            candidate["safetyRatings"] = []
+        elif change == 24:
+            chunk["usageMetadata"] = dict(reversed(list(chunk["usageMetadata"].items())))
+    return chunk
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> bytes:
+    chunks = [draw(chunk_dicts(n)) for n in range(draw(st.integers(1, 8)))]
+    framing = draw(st.sampled_from(["sse", "sse-lf", "array", "array-lf", "compact"]))
+    if framing == "sse":
+        data = sse(chunks)
+    elif framing == "sse-lf":
+        data = sse(chunks, b"\n")
+    elif framing == "array":
+        data = array(chunks)
+    elif framing == "array-lf":
+        data = array(chunks, b"\n")
+    else:
+        data = json.dumps(chunks, ensure_ascii=False).encode()
+    defect = draw(st.sampled_from(["none"] * 4 + ["cut", "insert", "bare"]))
+    if defect == "cut":
+        data = data[: draw(st.integers(0, len(data)))]
+    elif defect == "insert":
+        at = draw(st.integers(0, len(data)))
+        data = (
+            data[:at]
+            + draw(st.sampled_from([b'"', b"\\", b"}", b"\n,", b"\xff", b"x"]))
+            + data[at:]
+        )
+    elif defect == "bare":
+        data += b'{\n  "error": {"code": 503, "status": "UNAVAILABLE"}\n}\n'
+    return data
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=streams(),
+    cuts=st.lists(st.integers(min_value=0), max_size=10),
+    strict=st.booleans(),
+    keep_raw=st.booleans(),
+)
+def test_generated_streams(data: bytes, cuts: list[int], strict: bool, keep_raw: bool) -> None:
+    assert_same([data], strict=strict, keep_raw=keep_raw)
+    assert_same(split_at(data, cuts), strict=strict, keep_raw=keep_raw)
+
+
+def test_a_placeholder_inside_the_model_version() -> None:
+    # The template is cut at placeholder strings: a modelVersion whose JSON text holds
+    # one ('"\u0000"' and '"\u0001"') has none.
+    model = '"\x00"\x01'
+    chunks = [usual(f"w{i}", i, modelVersion=model) for i in range(1, 5)] + [last(5)]
+    for chunk in chunks:
+        chunk["modelVersion"] = model
+    for data in both(chunks):
+        assert_same([data])
+    decoder = Decoder()
+    decoder.feed(sse(chunks))
+    assert decoder._template is None
+
+
+def test_the_template_search_gives_up() -> None:
+    # A layout none of the templates fits: a few failed tries, then no more.
+    chunks = [usual(f"w{i}", i) for i in range(1, 12)]
+    data = b"".join(b"data: " + msgspec.json.encode(c) + b"\n\n" for c in chunks)
+    decoder = Decoder()
+    decoder.feed(data)
+    assert decoder._template is None
+    assert decoder._template_tries == 0
+    assert_same([data])
+
+
+@pytest.mark.parametrize("odd", ["order", "bare"])
+def test_a_chunk_record_is_not_carried_to_the_next_chunk(odd: str) -> None:
+    # A chunk in another key order records it in its UsageUpdate's extra (a bare
+    # JSON text after SSE events records "bare"); the next chunk in the usual order,
+    # with the same fields, must not inherit that record.
+    candidate = {"content": {"parts": [{"text": "a"}], "role": "model"}, "index": 0}
+    first = {"candidates": [candidate], "modelVersion": "m", "responseId": "r"}
+    if odd == "order":
+        second = {"modelVersion": "m", "candidates": [candidate], "responseId": "r"}
+        data = sse([first, second, first])
+    else:
+        data = sse([first]) + dumps_pretty(first) + b"\n\n" + sse([first])
+    for cls in (Decoder, General):
+        decoder = cls()
+        events = decoder.feed(data) + decoder.close()
+        extras = [e.extra for e in events if isinstance(e, UsageUpdate)]
+        assert len(extras) == 3
+        assert odd in extras[1]
+        assert (
+            extras[2]
+            == extras[0]
+            == {"chunk": {"modelVersion": "m", "responseId": "r"}, "candidates": [{"index": 0}]}
+        )
+        encoder = Encoder(framing="sse")
+        wire = b"".join(encoder.encode(e) for e in events) + encoder.close()
+        if odd == "order":
+            assert wire == data  # the same-dialect round trip is exact
+
+
+def test_array_elements_the_template_does_not_fit() -> None:
+    big = usual("big", 5)
+    big["usageMetadata"]["promptTokensDetails"] = [
+        {"modality": f"M{i}", "tokenCount": i} for i in range(200)
+    ]  # a usage object longer than the window the matcher looks in
+    thought = usual("t", 6)
+    thought["candidates"][0]["content"]["parts"] = [{"text": "t", "thought": True}]
+    chunks = [
+        usual("a", 1),
+        usual("b", 2),
+        usual("c", 3),
+        big,
+        usual("d", 4),
+        thought,
+        usual("e", 7),
+        *(usual(f"x{i}", 8 + i, modelVersion="gemini-switched") for i in range(40)),
+        usual("f", 60),
+        last(61),
+    ]
+    for data in both(chunks):
+        assert_same([data])
+        assert_same([data], max_event_size=700)
+        assert_same(split_at(data, [len(data) // 3, len(data) // 2]))
