@@ -139,6 +139,7 @@ class MessagesDecoder(FramedDecoder):
         self._usage: dict[str, Any] | None = None  # cumulative native usage
         self._stop_reason: str | None = None
         self._stop_seen = False  # a stop reason arrived (message_delta or message_start)
+        self._fast_ok = self._fast_paths  # the typed fast path (see _fast)
 
     # -- dispatch ------------------------------------------------------------------------
 
@@ -151,7 +152,7 @@ class MessagesDecoder(FramedDecoder):
             except msgspec.DecodeError:
                 parsed = data
             self.raw_event(out, name, parsed)
-        if name in CONTENT_BLOCK_FAST:
+        if name in CONTENT_BLOCK_FAST and self._fast_ok:
             try:
                 fast = FAST_DECODER.decode(data)
             except msgspec.DecodeError:

@@ -194,6 +194,7 @@ class Decoder(FramedDecoder):
         self._error: ErrorInfo | None = None
         self._usage: Usage | None = None
         self._frame: ServerSentEvent | None = None  # the event being decoded
+        self._fast_ok = self._fast_paths and not self.keep_raw  # see _fast_delta
 
     # -- framing hooks ---------------------------------------------------------------------
 
@@ -207,7 +208,7 @@ class Decoder(FramedDecoder):
             return
         if (
             self._started
-            and not self.keep_raw
+            and self._fast_ok
             and name in _DELTA_EVENTS
             and self._fast_delta(data, name, out)
         ):
