@@ -79,7 +79,7 @@ _REASONING_DELTAS = frozenset(
 _TEXT_DELTA: Final = "response.output_text.delta"
 _ARGUMENTS_DELTA: Final = "response.function_call_arguments.delta"
 _SUMMARY_DELTA: Final = "response.reasoning_summary_text.delta"
-# The deltas that take the hot path (ResponsesDecoder._hot_delta).
+# The deltas that take the hot path (in ResponsesDecoder._on_event).
 _HOT_DELTAS = frozenset({_TEXT_DELTA, _ARGUMENTS_DELTA, *_REASONING_DELTAS})
 
 
@@ -117,7 +117,7 @@ class ResponsesDecoder(FramedDecoder):
         self._ended: set[int] = set()  # blocks whose end was emitted
         self._audio: int | None = None
         self._transcript: int | None = None
-        # The hot path (see _hot_delta); never with keep_raw (the Raw event comes first).
+        # The hot path (see _on_event); never with keep_raw (the Raw event comes first).
         self._hot = self._fast_paths and not self.keep_raw
         self._handlers = {
             "response.output_text.delta": self._text_delta,
@@ -147,67 +147,62 @@ class ResponsesDecoder(FramedDecoder):
         except msgspec.DecodeError as exc:
             raise self.protocol_error(f"malformed JSON payload: {exc}") from None
         name = event.event
-        if (
-            name in _HOT_DELTAS
-            and self._hot
-            and type(payload) is dict
-            and self._hot_delta(name, payload, out)
-        ):
-            return
+        if name in _HOT_DELTAS and self._hot and type(payload) is dict:
+            # The hot path (inlined: most events of a stream): a text, argument or
+            # reasoning delta named by its SSE event, in sequence, for an open block.
+            # Any other case leaves ``payload`` untouched and goes to _general, which
+            # gives the same events through the handlers (_text_delta, _tool_delta,
+            # _reasoning_delta) or the precise error.
+            try:
+                kind = payload["type"]
+                seq = payload["sequence_number"]
+                item = self._by_id[payload["item_id"]]
+                delta = payload["delta"]
+            except (KeyError, TypeError):  # a key missing, or an unhashable item_id
+                kind = None
+            last = self._seq
+            if (
+                kind == name
+                and type(seq) is int
+                and type(delta) is str
+                and last is not None
+                and seq == last + 1
+            ):
+                hot: Event | None = None
+                if kind == _TEXT_DELTA:
+                    ci = payload.get("content_index")
+                    block = item.parts.get(ci) if type(ci) is int else None
+                    if block is not None and block not in self._ended:
+                        hot = TextDelta(
+                            index=block, delta=delta, part=ci, cursor=seq, extra=payload
+                        )
+                        self._text = True
+                else:
+                    block = item.block
+                    if block is None or block in self._ended:
+                        pass
+                    elif kind == _ARGUMENTS_DELTA:
+                        hot = ToolInputDelta(index=block, delta=delta, cursor=seq, extra=payload)
+                    else:
+                        summary = kind == _SUMMARY_DELTA
+                        part = payload.get("summary_index" if summary else "content_index")
+                        hot = ReasoningDelta(
+                            index=block,
+                            delta=delta,
+                            part=part if type(part) is int else None,
+                            summary=summary,
+                            cursor=seq,
+                            extra=payload,
+                        )
+                if hot is not None:
+                    # The extra is the payload less the cursor and the modelled delta.
+                    del payload["sequence_number"]
+                    del payload["delta"]
+                    self._seq = seq
+                    self._output = True
+                    out.append(hot)
+                    return
         self._general(event, payload, out)
-
-    def _hot_delta(self, name: str, payload: dict[str, Any], out: list[Event]) -> bool:
-        """The hot path: a text, argument or reasoning delta named by its SSE event, in
-        sequence, for an open block. Returns False, with ``payload`` untouched, for any
-        other case; :meth:`_general` then gives the same events through the handlers
-        (``_text_delta``, ``_tool_delta``, ``_reasoning_delta``) or the precise error."""
-        try:
-            kind = payload["type"]
-            seq = payload["sequence_number"]
-            item = self._by_id[payload["item_id"]]
-            delta = payload["delta"]
-        except (KeyError, TypeError):  # a key missing, or an unhashable item_id
-            return False
-        last = self._seq
-        if (
-            kind != name
-            or type(seq) is not int
-            or type(delta) is not str
-            or last is None
-            or seq != last + 1
-        ):
-            return False
-        if kind == _TEXT_DELTA:
-            ci = payload.get("content_index")
-            block = item.parts.get(ci) if type(ci) is int else None
-            if block is None or block in self._ended:
-                return False
-            event: Event = TextDelta(index=block, delta=delta, part=ci, cursor=seq, extra=payload)
-            self._text = True
-        else:
-            block = item.block
-            if block is None or block in self._ended:
-                return False
-            if kind == _ARGUMENTS_DELTA:
-                event = ToolInputDelta(index=block, delta=delta, cursor=seq, extra=payload)
-            else:
-                summary = kind == _SUMMARY_DELTA
-                part = payload.get("summary_index" if summary else "content_index")
-                event = ReasoningDelta(
-                    index=block,
-                    delta=delta,
-                    part=part if type(part) is int else None,
-                    summary=summary,
-                    cursor=seq,
-                    extra=payload,
-                )
-        # The event's extra is the payload without the cursor and the modelled delta.
-        del payload["sequence_number"]
-        del payload["delta"]
-        self._seq = seq
-        self._output = True
-        out.append(event)
-        return True
 
     def _general(self, event: ServerSentEvent, payload: Any, out: list[Event]) -> None:
         """Every event through its handler (the hot path's events included)."""
