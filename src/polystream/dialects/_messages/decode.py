@@ -158,6 +158,17 @@ class MessagesDecoder(FramedDecoder):
             except msgspec.DecodeError:
                 pass  # a field we do not model, or malformed: the general path decides
             else:
+                # The two hottest shapes, inlined (the same events as _fast gives).
+                if type(fast) is ContentBlockDeltaW and name == "content_block_delta":
+                    state = self._open.get(fast.index)
+                    if state is not None:
+                        delta = fast.delta
+                        if type(delta) is TextDeltaW and state[1] == "text":
+                            out.append(TextDelta(index=state[0], delta=delta.text))
+                            return
+                        if type(delta) is InputJsonDeltaW and state[1] in TOOL_USE_TYPES:
+                            out.append(ToolInputDelta(index=state[0], delta=delta.partial_json))
+                            return
                 if self._fast(fast, name, data, out):
                     return
         stripped = data.strip()
