@@ -75,7 +75,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Final, get_args
 
 import msgspec
-from msgspec import UnsetType
+from msgspec import UNSET, UnsetType
 
 from polystream.dialects._base import FramedDecoder
 from polystream.dialects._chat.finish_reason import is_known_finish_reason, map_finish_reason
@@ -131,7 +131,6 @@ _NO_CHOICES: Final[list[Any]] = []
 # The usual choice residual: what a fast-path choice with null logprobs and
 # finish_reason must find (its diff is then empty).
 _NULL_RESIDUAL: Final[dict[str, Any]] = {"logprobs": None, "finish_reason": None}
-UNSET: Final = msgspec.UNSET
 # delta keys that events carry; every other delta key is a residual.
 _MODELLED_DELTA: Final = frozenset(
     {"content", "refusal", "reasoning_content", "tool_calls", "annotations", "polystream"}
@@ -273,7 +272,7 @@ class ChatDecoder(FramedDecoder):
         self._fast_obf: Any = msgspec.UNSET
         self._fast_data: str | None = None
         # The text of that envelope's chunk before its ``"choices":`` key, when every
-        # envelope key is in it (see _learn_prefix): a chunk that starts with the same
+        # envelope key is in it (see _envelope_text): a chunk that starts with the same
         # text has the same envelope, and only its tail needs decoding.
         self._fast_prefix: str | None = None
         self._fast_ok = self._fast_paths and not self.keep_raw
