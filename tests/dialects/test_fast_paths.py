@@ -525,6 +525,15 @@ def _chat_variants() -> dict[str, tuple[list[bytes], bool]]:
             False,
         ),
         "model_changes": ([_data({**text, "model": "other"}), _data(text)], False),
+        "id_escaped": (
+            [_sse(None, None, raw=compact.replace('"chatcmpl-1"', '"chatcmpl-\\u0031"'))] * 2
+            + [_data(text)],
+            False,
+        ),
+        "id_int": ([_data({**text, "id": 1}), _data({**text, "id": 1}), _data(text)], False),
+        "created_float": ([_data({**text, "created": 1764460800.0}), _data(text)], False),
+        "created_str": ([_data({**text, "created": "1764460800"})] * 2 + [_data(text)], False),
+        "fingerprint_object": ([_data({**text, "system_fingerprint": {"a": [1]}})] * 2, False),
         "usage_missing": (
             [_data({k: v for k, v in text.items() if k != "usage"}), _data(text)],
             False,
