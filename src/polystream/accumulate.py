@@ -64,6 +64,8 @@ __all__ = ["Accumulator", "Block", "Result", "ToolCall", "accumulate"]
 
 _TOOL_KINDS: Final = frozenset({"tool_call", "server_tool_call"})
 _TEXTUAL_KINDS: Final = frozenset({"text", "reasoning", "refusal", "compaction", "code"})
+_FRAGMENTS: Final = frozenset({TextDelta, ReasoningDelta, ToolInputDelta})
+"""The events whose delta is a fragment of their block's text (see ``_text``)."""
 _DECODE_ANY: Final = msgspec.json.Decoder()
 _FOLD_RUN: Final = 256
 """Fragments folded into one string at a time while a block streams (see the module
@@ -382,8 +384,20 @@ class Accumulator:
         """Feed every event of an iterable."""
         self._final = None
         handlers = self._handlers
+        blocks = self._blocks
         for event in events:
-            handlers[type(event)](event)
+            kind = type(event)
+            if kind in _FRAGMENTS:
+                # _text, inlined (most events of a stream): a fragment for an open block.
+                # (The type test above makes the attributes safe; mypy cannot narrow it.)
+                state = blocks.get(event.index)  # type: ignore[union-attr,arg-type]
+                if state is not None and not state.ended:
+                    parts = state.parts
+                    parts.append(event.delta)  # type: ignore[union-attr]
+                    if len(parts) >= state.fold_at:
+                        _fold(state)
+                    continue
+            handlers[kind](event)
 
     @property
     def snapshot(self) -> Result:

@@ -75,6 +75,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Final, get_args
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from polystream.dialects._base import FramedDecoder
 from polystream.dialects._chat.finish_reason import is_known_finish_reason, map_finish_reason
@@ -87,6 +88,8 @@ from polystream.dialects._chat.wire import (
     ENCODER,
     EXTRA_KEY,
     FAST_DECODER,
+    FAST_TAIL_DECODER,
+    FastChoice,
     FastChunk,
     diff,
 )
@@ -125,6 +128,9 @@ _UNIFIED_REASONS: Final = frozenset(get_args(UnifiedFinishReason))
 _STATUSES: Final = frozenset(get_args(FinishStatus))
 # The "choices" placeholder in an envelope (never mutated; shared to keep diffs cheap).
 _NO_CHOICES: Final[list[Any]] = []
+# The usual choice residual: what a fast-path choice with null logprobs and
+# finish_reason must find (its diff is then empty).
+_NULL_RESIDUAL: Final[dict[str, Any]] = {"logprobs": None, "finish_reason": None}
 # delta keys that events carry; every other delta key is a residual.
 _MODELLED_DELTA: Final = frozenset(
     {"content", "refusal", "reasoning_content", "tool_calls", "annotations", "polystream"}
@@ -265,6 +271,11 @@ class ChatDecoder(FramedDecoder):
         self._fast_env: tuple[Any, ...] | None = None
         self._fast_obf: Any = msgspec.UNSET
         self._fast_data: str | None = None
+        # The text of that envelope's chunk before its ``"choices":`` key, when every
+        # envelope key is in it (see _envelope_text): a chunk that starts with the same
+        # text has the same envelope, and only its tail needs decoding.
+        self._fast_prefix: str | None = None
+        self._fast_ok = self._fast_paths and not self.keep_raw
 
     # -- framing hooks ----------------------------------------------------------------
 
@@ -274,7 +285,21 @@ class ChatDecoder(FramedDecoder):
             self._done(out)
             return
         fast: FastChunk | None = None
-        if self._started and not self.keep_raw:
+        if self._started and self._fast_ok:
+            prefix = self._fast_prefix
+            if prefix is not None and data.startswith(prefix):
+                # The envelope is the text of the last one: decode the tail alone.
+                try:
+                    tail = FAST_TAIL_DECODER.decode("{" + data[len(prefix) :])
+                except msgspec.DecodeError:
+                    pass  # anything else after the choices: the full decode below decides
+                else:
+                    env = self._fast_env
+                    assert env is not None
+                    if tail.usage is env[-1] and self._fast_choice(
+                        tail.choices, tail.obfuscation, data, event.event, out
+                    ):
+                        return
             try:
                 fast = FAST_DECODER.decode(data)
             except msgspec.DecodeError:
@@ -283,6 +308,7 @@ class ChatDecoder(FramedDecoder):
                 if self._fast(fast, data, event.event, out):
                     return
         self._fast_env = None
+        self._fast_prefix = None
         try:
             obj = DECODER.decode(data)
         except msgspec.DecodeError as exc:
@@ -309,6 +335,7 @@ class ChatDecoder(FramedDecoder):
         if fast is not None:
             self._fast_env = _envelope(fast)
             self._fast_obf = fast.obfuscation
+            self._fast_prefix = _envelope_text(data)
 
     def _fast(self, chunk: FastChunk, data: str, name: str | None, out: list[Event]) -> bool:
         """The hot chunk shapes without a dict per chunk; False: take the general path.
@@ -318,65 +345,86 @@ class ChatDecoder(FramedDecoder):
         fields as before, and its delta is non-empty ``content`` (or
         ``reasoning_content``) continuing the open block of that kind, or one standard
         argument continuation of an open tool call. The events, and their ``extra``,
-        are exactly those of :meth:`_chunk` (checked by the fixtures' snapshots).
+        are exactly those of :meth:`_chunk` (checked by the fixtures' snapshots and by
+        ``tests/dialects/test_fast_paths.py``, which compares both paths).
         """
-        if self._fast_env is None or _envelope(chunk) != self._fast_env:
+        env = self._fast_env
+        # The envelope less ``obfuscation`` (typed values, UNSET for an absent key),
+        # as _envelope builds it, inlined.
+        if env is None or env != (
+            chunk.id,
+            chunk.object,
+            chunk.created,
+            chunk.model,
+            chunk.service_tier,
+            chunk.system_fingerprint,
+            chunk.usage,
+        ):
             return False
-        obf = chunk.obfuscation
-        last_obf = self._fast_obf
-        change: dict[str, Any]
-        if obf is msgspec.UNSET:
-            if last_obf is not msgspec.UNSET:
-                return False  # a key vanished: the general diff says so
-            change = {}
-        elif type(last_obf) is str and obf == last_obf:
-            change = {}
-        else:
-            change = {"obfuscation": obf}
-        choices = chunk.choices
+        return self._fast_choice(chunk.choices, chunk.obfuscation, data, name, out)
+
+    def _fast_choice(
+        self,
+        choices: list[FastChoice],
+        obf: str | UnsetType,
+        data: str,
+        name: str | None,
+        out: list[Event],
+    ) -> bool:
+        """:meth:`_fast` once the envelope is known to be the last one's."""
         if len(choices) != 1:
             return False
         choice = choices[0]
         state = self._choices.get(choice.index)
         if state is None:
             return False
-        # The choice residual diff must be empty: same keys, all null.
+        # The choice residual diff must be empty: the same keys as before, all null.
+        logprobs = choice.logprobs
+        finish = choice.finish_reason
         residual = state.residual
-        count = 0
-        if choice.logprobs is not msgspec.UNSET:
-            if residual.get("logprobs", msgspec.UNSET) is not None:
-                return False
-            count += 1
-        if choice.finish_reason is not msgspec.UNSET:
-            if residual.get("finish_reason", msgspec.UNSET) is not None:
-                return False
-            count += 1
-        if len(residual) != count:
-            return False
-        delta = choice.delta
-        content = delta.content
-        reasoning = delta.reasoning_content
-        calls = delta.tool_calls
-        x: dict[str, Any] = {"env": change}
-        if name is not None:
-            x["ev"] = name
-        if calls is msgspec.UNSET:
-            if reasoning is msgspec.UNSET and content is not msgspec.UNSET and content:
-                current = state.text
-                if current is None or current[1] != "text":
-                    return False
-                out.append(TextDelta(index=current[0], delta=content, extra={EXTRA_KEY: x}))
-            elif content is msgspec.UNSET and reasoning is not msgspec.UNSET and reasoning:
-                current = state.text
-                if current is None or current[1] != "reasoning":
-                    return False
-                out.append(ReasoningDelta(index=current[0], delta=reasoning, extra={EXTRA_KEY: x}))
-            else:
+        if logprobs is None and finish is None:
+            if residual != _NULL_RESIDUAL:
                 return False
         else:
+            count = 0
+            if logprobs is not UNSET:
+                if residual.get("logprobs", UNSET) is not None:
+                    return False
+                count += 1
+            if finish is not UNSET:
+                if residual.get("finish_reason", UNSET) is not None:
+                    return False
+                count += 1
+            if len(residual) != count:
+                return False
+        if obf == self._fast_obf:  # both absent, or the same string
+            change: dict[str, Any] = {}
+        elif obf is UNSET:
+            return False  # a key vanished: the general diff says so
+        else:
+            change = {"obfuscation": obf}
+        delta = choice.delta
+        content = delta.content
+        calls = delta.tool_calls
+        if calls is UNSET:
+            reasoning = delta.reasoning_content
+            current = state.text
+            if current is None:
+                return False
+            if reasoning is UNSET:
+                if content is UNSET or not content or current[1] != "text":
+                    return False
+                x: dict[str, Any] = {"env": change} if name is None else {"env": change, "ev": name}
+                out.append(TextDelta(index=current[0], delta=content, extra={EXTRA_KEY: x}))
+            else:
+                if not reasoning or content is not UNSET or current[1] != "reasoning":
+                    return False
+                x = {"env": change} if name is None else {"env": change, "ev": name}
+                out.append(ReasoningDelta(index=current[0], delta=reasoning, extra={EXTRA_KEY: x}))
+        else:
             if (
-                content is not msgspec.UNSET
-                or reasoning is not msgspec.UNSET
+                content is not UNSET
+                or delta.reasoning_content is not UNSET
                 or len(calls) != 1
                 or state.text is not None
             ):
@@ -386,6 +434,7 @@ class ChatDecoder(FramedDecoder):
             tool = state.tools.get(call.index)
             if not args or tool is None:
                 return False
+            x = {"env": change} if name is None else {"env": change, "ev": name}
             out.append(ToolInputDelta(index=tool.block, delta=args, extra={EXTRA_KEY: x}))
             self._last_frag = (tool.block, True)
         self._fast_obf = obf
@@ -989,6 +1038,29 @@ def _envelope(chunk: FastChunk) -> tuple[Any, ...]:
         chunk.system_fingerprint,
         chunk.usage,
     )
+
+
+def _envelope_text(data: str) -> str | None:
+    """The text of a fast-shape chunk before its ``"choices":`` key, if that text
+    holds every envelope key: nothing but ``choices``, ``usage`` and ``obfuscation``
+    after it (checked by decoding the tail), and neither of the last two before it.
+
+    JSON strings cannot hold an unescaped quote, so ``"choices":`` (or ``"usage":``)
+    found in the text is a key; a fast-shape chunk has no unknown keys, so it is the
+    chunk's own. A later chunk whose text starts with the returned prefix therefore
+    has exactly this envelope, less ``usage`` and ``obfuscation``, which its tail holds.
+    """
+    cut = data.find('"choices":')
+    if cut == -1:
+        return None
+    prefix = data[:cut]
+    if '"usage":' in prefix or '"obfuscation":' in prefix:
+        return None
+    try:
+        FAST_TAIL_DECODER.decode("{" + data[cut:])
+    except msgspec.DecodeError:
+        return None
+    return prefix
 
 
 def base_envelope(start: StreamStart) -> dict[str, Any]:

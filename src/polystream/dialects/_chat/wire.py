@@ -55,9 +55,11 @@ __all__ = [
     "ENCODER",
     "EXTRA_KEY",
     "FAST_DECODER",
+    "FAST_TAIL_DECODER",
     "CompletionTokensDetails",
     "CompletionUsage",
     "FastChunk",
+    "FastTail",
     "PromptTokensDetails",
     "apply",
     "diff",
@@ -113,20 +115,20 @@ def apply(old: dict[str, Any], change: dict[str, Any] | None) -> dict[str, Any]:
     return new
 
 
-class FastFunction(msgspec.Struct, forbid_unknown_fields=True):
+class FastFunction(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """``function`` of a standard argument continuation: ``{"arguments": "..."}``."""
 
     arguments: str
 
 
-class FastToolCall(msgspec.Struct, forbid_unknown_fields=True):
+class FastToolCall(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A standard tool-call continuation: ``{"index": n, "function": {"arguments": "..."}}``."""
 
     index: int
     function: FastFunction
 
 
-class FastDelta(msgspec.Struct, forbid_unknown_fields=True):
+class FastDelta(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A delta of the hot shapes: text only, reasoning only, or tool-call fragments only."""
 
     content: str | msgspec.UnsetType = msgspec.UNSET
@@ -134,7 +136,7 @@ class FastDelta(msgspec.Struct, forbid_unknown_fields=True):
     tool_calls: list[FastToolCall] | msgspec.UnsetType = msgspec.UNSET
 
 
-class FastChoice(msgspec.Struct, forbid_unknown_fields=True):
+class FastChoice(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A choice with nothing besides its delta (``logprobs``/``finish_reason`` null)."""
 
     index: int
@@ -143,7 +145,7 @@ class FastChoice(msgspec.Struct, forbid_unknown_fields=True):
     finish_reason: msgspec.UnsetType | None = msgspec.UNSET
 
 
-class FastChunk(msgspec.Struct, forbid_unknown_fields=True):
+class FastChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """The common chunk shape, decoded first (see :mod:`polystream.dialects._chat.decode`).
 
     Every field the chunk may carry is declared: any other key (or another type) fails
@@ -163,6 +165,20 @@ class FastChunk(msgspec.Struct, forbid_unknown_fields=True):
 
 FAST_DECODER: Final = msgspec.json.Decoder(FastChunk)
 """The decoder tried first for every chunk: the hot shapes, typed (no dict per chunk)."""
+
+
+class FastTail(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """The members of a :class:`FastChunk` from ``choices`` on, when nothing else
+    follows it: the decoder skips an envelope whose text it has seen (see
+    :func:`polystream.dialects._chat.decode._envelope_text`)."""
+
+    choices: list[FastChoice]
+    usage: msgspec.UnsetType | None = msgspec.UNSET
+    obfuscation: str | msgspec.UnsetType = msgspec.UNSET
+
+
+FAST_TAIL_DECODER: Final = msgspec.json.Decoder(FastTail)
+"""Decodes ``{`` + the tail of a chunk whose envelope text is known."""
 
 
 class PromptTokensDetails(msgspec.Struct, kw_only=True):

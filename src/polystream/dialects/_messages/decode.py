@@ -139,6 +139,7 @@ class MessagesDecoder(FramedDecoder):
         self._usage: dict[str, Any] | None = None  # cumulative native usage
         self._stop_reason: str | None = None
         self._stop_seen = False  # a stop reason arrived (message_delta or message_start)
+        self._fast_ok = self._fast_paths  # the typed fast path (see _fast)
 
     # -- dispatch ------------------------------------------------------------------------
 
@@ -151,12 +152,23 @@ class MessagesDecoder(FramedDecoder):
             except msgspec.DecodeError:
                 parsed = data
             self.raw_event(out, name, parsed)
-        if name in CONTENT_BLOCK_FAST:
+        if name in CONTENT_BLOCK_FAST and self._fast_ok:
             try:
                 fast = FAST_DECODER.decode(data)
             except msgspec.DecodeError:
                 pass  # a field we do not model, or malformed: the general path decides
             else:
+                # The two hottest shapes, inlined (the same events as _fast gives).
+                if type(fast) is ContentBlockDeltaW and name == "content_block_delta":
+                    state = self._open.get(fast.index)
+                    if state is not None:
+                        delta = fast.delta
+                        if type(delta) is TextDeltaW and state[1] == "text":
+                            out.append(TextDelta(index=state[0], delta=delta.text))
+                            return
+                        if type(delta) is InputJsonDeltaW and state[1] in TOOL_USE_TYPES:
+                            out.append(ToolInputDelta(index=state[0], delta=delta.partial_json))
+                            return
                 if self._fast(fast, name, data, out):
                     return
         stripped = data.strip()

@@ -17,7 +17,7 @@ Blocks: a ``message`` item's content parts (``output_text`` -> ``text``, ``refus
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -76,10 +76,11 @@ _TOOL_INPUT_DELTAS = frozenset(
 _REASONING_DELTAS = frozenset(
     {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
 )
-# The deltas that take the inlined hot path in _on_event.
-_HOT_DELTAS = frozenset(
-    {"response.output_text.delta", "response.function_call_arguments.delta", *_REASONING_DELTAS}
-)
+_TEXT_DELTA: Final = "response.output_text.delta"
+_ARGUMENTS_DELTA: Final = "response.function_call_arguments.delta"
+_SUMMARY_DELTA: Final = "response.reasoning_summary_text.delta"
+# The deltas that take the hot path (in ResponsesDecoder._on_event).
+_HOT_DELTAS = frozenset({_TEXT_DELTA, _ARGUMENTS_DELTA, *_REASONING_DELTAS})
 
 
 class _Item:
@@ -116,6 +117,8 @@ class ResponsesDecoder(FramedDecoder):
         self._ended: set[int] = set()  # blocks whose end was emitted
         self._audio: int | None = None
         self._transcript: int | None = None
+        # The hot path (see _on_event); never with keep_raw (the Raw event comes first).
+        self._hot = self._fast_paths and not self.keep_raw
         self._handlers = {
             "response.output_text.delta": self._text_delta,
             "response.refusal.delta": self._text_delta,
@@ -143,6 +146,66 @@ class ResponsesDecoder(FramedDecoder):
             payload = DECODER.decode(event.data)
         except msgspec.DecodeError as exc:
             raise self.protocol_error(f"malformed JSON payload: {exc}") from None
+        name = event.event
+        if name in _HOT_DELTAS and self._hot and type(payload) is dict:
+            # The hot path (inlined: most events of a stream): a text, argument or
+            # reasoning delta named by its SSE event, in sequence, for an open block.
+            # Any other case leaves ``payload`` untouched and goes to _general, which
+            # gives the same events through the handlers (_text_delta, _tool_delta,
+            # _reasoning_delta) or the precise error.
+            try:
+                kind = payload["type"]
+                seq = payload["sequence_number"]
+                item = self._by_id[payload["item_id"]]
+                delta = payload["delta"]
+            except (KeyError, TypeError):  # a key missing, or an unhashable item_id
+                kind = None
+            last = self._seq
+            if (
+                kind == name
+                and type(seq) is int
+                and type(delta) is str
+                and last is not None
+                and seq == last + 1
+            ):
+                hot: Event | None = None
+                if kind == _TEXT_DELTA:
+                    ci = payload.get("content_index")
+                    block = item.parts.get(ci) if type(ci) is int else None
+                    if block is not None and block not in self._ended:
+                        hot = TextDelta(
+                            index=block, delta=delta, part=ci, cursor=seq, extra=payload
+                        )
+                        self._text = True
+                else:
+                    block = item.block
+                    if block is None or block in self._ended:
+                        pass
+                    elif kind == _ARGUMENTS_DELTA:
+                        hot = ToolInputDelta(index=block, delta=delta, cursor=seq, extra=payload)
+                    else:
+                        summary = kind == _SUMMARY_DELTA
+                        part = payload.get("summary_index" if summary else "content_index")
+                        hot = ReasoningDelta(
+                            index=block,
+                            delta=delta,
+                            part=part if type(part) is int else None,
+                            summary=summary,
+                            cursor=seq,
+                            extra=payload,
+                        )
+                if hot is not None:
+                    # The extra is the payload less the cursor and the modelled delta.
+                    del payload["sequence_number"]
+                    del payload["delta"]
+                    self._seq = seq
+                    self._output = True
+                    out.append(hot)
+                    return
+        self._general(event, payload, out)
+
+    def _general(self, event: ServerSentEvent, payload: Any, out: list[Event]) -> None:
+        """Every event through its handler (the hot path's events included)."""
         if type(payload) is not dict:
             raise self.protocol_error(f"payload is a JSON {type(payload).__name__}, not an object")
         kind = payload.get("type")
@@ -160,51 +223,7 @@ class ResponsesDecoder(FramedDecoder):
             self.raw_event(out, name, DECODER.decode(event.data))
         seq = payload.pop("sequence_number", None)
         if seq is not None:
-            last = self._seq
-            if type(seq) is int and last is not None and seq == last + 1:
-                self._seq = seq  # the usual case, checked inline
-            else:
-                self._check_sequence(seq, out)
-        if kind in _HOT_DELTAS:
-            # The hot path (most events of a stream), inlined; any other case goes to the
-            # full handlers (_text_delta, _tool_delta, _reasoning_delta), which raise the
-            # precise error.
-            item_id = payload.get("item_id")
-            item = self._by_id.get(item_id) if type(item_id) is str else None
-            delta = payload.get("delta")
-            if item is not None and type(delta) is str:
-                text = kind == "response.output_text.delta"
-                if text:
-                    ci = payload.get("content_index")
-                    block = item.parts.get(ci) if type(ci) is int else None
-                else:
-                    block = item.block
-                if block is not None and block not in self._ended:
-                    del payload["delta"]
-                    self._output = True
-                    if text:
-                        self._text = True
-                        out.append(
-                            TextDelta(index=block, delta=delta, part=ci, cursor=seq, extra=payload)
-                        )
-                    elif kind == "response.function_call_arguments.delta":
-                        out.append(
-                            ToolInputDelta(index=block, delta=delta, cursor=seq, extra=payload)
-                        )
-                    else:
-                        summary = kind == "response.reasoning_summary_text.delta"
-                        part = payload.get("summary_index" if summary else "content_index")
-                        out.append(
-                            ReasoningDelta(
-                                index=block,
-                                delta=delta,
-                                part=part if type(part) is int else None,
-                                summary=summary,
-                                cursor=seq,
-                                extra=payload,
-                            )
-                        )
-                    return
+            self._check_sequence(seq, out)
         handler = self._handlers.get(kind)
         if handler is not None:
             handler(payload, seq, out)

@@ -90,6 +90,7 @@ from .wire import (
     START_EVENTS,
     STATUS_EVENTS,
     WHOLE_DELTA_SUFFIXES,
+    FastStepDelta,
     encode_json,
     kind_of_step,
     main_field,
@@ -194,6 +195,7 @@ class Decoder(FramedDecoder):
         self._error: ErrorInfo | None = None
         self._usage: Usage | None = None
         self._frame: ServerSentEvent | None = None  # the event being decoded
+        self._fast_ok = self._fast_paths and not self.keep_raw  # see _fast_delta
 
     # -- framing hooks ---------------------------------------------------------------------
 
@@ -205,13 +207,29 @@ class Decoder(FramedDecoder):
             self._flush(out)
             self._on_done(event, out)
             return
-        if (
-            self._started
-            and not self.keep_raw
-            and name in _DELTA_EVENTS
-            and self._fast_delta(data, name, out)
-        ):
-            return
+        if self._started and self._fast_ok and name in _DELTA_EVENTS:
+            try:
+                fast: FastStepDelta | None = FAST_DELTA.decode(data)
+            except msgspec.DecodeError:
+                fast = None  # not the hot shape: the general path decides
+            if fast is not None:
+                # A text delta for an open step, inlined (the same event as _fast_delta).
+                step = self._steps.get(fast.index)
+                delta = fast.delta
+                text = delta.text
+                if (
+                    delta.type == "text"
+                    and text is not None
+                    and fast.event_type == name
+                    and step is not None
+                    and not step.ended
+                    and not self._held
+                ):
+                    out.append(TextDelta(index=step.unified, delta=text, cursor=fast.event_id))
+                    self.last_cursor = fast.event_id
+                    return
+                if self._fast_delta(fast, name, out):
+                    return
         payload = self.decode_json(data, _ANY_DECODER)
         if type(payload) is not dict:
             raise self.protocol_error(
@@ -289,13 +307,9 @@ class Decoder(FramedDecoder):
 
     # -- the hot path ------------------------------------------------------------------
 
-    def _fast_delta(self, data: str, name: str, out: list[Event]) -> bool:
+    def _fast_delta(self, payload: FastStepDelta, name: str, out: list[Event]) -> bool:
         """A text / signature / arguments delta with only documented fields, for an open
         step whose BlockStart is out: built without any intermediate dict."""
-        try:
-            payload = FAST_DELTA.decode(data)
-        except msgspec.DecodeError:
-            return False
         step = self._steps.get(payload.index)
         if payload.event_type != name or step is None or step.ended or self._held:
             return False
