@@ -283,3 +283,26 @@ def test_usage_merged_covers_every_count() -> None:
         assert getattr(merged, name) == 1, name
         kept = Usage(**{name: 2}).merged(Usage(**{n: 1 for n in counts if n != name}))
         assert getattr(kept, name) == 2, name
+
+
+def test_usage_merged_with_a_covering_newer_is_the_newer() -> None:
+    # The usual cumulative update reports every count the earlier one did.
+    older = Usage(input_tokens=10, output_tokens=1, total_tokens=11, raw={"old": 1})
+    newer = Usage(input_tokens=10, output_tokens=5, total_tokens=15, raw={"new": 1})
+    assert older.merged(newer) is newer
+    # Not covering: a count, or the raw object, missing from the newer one is kept.
+    for partial, kept in (
+        (Usage(input_tokens=10, output_tokens=5, raw={"new": 1}), ("total_tokens", 11)),
+        (Usage(input_tokens=10, output_tokens=5, total_tokens=15), ("raw", {"old": 1})),
+    ):
+        merged = older.merged(partial)
+        assert merged is not partial
+        assert getattr(merged, kept[0]) == kept[1]
+        assert merged.output_tokens == 5
+    counts = [f for f in Usage.__struct_fields__ if f != "raw"]
+    for name in counts:
+        older_one = Usage(**{name: 2})
+        assert older_one.merged(Usage(**{name: 3})) == Usage(**{name: 3})
+        assert older_one.merged(Usage(**{n: 1 for n in counts if n != name})) == Usage(
+            **{n: (2 if n == name else 1) for n in counts}
+        )

@@ -210,6 +210,21 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         """
         if newer.is_empty():
             return self
+        if (
+            (self.input_tokens is None or newer.input_tokens is not None)
+            and (self.output_tokens is None or newer.output_tokens is not None)
+            and (self.reasoning_tokens is None or newer.reasoning_tokens is not None)
+            and (self.cache_read_tokens is None or newer.cache_read_tokens is not None)
+            and (self.cache_write_tokens is None or newer.cache_write_tokens is not None)
+            and (self.tool_prompt_tokens is None or newer.tool_prompt_tokens is not None)
+            and (self.audio_input_tokens is None or newer.audio_input_tokens is not None)
+            and (self.audio_output_tokens is None or newer.audio_output_tokens is not None)
+            and (self.total_tokens is None or newer.total_tokens is not None)
+            and (self.raw is None or newer.raw is not None)
+        ):
+            # ``newer`` reports every count this one does (the usual cumulative update):
+            # the merge is ``newer`` itself, field for field.
+            return newer
         return Usage(
             input_tokens=_pick(newer.input_tokens, self.input_tokens),
             output_tokens=_pick(newer.output_tokens, self.output_tokens),
