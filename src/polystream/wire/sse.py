@@ -176,6 +176,12 @@ class SSEDecoder:
         return self._count
 
     @property
+    def open_event_offset(self) -> int | None:
+        """Byte offset where the event still open began (a field line seen, no blank
+        line yet), or None when no event is open."""
+        return self._event_start
+
+    @property
     def bytes_consumed(self) -> int:
         """How many input bytes have been fed so far."""
         return self._offset + len(self._bom_buffer)

@@ -514,12 +514,25 @@ class GeminiGenerateDecoder(FramedDecoder):
             self._scan_bare(data)
         out = super().feed(data)
         if self._bare_ready:
-            self._drain_bare(out, None)
+            # A bare text that began after the start of an event still open waits for
+            # that event: the order of the two must not depend on the chunking.
+            sse = self._sse
+            pending = sse.open_event_offset if sse is not None else None
+            try:
+                self._drain_bare(out, None if pending is None else pending + 1)
+            except RemoteProtocolError as exc:
+                if not out:
+                    raise
+                # Strict mode: the events before the error are returned now and the
+                # error is raised by the next call, as for any other dialect error.
+                self._deferred = exc
         return out
 
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
         if self._bare_ready:
-            self._drain_bare(out, event.offset)
+            # Bare text that began where this event began came before its data line
+            # (the SSE layer counted the bare lines as fields of this event).
+            self._drain_bare(out, event.offset + 1)
         data = event.data
         template = self._template
         if template is not None:
@@ -761,7 +774,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._bare_escape = escape
 
     def _drain_bare(self, out: list[Event], before: int | None) -> None:
-        """Handle the complete bare texts that began before ``before`` (all if None)."""
+        """Handle the complete bare texts that began before offset ``before`` (all if
+        None)."""
         index, offset = self.frame_index, self.frame_offset
         while self._bare_ready and (before is None or self._bare_ready[0][0] < before):
             start, text = self._bare_ready.pop(0)
