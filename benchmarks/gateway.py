@@ -1,4 +1,4 @@
-"""The gateway under load: ``python -m benchmarks.gateway [--quick] [--json OUT]``.
+"""The gateway under load: ``python -m benchmarks.gateway [--quick] [--json OUT] [--src DIR]``.
 
 The emulator (``polystream serve``) and the gateway (``polystream gateway``) run as real
 servers on loopback, each in its own process, started as a user starts them. One load
@@ -49,9 +49,15 @@ from benchmarks.workloads import _rng, _token_stream
 __all__ = ["main", "run_gateway_bench"]
 
 ROOT = Path(__file__).resolve().parent.parent
+SOURCE_ENV = "POLYSTREAM_BENCH_SRC"
+"""Where the servers import polystream from (default ``./src``; ``--src`` sets it to
+compare another revision)."""
 
 LATENCY_EVENTS = 300
 """Text deltas per stream in the latency and concurrency scenarios (a realistic reply)."""
+
+TIMEOUT = 600.0
+"""Seconds a stream may take before it counts as an error."""
 
 CHAT_MODEL = "gpt-5.4-nano"
 CLAUDE_MODEL = "claude-haiku-4-5"
@@ -139,7 +145,9 @@ QUICK = Settings(
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")) if p
+        p
+        for p in (env.get(SOURCE_ENV) or str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", ""))
+        if p
     )
     return env
 
@@ -443,11 +451,14 @@ async def measure_latency(
         "gateway": (gateway.port, _body(route, route.gateway_model, "latency")),
     }
     connections = {k: await Connection.open(port) for k, (port, _) in targets.items()}
+    cpu: dict[str, float] = {}
     samples: dict[str, dict[str, list[float]]] = {k: {"total": [], "first": []} for k in targets}
     errors: dict[str, list[str]] = {k: [] for k in targets}
     replies: dict[str, list[Reply]] = {k: [] for k in targets}
     try:
         for i in range(settings.warmup + settings.requests):
+            if i == settings.warmup:
+                cpu = {"emulator": emulator.cpu(), "gateway": gateway.cpu()}
             order = ("direct", "gateway") if i % 2 == 0 else ("gateway", "direct")
             for kind in order:
                 _, body = targets[kind]
@@ -466,7 +477,16 @@ async def measure_latency(
             problem = check(reply, route.dialect, expected)
             if problem is not None:
                 errors[kind].append(problem)
-    out: dict[str, Any] = {"requests": settings.requests, "events": LATENCY_EVENTS}
+    out: dict[str, Any] = {
+        "requests": settings.requests,
+        "events": LATENCY_EVENTS,
+        # CPU time per request (less sensitive to other load than the wall clock): the
+        # emulator's for one direct and one gateway request, the gateway's for one.
+        "cpu_per_request": {
+            "emulator": (emulator.cpu() - cpu["emulator"]) / settings.requests / 2,
+            "gateway": (gateway.cpu() - cpu["gateway"]) / settings.requests,
+        },
+    }
     for kind in targets:
         out[kind] = {
             "total": _summary(samples[kind]["total"]),
@@ -504,7 +524,7 @@ async def _one_stream(port: int, route: Route, body: bytes) -> Reply | str:
     connection: Connection | None = None
     try:
         connection = await Connection.open(port)
-        return await connection.post(route.path, body, route.first)
+        return await asyncio.wait_for(connection.post(route.path, body, route.first), TIMEOUT)
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"[:200]
     finally:
@@ -541,6 +561,7 @@ async def measure_concurrency(
     cpu = {s.name: s.cpu() - cpu_before[s.name] for s in servers}
     problems: list[str] = []
     intervals: list[tuple[float, float]] = []
+    in_flight: list[tuple[float, float]] = []
     durations: list[float] = []
     firsts: list[float] = []
     for result in results:
@@ -552,6 +573,7 @@ async def measure_concurrency(
             problems.append(problem)
             continue
         intervals.append((result.first or result.end, result.end))
+        in_flight.append((result.sent, result.end))
         durations.append(result.end - result.sent)
         if result.first is not None:
             firsts.append(result.first - result.sent)
@@ -562,7 +584,10 @@ async def measure_concurrency(
         "errors": len(problems),
         "error_kinds": sorted({p.split(":")[0] for p in problems})[:5],
         "error_examples": problems[:3],
+        # Streams delivering at once (first delta to end, as the client read them) and
+        # requests open at once.
         "max_overlap": _max_overlap(intervals) if intervals else 0,
+        "max_in_flight": _max_overlap(in_flight) if in_flight else 0,
         "wall": wall,
         "nominal_stream_seconds": delay * (events + 1),
         "duration": _summary(durations) if durations else None,
@@ -731,7 +756,20 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
     for cell in data.get("concurrency", []):
         if cell["target"] != "gateway":
             continue
+        direct = next(
+            (
+                c
+                for c in data["concurrency"]
+                if c["target"] == "direct" and c["streams"] == cell["streams"]
+            ),
+            None,
+        )
         figure = f"{cell['ok']}/{cell['streams']} correct, overlap {cell['max_overlap']}"
+        if cell["duration"] and direct and direct["duration"]:
+            figure += (
+                f", median stream {cell['duration']['median']:.2f} s"
+                f" (direct {direct['duration']['median']:.2f} s)"
+            )
         if cell["errors"]:
             figure += f" ({', '.join(cell['error_kinds'])})"
         if cell["streams"] <= 200:
@@ -801,6 +839,7 @@ def report(data: dict[str, Any]) -> str:
                 "gateway p99",
                 "added median",
                 "added p99",
+                "CPU/request (emulator, gateway)",
             ]
         ]
         for name, cell in data["latency"].items():
@@ -817,6 +856,12 @@ def report(data: dict[str, Any]) -> str:
                         _ms(via and via["p99"]),
                         _ms(added.get("median")),
                         _ms(added.get("p99")),
+                        (
+                            f"{_ms(cell['cpu_per_request']['emulator'])}, "
+                            f"{_ms(cell['cpu_per_request']['gateway'])}"
+                        )
+                        if what == "total"
+                        else "",
                     ]
                 )
         any_cell = next(iter(data["latency"].values()))
@@ -831,7 +876,8 @@ def report(data: dict[str, Any]) -> str:
                 "target",
                 "streams",
                 "correct",
-                "max overlap",
+                "delivering at once",
+                "open at once",
                 "wall",
                 "stream median",
                 "stream p99",
@@ -847,6 +893,7 @@ def report(data: dict[str, Any]) -> str:
                     str(cell["streams"]),
                     f"{cell['ok']}/{cell['streams']}",
                     str(cell["max_overlap"]),
+                    str(cell.get("max_in_flight", "-")),
                     f"{cell['wall']:.2f} s",
                     _ms(cell["duration"] and cell["duration"]["median"]),
                     _ms(cell["duration"] and cell["duration"]["p99"]),
@@ -885,7 +932,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.gateway", description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", metavar="OUT")
+    parser.add_argument(
+        "--src", metavar="DIR", help="run the servers from this source tree (default: ./src)"
+    )
     args = parser.parse_args(argv)
+    if args.src:
+        os.environ[SOURCE_ENV] = str(Path(args.src).resolve())
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import socket
 import time
@@ -104,37 +105,77 @@ def _prefix_dialect(path: str) -> str:
 _QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
 
 
-def _quickack(sock: socket.socket) -> None:
+def _quickack(sock: Any) -> None:
     with contextlib.suppress(OSError):
-        sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)  # type: ignore[arg-type]
+        sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 
-class _QuickAckStream(httpx.AsyncByteStream):
-    """An upstream body that acknowledges what it reads at once (see below)."""
+_UPSTREAM_CALL: Final[contextvars.ContextVar[StreamCall | None]] = contextvars.ContextVar(
+    "polystream_gateway_upstream_call", default=None
+)
+"""The upstream call the current request task is making (see :class:`_UpstreamBody`)."""
 
-    def __init__(self, stream: httpx.AsyncByteStream, sock: socket.socket) -> None:
+_DRAIN_BYTES: Final = 64 * 1024
+_DRAIN_SECONDS: Final = 0.1
+
+
+class _UpstreamBody(httpx.AsyncByteStream):
+    """An upstream reply's body: acknowledged as it is read, and read to its end once
+    the reply is complete, so that its connection goes back to the pool.
+
+    The client shell stops reading at the stream's last event (its Finish); what
+    follows on the wire (Chat's ``[DONE]``, the chunked-encoding terminator) would stay
+    unread and the connection would be closed, so that every request opened a new one.
+    When the call has finished, closing the body first reads that tail (at most
+    :data:`_DRAIN_BYTES`, for at most :data:`_DRAIN_SECONDS`); otherwise (a cancelled
+    or resumed call) the connection is closed at once, as before.
+    """
+
+    def __init__(self, stream: httpx.AsyncByteStream, sock: Any) -> None:
         self._stream = stream
         self._sock = sock
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._ended = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         sock = self._sock
-        _quickack(sock)
-        async for chunk in self._stream:
+        chunks = self._chunks = aiter(self._stream)
+        if sock is not None:
             _quickack(sock)
+        while True:
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                self._ended = True
+                return
+            if sock is not None:
+                _quickack(sock)
             yield chunk
 
     async def aclose(self) -> None:
+        call = _UPSTREAM_CALL.get()
+        chunks = self._chunks
+        if chunks is not None and not self._ended and call is not None and call.finished:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(_DRAIN_SECONDS):
+                    size = 0
+                    async for chunk in chunks:
+                        size += len(chunk)
+                        if size > _DRAIN_BYTES:
+                            break
         await self._stream.aclose()
 
 
-class _QuickAckTransport(httpx.AsyncBaseTransport):
-    """The upstream transport, with delayed ACKs off while a reply streams in.
+class _UpstreamTransport(httpx.AsyncBaseTransport):
+    """The upstream transport: pooled connections that stay pooled, and that do not
+    delay ACKs while a reply streams in.
 
-    On a pooled (keep-alive) connection, Linux delays ACKs by up to 40 ms once the
-    connection looks interactive (request, reply, request...). An upstream that writes
-    one small segment per event then waits on those ACKs, and a whole stream arrives
-    tens of milliseconds late. ``TCP_QUICKACK`` (re-armed after every read, as the
-    kernel clears it) keeps the reply flowing; elsewhere this is a plain pass-through.
+    Connections are kept alive between requests; :class:`_UpstreamBody` reads each
+    finished reply to its end so that they can be. On a kept-alive connection, Linux
+    delays ACKs by up to 40 ms once the connection looks interactive (request, reply,
+    request...); an upstream that writes one small segment per event then waits on
+    those ACKs, and a whole stream arrives tens of milliseconds late. ``TCP_QUICKACK``
+    (re-armed after every read, as the kernel clears it) keeps the reply flowing.
     """
 
     def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
@@ -142,12 +183,16 @@ class _QuickAckTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self._inner.handle_async_request(request)
-        if _QUICKACK is None:
+        if not isinstance(response.stream, httpx.AsyncByteStream):
             return response
-        network = response.extensions.get("network_stream")
-        sock = network.get_extra_info("socket") if network is not None else None
-        if isinstance(sock, socket.socket) and isinstance(response.stream, httpx.AsyncByteStream):
-            response.stream = _QuickAckStream(response.stream, sock)
+        sock = None
+        if _QUICKACK is not None:
+            network = response.extensions.get("network_stream")
+            # asyncio hands out its socket wrapper (``asyncio.trsock.TransportSocket``).
+            sock = network.get_extra_info("socket") if network is not None else None
+            if not hasattr(sock, "setsockopt"):
+                sock = None
+        response.stream = _UpstreamBody(response.stream, sock)
         return response
 
     async def aclose(self) -> None:
@@ -214,7 +259,7 @@ class _Gateway:
         pool = httpx.Limits(max_connections=None, max_keepalive_connections=256)
         if transport is None:
             # Upstream connections are pooled (kept alive between requests).
-            transport = _QuickAckTransport(httpx.AsyncHTTPTransport(limits=pool))
+            transport = _UpstreamTransport(httpx.AsyncHTTPTransport(limits=pool))
         self.http = httpx.AsyncClient(
             transport=transport,
             timeout=httpx.Timeout(
@@ -450,6 +495,7 @@ class _Gateway:
         options: dict[str, Any] = {"framing": framing} if dialect == "gemini_generate" else {}
         encoder = get_dialect(dialect).encoder(**options)
         call.accumulator = _NoResult()  # type: ignore[assignment]
+        _UPSTREAM_CALL.set(call)  # this request's task (and its producer, created below)
         stream_id = uuid.uuid4().hex
         events = AsyncEventStream(self.http, call).__aiter__()
         if not streaming:
