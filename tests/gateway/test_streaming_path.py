@@ -204,3 +204,72 @@ def test_quickack_transport_without_the_option(monkeypatch: pytest.MonkeyPatch) 
 def test_the_gateway_keeps_no_running_result() -> None:
     result = gateway_module._NoResult()
     assert result.feed(TextDelta(index=0, delta="x")) is None
+
+
+def test_sequential_requests_reuse_one_upstream_connection(stack: Callable[..., Any]) -> None:
+    _, gateway = stack("openai_chat", [{"reply": {"text": [f"r{i} " for i in range(20)]}}])
+    for _ in range(5):
+        response = _post(gateway, _messages_body())
+        assert polystream.decode(response.content, "anthropic_messages").status == "completed"
+    pool = gateway.app.http._transport._inner._pool
+    assert len(pool.connections) == 1
+
+
+class _Parts(httpx.AsyncByteStream):
+    def __init__(self, parts: list[bytes], *, hang: bool = False) -> None:
+        self.parts = parts
+        self.hang = hang
+        self.read = 0
+        self.closed = False
+
+    async def __aiter__(self) -> Any:
+        for part in self.parts:
+            self.read += 1
+            yield part
+        if self.hang:
+            await asyncio.sleep(60)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def _close_after_first(stream: _Parts, finished: bool | None) -> float:
+    class Call:
+        pass
+
+    async def scenario() -> float:
+        if finished is not None:
+            call = Call()
+            call.finished = finished  # type: ignore[attr-defined]
+            gateway_module._UPSTREAM_CALL.set(call)  # type: ignore[arg-type]
+        body = gateway_module._UpstreamBody(stream, None)
+        async for _ in body:
+            break
+        started = time.monotonic()
+        await body.aclose()
+        return time.monotonic() - started
+
+    return asyncio.run(scenario())
+
+
+def test_a_finished_reply_is_read_to_its_end_before_closing() -> None:
+    stream = _Parts([b"data: last\n\n", b"data: [DONE]\n\n", b""])
+    _close_after_first(stream, finished=True)
+    assert stream.read == 3 and stream.closed
+
+
+@pytest.mark.parametrize("finished", [False, None])
+def test_an_unfinished_reply_is_closed_at_once(finished: bool | None) -> None:
+    stream = _Parts([b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n"])
+    _close_after_first(stream, finished=finished)
+    assert stream.read == 1 and stream.closed
+
+
+def test_reading_the_tail_is_bounded_in_bytes_and_time() -> None:
+    big = _Parts([b"x" * 1024] * 1000)
+    _close_after_first(big, finished=True)
+    assert big.closed and big.read < 1000
+    assert big.read <= gateway_module._DRAIN_BYTES // 1024 + 2
+    hanging = _Parts([b"a", b"b"], hang=True)
+    took = _close_after_first(hanging, finished=True)
+    assert hanging.closed and took < gateway_module._DRAIN_SECONDS + 1.0
