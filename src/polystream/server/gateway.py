@@ -575,7 +575,11 @@ class _Gateway:
                             "upstream %s: %s", event.code, scrub(event.message, self.secrets)
                         )
                         continue
-                    await queue.put(encoder.encode(event))
+                    data = encoder.encode(event)
+                    if queue.full():
+                        await queue.put(data)  # the client is behind: wait for it
+                    else:
+                        queue.put_nowait(data)
                     if ready.set() and first:
                         # Let the idle consumer send the first event at once; later
                         # events go out together whenever the upstream pauses.
