@@ -1,4 +1,8 @@
-"""The gateway under load: ``python -m benchmarks.gateway [--quick] [--json OUT] [--src DIR]``.
+"""The gateway under load: ``python -m benchmarks.gateway [--quick] [--json OUT]``.
+
+Options: ``--phases latency,concurrency,memory`` (default all), ``--src DIR`` (run the
+servers from another source tree, to compare revisions). ``python -m benchmarks.run``
+runs it with its extras (``--gateway``: only this; ``--no-gateway``: not this).
 
 The emulator (``polystream serve``) and the gateway (``polystream gateway``) run as real
 servers on loopback, each in its own process, started as a user starts them. One load
@@ -675,8 +679,14 @@ async def measure_memory(
 # -- the run -------------------------------------------------------------------------------
 
 
-def run_gateway_bench(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
-    """Everything above; returns the figures (see :func:`targets`)."""
+PHASES = ("latency", "concurrency", "memory")
+
+
+def run_gateway_bench(
+    quick: bool, log: Callable[[str], None], phases: tuple[str, ...] = PHASES
+) -> dict[str, Any]:
+    """Everything above (or the ``phases`` named); returns the figures (see
+    :func:`targets`)."""
     settings = QUICK if quick else FULL
     data: dict[str, Any] = {"quick": quick, "settings": settings.__dict__}
     with tempfile.TemporaryDirectory(prefix="polystream-gateway-bench-") as tmp:
@@ -688,13 +698,13 @@ def run_gateway_bench(quick: bool, log: Callable[[str], None]) -> dict[str, Any]
             servers.append(gateway)
             expected = "".join(texts["latency"])
             data["latency"] = {}
-            for route in ROUTES:
+            for route in ROUTES if "latency" in phases else ():
                 data["latency"][route.name] = asyncio.run(
                     measure_latency(route, emulator, gateway, expected, settings, log)
                 )
             data["concurrency"] = []
             overlap = "".join(texts["overlap"])
-            for n in settings.concurrency:
+            for n in settings.concurrency if "concurrency" in phases else ():
                 for target, port in (("direct", emulator.port), ("gateway", gateway.port)):
                     data["concurrency"].append(
                         asyncio.run(
@@ -713,7 +723,7 @@ def run_gateway_bench(quick: bool, log: Callable[[str], None]) -> dict[str, Any]
             gateway.stop()
             servers.remove(gateway)
             data["memory"] = {}
-            for journal in settings.memory_journals:
+            for journal in settings.memory_journals if "memory" in phases else ():
                 fresh = start_gateway(folder, emulator, journal, f"memory-{journal}")
                 servers.append(fresh)
                 data["memory"][journal] = asyncio.run(
@@ -933,6 +943,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", metavar="OUT")
     parser.add_argument(
+        "--phases",
+        default=",".join(PHASES),
+        help=f"what to measure (default: {','.join(PHASES)})",
+    )
+    parser.add_argument(
         "--src", metavar="DIR", help="run the servers from this source tree (default: ./src)"
     )
     args = parser.parse_args(argv)
@@ -942,7 +957,11 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    data = run_gateway_bench(args.quick, log)
+    phases = tuple(args.phases.split(","))
+    unknown = set(phases) - set(PHASES)
+    if unknown:
+        parser.error(f"unknown phase(s): {', '.join(sorted(unknown))}")
+    data = run_gateway_bench(args.quick, log, phases)
     data["targets"] = targets(data)
     print()
     print(report(data))
