@@ -35,7 +35,16 @@ from polystream.call import StreamCall
 from polystream.client import AsyncEventStream
 from polystream.dialects import get_dialect
 from polystream.errors import APIStatusError, PolystreamError, TransportError
-from polystream.events import Event, Warning
+from polystream.events import (
+    DataDelta,
+    ErrorEvent,
+    Event,
+    Finish,
+    ReasoningDelta,
+    TextDelta,
+    ToolInputDelta,
+    Warning,
+)
 from polystream.journal import Journal, JournalMiss, MemoryJournal
 from polystream.proxy import GatewayConfig, SSECursorSplitter, check_key, presented_key, scrub
 from polystream.request import RequestError, error_body, parse_request
@@ -55,6 +64,10 @@ _SSE_HEADERS: Final = [
     (b"x-accel-buffering", b"no"),
 ]
 _DONE: Final = object()
+_FIRST_OUTPUT: Final = frozenset(
+    {TextDelta, ReasoningDelta, ToolInputDelta, DataDelta, Finish, ErrorEvent}
+)
+"""Events that end the opening of a stream (see ``_stream``)."""
 
 
 def _match(method: str, path: str) -> tuple[str, str, dict[str, str]] | None:
@@ -580,11 +593,14 @@ class _Gateway:
                         await queue.put(data)  # the client is behind: wait for it
                     else:
                         queue.put_nowait(data)
-                    if ready.set() and first:
-                        # Let the idle consumer send the first event at once; later
-                        # events go out together whenever the upstream pauses.
-                        first = False
-                        await asyncio.sleep(0)
+                    if first:
+                        # Until the first output, the idle consumer sends each event at
+                        # once; later events go out together whenever the upstream pauses.
+                        first = type(event) not in _FIRST_OUTPUT
+                        if ready.set():
+                            await asyncio.sleep(0)
+                    else:
+                        ready.set()
                 await queue.put(encoder.close())
                 await queue.put(_DONE)
                 ready.set()
