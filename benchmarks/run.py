@@ -14,7 +14,9 @@ Options::
     --only W[,W...]    workloads to run (default all; see benchmarks.workloads)
     --peers P[,P...]   peers to run (default all; see benchmarks.peers)
     --levels L[,L...]  core, http (default both)
-    --no-extras        skip memory, import, CLI and transcoding measurements
+    --no-extras        skip memory, import, CLI, transcoding and gateway measurements
+    --gateway          run only the gateway benchmark (see benchmarks.gateway)
+    --no-gateway       skip the gateway benchmark
     --inprocess        run every cell in this process (faster, less isolated)
     --profile OUT      cProfile polystream's decode of every workload into OUT (text)
     --wall             time with the wall clock instead of this process's CPU time
@@ -41,7 +43,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks import harness, peers, workloads
+from benchmarks import gateway, harness, peers, workloads
 
 __all__ = ["main"]
 
@@ -561,6 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers")
     parser.add_argument("--levels", default="core,http")
     parser.add_argument("--no-extras", action="store_true")
+    parser.add_argument("--gateway", action="store_true")
+    parser.add_argument("--no-gateway", action="store_true")
     parser.add_argument("--inprocess", action="store_true")
     parser.add_argument("--profile", metavar="OUT")
     parser.add_argument("--wall", action="store_true")
@@ -583,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     # Other work on the machine slows cells unevenly: the load is recorded with results.
     load_start = list(os.getloadavg())
-    works = workloads.build_all(scale, only)
+    works = [] if args.gateway else workloads.build_all(scale, only)
     data: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "versions": _versions(),
@@ -619,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
             inprocess=inprocess,
             log=log,
         )
-        if not args.no_extras:
+        if not args.no_extras and not args.gateway:
             log("memory ...")
             data["memory"] = measure_memory(works, folder, inprocess=inprocess, log=log)
             log("transcoding ...")
@@ -634,7 +638,12 @@ def main(argv: list[str] | None = None) -> int:
                 # The quick mode checks the machinery, not the SDKs' import times.
                 modules=("polystream", "msgspec") if quick else IMPORTS,
             )
+    if args.gateway or not (args.no_extras or args.no_gateway):
+        log("gateway ...")
+        data["gateway"] = gateway.run_gateway_bench(quick, log)
     data["targets"] = targets(data, works)
+    if data.get("gateway"):
+        data["targets"].extend(gateway.targets(data["gateway"]))
     data["seconds"] = time.time() - started
     data["load_average"] = {"start": load_start, "end": list(os.getloadavg())}
     data["commit_end"] = _commit()
@@ -649,7 +658,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\nMedian {clock} milliseconds per run (lower is better); ratios: peer / polystream, "
         "and polystream / minimal loop.\n"
     )
-    print(table(data["times"], works, levels))
+    if works:
+        print(table(data["times"], works, levels))
     first = [
         [
             w.name,
@@ -725,6 +735,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(["python -c pass", _ms(cli["python_bare"])])
         print("\nStart-up (fresh processes):\n")
         print(_markdown(rows))
+    if data.get("gateway"):
+        print("\n" + gateway.report(data["gateway"]))
     print("\nTargets:\n")
     for t in data["targets"]:
         print(f"  {t['status']:4}  {t['target']}: {t['figure']}")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks import peers, run, workloads
+from benchmarks import gateway, peers, run, workloads
 
 from polystream.dialects import get_dialect
 from polystream.errors import LocalProtocolError
@@ -170,3 +170,50 @@ def test_profile_reports_hot_spots(tmp_path: Path, small: list[workloads.Workloa
     assert all(value > 0 for value in parts.values())
     text = target.read_text()
     assert "tottime" in text and "_on_event" in text
+
+
+def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
+    bench = quick["gateway"]
+    assert bench["quick"] is True
+    assert set(bench["latency"]) == {route.name for route in gateway.ROUTES}
+    for name, cell in bench["latency"].items():
+        for side in ("direct", "gateway"):
+            assert cell[side]["errors"] == 0, (name, side, cell[side]["error_examples"])
+            assert cell[side]["total"]["median"] > 0
+            assert cell[side]["first"]["median"] <= cell[side]["total"]["median"]
+        assert set(cell["added_total"]) == set(cell["added_first"]) == {"median", "p99"}
+    streams = gateway.QUICK.concurrency[0]
+    cells = {cell["target"]: cell for cell in bench["concurrency"]}
+    assert set(cells) == {"direct", "gateway"}
+    for cell in cells.values():
+        assert cell["ok"] == streams, cell["error_examples"]
+        assert cell["max_overlap"] > 1  # the streams really ran at the same time
+    memory = bench["memory"]["memory"]
+    assert [int(n) for n in memory] == list(gateway.QUICK.memory_lengths)
+    for cell in memory.values():
+        assert cell["check"] is None
+        assert cell["stream_bytes"] > 0
+    names = [t["target"] for t in quick["targets"] if t["target"].startswith("gateway")]
+    assert any("added latency per request" in n for n in names)
+    assert any("added latency to first delta" in n for n in names)
+    assert any("concurrent streams" in n for n in names)
+
+
+def test_gateway_client_checks_the_stream() -> None:
+    text = "Hello, world"
+    body = "".join(
+        f'data: {{"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
+        f'"choices":[{{"index":0,"delta":{{"content":"{part}"}},"finish_reason":null}}]}}\n\n'
+        for part in ("Hello", ", world")
+    )
+    body += (
+        'data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m",'
+        '"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
+    reply = gateway.Reply(200, body.encode(), 0.0, 0.1, 0.2)
+    assert gateway.check(reply, "openai_chat", text) is None
+    assert gateway.check(reply, "openai_chat", text + "!") is not None
+    cut = gateway.Reply(200, body.encode()[: len(body) // 2], 0.0, None, 0.2)
+    assert gateway.check(cut, "openai_chat", text) is not None
+    assert gateway.check(gateway.Reply(503, b"{}", 0.0, None, 0.1), "openai_chat", "") is not None
+    assert gateway._max_overlap([(0, 2), (1, 3), (2.5, 4), (5, 6)]) == 2

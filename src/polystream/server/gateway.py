@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
+import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -33,7 +35,16 @@ from polystream.call import StreamCall
 from polystream.client import AsyncEventStream
 from polystream.dialects import get_dialect
 from polystream.errors import APIStatusError, PolystreamError, TransportError
-from polystream.events import Event, Warning
+from polystream.events import (
+    DataDelta,
+    ErrorEvent,
+    Event,
+    Finish,
+    ReasoningDelta,
+    TextDelta,
+    ToolInputDelta,
+    Warning,
+)
 from polystream.journal import Journal, JournalMiss, MemoryJournal
 from polystream.proxy import GatewayConfig, SSECursorSplitter, check_key, presented_key, scrub
 from polystream.request import RequestError, error_body, parse_request
@@ -53,6 +64,10 @@ _SSE_HEADERS: Final = [
     (b"x-accel-buffering", b"no"),
 ]
 _DONE: Final = object()
+_FIRST_OUTPUT: Final = frozenset(
+    {TextDelta, ReasoningDelta, ToolInputDelta, DataDelta, Finish, ErrorEvent}
+)
+"""Events that end the opening of a stream (see ``_stream``)."""
 
 
 def _match(method: str, path: str) -> tuple[str, str, dict[str, str]] | None:
@@ -100,6 +115,144 @@ def _prefix_dialect(path: str) -> str:
     }.get(prefix, "openai_chat")
 
 
+_QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
+
+
+def _quickack(sock: Any) -> None:
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+
+
+_UPSTREAM_CALL: Final[contextvars.ContextVar[StreamCall | None]] = contextvars.ContextVar(
+    "polystream_gateway_upstream_call", default=None
+)
+"""The upstream call the current request task is making (see :class:`_UpstreamBody`)."""
+
+_DRAIN_BYTES: Final = 64 * 1024
+_DRAIN_SECONDS: Final = 0.1
+
+
+class _UpstreamBody(httpx.AsyncByteStream):
+    """An upstream reply's body: acknowledged as it is read, and read to its end once
+    the reply is complete, so that its connection goes back to the pool.
+
+    The client shell stops reading at the stream's last event (its Finish); what
+    follows on the wire (Chat's ``[DONE]``, the chunked-encoding terminator) would stay
+    unread and the connection would be closed, so that every request opened a new one.
+    When the call has finished, closing the body first reads that tail (at most
+    :data:`_DRAIN_BYTES`, for at most :data:`_DRAIN_SECONDS`); otherwise (a cancelled
+    or resumed call) the connection is closed at once, as before.
+    """
+
+    def __init__(self, stream: httpx.AsyncByteStream, sock: Any) -> None:
+        self._stream = stream
+        self._sock = sock
+        self._chunks: AsyncIterator[bytes] | None = None
+        self._ended = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        sock = self._sock
+        chunks = self._chunks = aiter(self._stream)
+        if sock is not None:
+            _quickack(sock)
+        while True:
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                self._ended = True
+                return
+            if sock is not None:
+                _quickack(sock)
+            yield chunk
+
+    async def aclose(self) -> None:
+        call = _UPSTREAM_CALL.get()
+        chunks = self._chunks
+        if chunks is not None and not self._ended and call is not None and call.finished:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(_DRAIN_SECONDS):
+                    size = 0
+                    async for chunk in chunks:
+                        size += len(chunk)
+                        if size > _DRAIN_BYTES:
+                            break
+        await self._stream.aclose()
+
+
+class _UpstreamTransport(httpx.AsyncBaseTransport):
+    """The upstream transport: pooled connections that stay pooled, and that do not
+    delay ACKs while a reply streams in.
+
+    Connections are kept alive between requests; :class:`_UpstreamBody` reads each
+    finished reply to its end so that they can be. On a kept-alive connection, Linux
+    delays ACKs by up to 40 ms once the connection looks interactive (request, reply,
+    request...); an upstream that writes one small segment per event then waits on
+    those ACKs, and a whole stream arrives tens of milliseconds late. ``TCP_QUICKACK``
+    (re-armed after every read, as the kernel clears it) keeps the reply flowing.
+    """
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        if not isinstance(response.stream, httpx.AsyncByteStream):
+            return response
+        sock = None
+        if _QUICKACK is not None:
+            network = response.extensions.get("network_stream")
+            # asyncio hands out its socket wrapper (``asyncio.trsock.TransportSocket``).
+            sock = network.get_extra_info("socket") if network is not None else None
+            if not hasattr(sock, "setsockopt"):
+                sock = None
+        response.stream = _UpstreamBody(response.stream, sock)
+        return response
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Signal:
+    """Wakes the one task waiting on it (a future per wait; no task, no queue getter)."""
+
+    __slots__ = ("_waiter",)
+
+    def __init__(self) -> None:
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> bool:
+        """Wake the waiter; True when one was waiting."""
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return False
+        waiter.set_result(None)
+        return True
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait for :meth:`set`; False after ``timeout`` seconds."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiter = waiter
+        try:
+            async with asyncio.timeout(timeout):
+                await waiter
+        except TimeoutError:
+            return False
+        finally:
+            self._waiter = None
+        return True
+
+
+class _NoResult:
+    """Stands in for a :class:`~polystream.call.StreamCall`'s running result, which the
+    gateway never reads (it re-encodes each event as it comes): a stream's memory then
+    stays the same whatever its length."""
+
+    __slots__ = ()
+
+    def feed(self, event: Event) -> None:
+        pass
+
+
 class _Gateway:
     def __init__(
         self,
@@ -116,12 +269,16 @@ class _Gateway:
         self.retry = retry or RetryPolicy()
         self.active = 0
         self._background: set[asyncio.Task[None]] = set()
+        pool = httpx.Limits(max_connections=None, max_keepalive_connections=256)
+        if transport is None:
+            # Upstream connections are pooled (kept alive between requests).
+            transport = _UpstreamTransport(httpx.AsyncHTTPTransport(limits=pool))
         self.http = httpx.AsyncClient(
             transport=transport,
             timeout=httpx.Timeout(
                 connect=10.0, read=self.limits.idle_timeout, write=30.0, pool=10.0
             ),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+            limits=pool,
         )
 
     # -- plumbing -----------------------------------------------------------------------
@@ -350,6 +507,8 @@ class _Gateway:
             return
         options: dict[str, Any] = {"framing": framing} if dialect == "gemini_generate" else {}
         encoder = get_dialect(dialect).encoder(**options)
+        call.accumulator = _NoResult()  # type: ignore[assignment]
+        _UPSTREAM_CALL.set(call)  # this request's task (and its producer, created below)
         stream_id = uuid.uuid4().hex
         events = AsyncEventStream(self.http, call).__aiter__()
         if not streaming:
@@ -421,6 +580,7 @@ class _Gateway:
         aborted = False
 
         async def produce() -> None:
+            first = True
             try:
                 async for event in events:
                     if type(event) is Warning and event.code in ("retry", "resume"):
@@ -428,9 +588,22 @@ class _Gateway:
                             "upstream %s: %s", event.code, scrub(event.message, self.secrets)
                         )
                         continue
-                    await queue.put(encoder.encode(event))
+                    data = encoder.encode(event)
+                    if queue.full():
+                        await queue.put(data)  # the client is behind: wait for it
+                    else:
+                        queue.put_nowait(data)
+                    if first:
+                        # Until the first output, the idle consumer sends each event at
+                        # once; later events go out together whenever the upstream pauses.
+                        first = type(event) not in _FIRST_OUTPUT
+                        if ready.set():
+                            await asyncio.sleep(0)
+                    else:
+                        ready.set()
                 await queue.put(encoder.close())
                 await queue.put(_DONE)
+                ready.set()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the consumer must always get a terminal item
@@ -439,7 +612,9 @@ class _Gateway:
                         "upstream failure: %s", scrub(f"{type(exc).__name__}: {exc}", self.secrets)
                     )
                 await queue.put(exc)
+                ready.set()
 
+        ready = _Signal()
         producer = asyncio.create_task(produce())
         disconnected = asyncio.Event()
 
@@ -448,54 +623,59 @@ class _Gateway:
                 message = await receive()
                 if message["type"] == "http.disconnect":
                     disconnected.set()
+                    ready.set()
                     return
 
         watcher = asyncio.create_task(watch())
         try:
-            while True:
-                getter = asyncio.ensure_future(queue.get())
-                stop = asyncio.ensure_future(disconnected.wait())
-                done, _ = await asyncio.wait(
-                    {getter, stop},
-                    timeout=self.limits.keepalive_seconds,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if stop in done:
-                    getter.cancel()
-                    break
-                stop.cancel()
-                if getter not in done:
-                    getter.cancel()
-                    if started and sse:
+            while not disconnected.is_set():
+                if queue.empty():
+                    # Nothing to send: wait for the upstream, a disconnect, or the
+                    # keep-alive period.
+                    if not await ready.wait(self.limits.keepalive_seconds) and started and sse:
                         await self._send(send, b": keep-alive\n\n")
                     continue
-                item = getter.result()
-                if isinstance(item, APIStatusError) and not started:
-                    await self._upstream_error(send, dialect, item)
-                    return
-                if isinstance(item, PolystreamError) and not started:
-                    await self._error(send, dialect, 502, str(item), kind="server")
-                    return
-                if isinstance(item, Exception) and not started:
-                    await self._error(send, dialect, 502, "the upstream call failed", kind="server")
-                    return
-                if isinstance(item, Exception):
-                    # After the stream began: end it; the encoder already wrote what it could.
-                    break
-                if not started:
-                    started = True
-                    start_headers = [
-                        (b"content-type", encoder.content_type.encode()),
-                        *_SSE_HEADERS,
-                    ]
-                    if splitter is not None:
-                        start_headers.append((b"x-polystream-stream-id", stream_id.encode()))
-                    await send(
-                        {"type": "http.response.start", "status": 200, "headers": start_headers}
-                    )
-                if item is _DONE:
-                    break
-                data: bytes = item
+                batch = [queue.get_nowait()]
+                # Whatever else is ready already leaves with it, in one write (nothing
+                # waits for more: each event still leaves as soon as it is transcoded).
+                while not queue.empty():
+                    batch.append(queue.get_nowait())
+                parts: list[bytes] = []
+                end = False
+                for item in batch:
+                    if isinstance(item, APIStatusError) and not started:
+                        await self._upstream_error(send, dialect, item)
+                        return
+                    if isinstance(item, PolystreamError) and not started:
+                        await self._error(send, dialect, 502, str(item), kind="server")
+                        return
+                    if isinstance(item, Exception) and not started:
+                        await self._error(
+                            send, dialect, 502, "the upstream call failed", kind="server"
+                        )
+                        return
+                    if isinstance(item, Exception):
+                        # After the stream began: end it; the encoder already wrote what
+                        # it could.
+                        end = True
+                        break
+                    if not started:
+                        started = True
+                        start_headers = [
+                            (b"content-type", encoder.content_type.encode()),
+                            *_SSE_HEADERS,
+                        ]
+                        if splitter is not None:
+                            start_headers.append((b"x-polystream-stream-id", stream_id.encode()))
+                        await send(
+                            {"type": "http.response.start", "status": 200, "headers": start_headers}
+                        )
+                    if item is _DONE:
+                        end = True
+                        break
+                    if item:
+                        parts.append(item)
+                data = parts[0] if len(parts) == 1 else b"".join(parts)
                 if splitter is not None and data:
                     entries = splitter.split(data)
                     if journal_id is None and entries:
@@ -512,11 +692,13 @@ class _Gateway:
                             )
                     if entries and journal_id is not None:
                         await self._journal("append", journal_id, entries, now=time.time())
-                        data = b"".join(entry for _, entry in entries)
+                        data = b"".join([entry for _, entry in entries])
                     else:
                         data = b""
                 if data and not await self._send(send, data):
                     aborted = True  # a reader too slow to keep up: drop the connection
+                    break
+                if end:
                     break
         finally:
             watcher.cancel()
@@ -566,10 +748,8 @@ class _Gateway:
     async def _send(self, send: Send, data: bytes) -> bool:
         """Send body bytes; a client that does not read within the limit is dropped."""
         try:
-            await asyncio.wait_for(
-                send({"type": "http.response.body", "body": data, "more_body": True}),
-                self.limits.slow_client_seconds,
-            )
+            async with asyncio.timeout(self.limits.slow_client_seconds):
+                await send({"type": "http.response.body", "body": data, "more_body": True})
         except (TimeoutError, OSError):
             return False
         return True

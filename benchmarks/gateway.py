@@ -1,0 +1,977 @@
+"""The gateway under load: ``python -m benchmarks.gateway [--quick] [--json OUT]``.
+
+Options: ``--phases latency,concurrency,memory`` (default all), ``--src DIR`` (run the
+servers from another source tree, to compare revisions). ``python -m benchmarks.run``
+runs it with its extras (``--gateway``: only this; ``--no-gateway``: not this).
+
+The emulator (``polystream serve``) and the gateway (``polystream gateway``) run as real
+servers on loopback, each in its own process, started as a user starts them. One load
+client (raw HTTP/1.1 over asyncio sockets, the same code for both) calls the emulator
+directly and through the gateway, so that the difference is the gateway:
+
+* **latency**: many sequential requests on a keep-alive connection, direct and via the
+  gateway interleaved (both see the same machine load). Per request: the time to the
+  complete response and the time to the first content delta. Added latency is
+  via - direct (medians and p99s of both distributions, and their differences). Routes:
+  pass-through (same dialect in and out) and transcoding (the client speaks Chat, the
+  upstream Anthropic Messages; its direct baseline is the emulator answering in Chat).
+* **concurrency**: N streams at once (each on its own connection), paced by the
+  emulator so that they really overlap (the measured overlap is reported); every
+  stream's final text, status and finish reason are checked.
+* **memory**: the gateway process's resident memory (sampled every few ms) while it
+  passes one stream of 1,000, 20,000 and 100,000 events through, once with the default
+  in-memory journal (which keeps each stream's events for resume, bounded per stream by
+  the journal's retention) and once with the journal in a SQLite file, which leaves the
+  streaming path alone in the process.
+
+Every stream read is decoded afterwards with :func:`polystream.decode` and compared with
+the scenario's text (outside the timings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.workloads import _rng, _token_stream
+
+__all__ = ["main", "run_gateway_bench"]
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE_ENV = "POLYSTREAM_BENCH_SRC"
+"""Where the servers import polystream from (default ``./src``; ``--src`` sets it to
+compare another revision)."""
+
+LATENCY_EVENTS = 300
+"""Text deltas per stream in the latency and concurrency scenarios (a realistic reply)."""
+
+TIMEOUT = 600.0
+"""Seconds a stream may take before it counts as an error."""
+
+CHAT_MODEL = "gpt-5.4-nano"
+CLAUDE_MODEL = "claude-haiku-4-5"
+
+
+@dataclass(frozen=True)
+class Route:
+    """One way of calling: the client's dialect and path, and the model that selects
+    the upstream (directly: the emulator's own endpoint in the client's dialect)."""
+
+    name: str
+    dialect: str
+    path: str
+    direct_model: str
+    gateway_model: str
+    first: re.Pattern[bytes]
+    """Matches the first content delta in the client's dialect."""
+
+
+_CHAT_FIRST = re.compile(rb'"content":"[^"]')
+_MESSAGES_FIRST = re.compile(rb'"type":"text_delta","text":"[^"]')
+
+ROUTES = (
+    Route(
+        "chat -> chat (pass-through)",
+        "openai_chat",
+        "/openai/v1/chat/completions",
+        CHAT_MODEL,
+        "bench-chat",
+        _CHAT_FIRST,
+    ),
+    Route(
+        "messages -> messages (pass-through)",
+        "anthropic_messages",
+        "/anthropic/v1/messages",
+        CLAUDE_MODEL,
+        "bench-claude",
+        _MESSAGES_FIRST,
+    ),
+    Route(
+        "chat -> messages (transcoding)",
+        "openai_chat",
+        "/openai/v1/chat/completions",
+        CHAT_MODEL,
+        "bench-claude",
+        _CHAT_FIRST,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    requests: int
+    warmup: int
+    concurrency: tuple[int, ...]
+    overlap_events: int
+    overlap_delay: float
+    memory_lengths: tuple[int, ...]
+    memory_journals: tuple[str, ...]
+
+
+FULL = Settings(
+    requests=300,
+    warmup=20,
+    concurrency=(200, 400, 1000),
+    overlap_events=LATENCY_EVENTS,
+    overlap_delay=0.01,
+    memory_lengths=(1_000, 20_000, 100_000),
+    memory_journals=("memory", "sqlite"),
+)
+QUICK = Settings(
+    requests=5,
+    warmup=2,
+    concurrency=(20,),
+    overlap_events=30,
+    overlap_delay=0.005,
+    memory_lengths=(100, 500, 1_000),
+    memory_journals=("memory",),
+)
+
+
+# -- the servers ---------------------------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p
+        for p in (env.get(SOURCE_ENV) or str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", ""))
+        if p
+    )
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+class Server:
+    """A ``polystream`` subcommand serving on a loopback port, in its own process."""
+
+    def __init__(self, name: str, argv: list[str], port: int, log: Path) -> None:
+        self.name = name
+        self.port = port
+        self.log = log
+        self._log_file = log.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "polystream", *argv],
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            env=_env(),
+            cwd=ROOT,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{name} exited: {log.read_text()[-500:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"{name} did not start: {log.read_text()[-500:]}") from None
+                time.sleep(0.05)
+
+    def rss(self) -> int:
+        """Resident memory in bytes."""
+        return _status_kib(self.proc.pid, "VmRSS") * 1024
+
+    def cpu(self) -> float:
+        """User + system CPU seconds so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log_file.close()
+
+
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def _scenarios(settings: Settings) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """Scenario list and the text deltas of each scenario keyword."""
+    texts: dict[str, list[str]] = {}
+    scenarios: list[dict[str, Any]] = []
+    texts["latency"] = _token_stream(_rng("gateway-latency"), LATENCY_EVENTS)
+    scenarios.append(
+        {
+            "name": "latency",
+            "match": {"contains": "kw=latency;"},
+            "reply": {"text": texts["latency"]},
+        }
+    )
+    texts["overlap"] = _token_stream(_rng("gateway-overlap"), settings.overlap_events)
+    scenarios.append(
+        {
+            "name": "overlap",
+            "match": {"contains": "kw=overlap;"},
+            "reply": {"text": texts["overlap"]},
+            "timing": {"first_event": settings.overlap_delay, "delay": settings.overlap_delay},
+        }
+    )
+    for length in settings.memory_lengths:
+        key = f"memory{length}"
+        texts[key] = _token_stream(_rng(f"gateway-{key}"), length)
+        scenarios.append(
+            {"name": key, "match": {"contains": f"kw={key};"}, "reply": {"text": texts[key]}}
+        )
+    return scenarios, texts
+
+
+def _gateway_config(emulator_port: int, max_concurrency: int) -> dict[str, Any]:
+    root = f"http://127.0.0.1:{emulator_port}"
+    return {
+        "upstreams": {
+            "chat": {"dialect": "openai_chat", "base_url": root + "/openai/v1", "api_key": "x"},
+            "claude": {
+                "dialect": "anthropic_messages",
+                "base_url": root + "/anthropic",
+                "api_key": "x",
+            },
+        },
+        "routes": [
+            {"model": "bench-chat", "upstream": "chat", "rewrite": CHAT_MODEL},
+            {"model": "bench-claude", "upstream": "claude", "rewrite": CLAUDE_MODEL},
+        ],
+        # Above the default (512) so that the concurrency test finds the real limit.
+        "limits": {"max_concurrency": max_concurrency},
+    }
+
+
+def start_gateway(folder: Path, emulator: Server, journal: str, tag: str) -> Server:
+    port = _free_port()
+    config = folder / f"gateway-{tag}.json"
+    config.write_text(json.dumps(_gateway_config(emulator.port, 4096)))
+    spec = "memory" if journal == "memory" else f"sqlite:{folder / f'journal-{tag}.db'}"
+    return Server(
+        f"gateway ({journal} journal)",
+        ["gateway", "--listen", f"127.0.0.1:{port}", "--config", str(config), "--journal", spec],
+        port,
+        folder / f"gateway-{tag}.log",
+    )
+
+
+def start_emulator(folder: Path, settings: Settings) -> tuple[Server, dict[str, list[str]]]:
+    scenarios, texts = _scenarios(settings)
+    path = folder / "scenarios.json"
+    path.write_text(json.dumps({"scenarios": scenarios}))
+    port = _free_port()
+    server = Server(
+        "emulator",
+        ["serve", "--port", str(port), "--scenarios", str(path), "--log-level", "warning"],
+        port,
+        folder / "emulator.log",
+    )
+    return server, texts
+
+
+# -- the client ----------------------------------------------------------------------------
+
+
+def _body(route: Route, model: str, keyword: str) -> bytes:
+    message = {"role": "user", "content": f"kw={keyword}; please answer"}
+    payload: dict[str, Any] = {"model": model, "stream": True, "messages": [message]}
+    if route.dialect == "anthropic_messages":
+        payload["max_tokens"] = 4096
+    return json.dumps(payload).encode()
+
+
+@dataclass
+class Reply:
+    status: int
+    body: bytes
+    sent: float
+    first: float | None
+    end: float
+
+
+class _QuickAck(asyncio.StreamReaderProtocol):
+    """Acknowledges every read at once (``TCP_QUICKACK``, re-armed after each read).
+
+    On a keep-alive connection Linux delays ACKs (up to 40 ms) once a connection looks
+    interactive; a server that writes one small segment per event then stalls on them.
+    That is a property of the client's socket, not of the servers measured, so the load
+    client turns it off, the same way for direct and gateway calls.
+    """
+
+    _sock: socket.socket | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._sock = transport.get_extra_info("socket")
+        self._quickack()
+        super().connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._quickack()
+        super().data_received(data)
+
+    def _quickack(self) -> None:
+        if self._sock is not None and hasattr(socket, "TCP_QUICKACK"):
+            with contextlib.suppress(OSError):
+                self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+
+
+class Connection:
+    """One HTTP/1.1 keep-alive connection (the same client for direct and gateway)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
+        transport, protocol = await loop.create_connection(
+            lambda: _QuickAck(reader, loop=loop), "127.0.0.1", port
+        )
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        return cls(reader, writer)
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(Exception):
+            await self.writer.wait_closed()
+
+    async def post(self, path: str, body: bytes, first: re.Pattern[bytes]) -> Reply:
+        head = (
+            f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            f"accept: text/event-stream\r\nauthorization: Bearer x\r\nx-api-key: x\r\n"
+            f"content-length: {len(body)}\r\n\r\n"
+        ).encode()
+        reader = self.reader
+        sent = time.perf_counter()
+        self.writer.write(head + body)
+        header = await reader.readuntil(b"\r\n\r\n")
+        lines = header.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        parts: list[bytes] = []
+        first_at: float | None = None
+        tail = b""
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            while True:
+                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                if size == 0:
+                    await reader.readuntil(b"\r\n")
+                    break
+                data = (await reader.readexactly(size + 2))[:-2]
+                if first_at is None:
+                    if first.search(tail + data):
+                        first_at = time.perf_counter()
+                    tail = data[-64:]
+                parts.append(data)
+        else:
+            data = await reader.readexactly(int(headers.get("content-length", "0")))
+            parts.append(data)
+        end = time.perf_counter()
+        if first_at is None and first.search(b"".join(parts)):
+            first_at = end
+        return Reply(status, b"".join(parts), sent, first_at, end)
+
+
+def check(reply: Reply, dialect: str, expected: str) -> str | None:
+    """None when the reply is a complete, correct stream of ``expected``."""
+    import polystream
+
+    if reply.status != 200:
+        return f"HTTP {reply.status}: {reply.body[:200]!r}"
+    try:
+        result = polystream.decode(reply.body, dialect)
+    except Exception as exc:
+        return f"decode failed: {type(exc).__name__}: {exc}"[:200]
+    if result.status != "completed":
+        return f"status {result.status} ({result.error})"[:200]
+    if result.finish_reason is None or result.finish_reason.unified != "stop":
+        return f"finish reason {result.finish_reason}"
+    if result.text != expected:
+        return f"wrong text ({len(result.text)} chars, expected {len(expected)})"
+    return None
+
+
+# -- measurements --------------------------------------------------------------------------
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {
+        "median": statistics.median(values),
+        "p99": _pct(values, 0.99),
+        "mean": statistics.fmean(values),
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+async def measure_latency(
+    route: Route,
+    emulator: Server,
+    gateway: Server,
+    expected: str,
+    settings: Settings,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Sequential requests, direct and via the gateway interleaved, keep-alive."""
+    targets = {
+        "direct": (emulator.port, _body(route, route.direct_model, "latency")),
+        "gateway": (gateway.port, _body(route, route.gateway_model, "latency")),
+    }
+    connections = {k: await Connection.open(port) for k, (port, _) in targets.items()}
+    cpu: dict[str, float] = {}
+    samples: dict[str, dict[str, list[float]]] = {k: {"total": [], "first": []} for k in targets}
+    errors: dict[str, list[str]] = {k: [] for k in targets}
+    replies: dict[str, list[Reply]] = {k: [] for k in targets}
+    try:
+        for i in range(settings.warmup + settings.requests):
+            if i == settings.warmup:
+                cpu = {"emulator": emulator.cpu(), "gateway": gateway.cpu()}
+            order = ("direct", "gateway") if i % 2 == 0 else ("gateway", "direct")
+            for kind in order:
+                _, body = targets[kind]
+                reply = await connections[kind].post(route.path, body, route.first)
+                if i < settings.warmup:
+                    continue
+                replies[kind].append(reply)
+                samples[kind]["total"].append(reply.end - reply.sent)
+                if reply.first is not None:
+                    samples[kind]["first"].append(reply.first - reply.sent)
+    finally:
+        for connection in connections.values():
+            await connection.close()
+    for kind, done in replies.items():
+        for reply in done:
+            problem = check(reply, route.dialect, expected)
+            if problem is not None:
+                errors[kind].append(problem)
+    out: dict[str, Any] = {
+        "requests": settings.requests,
+        "events": LATENCY_EVENTS,
+        # CPU time per request (less sensitive to other load than the wall clock): the
+        # emulator's for one direct and one gateway request, the gateway's for one.
+        "cpu_per_request": {
+            "emulator": (emulator.cpu() - cpu["emulator"]) / settings.requests / 2,
+            "gateway": (gateway.cpu() - cpu["gateway"]) / settings.requests,
+        },
+    }
+    for kind in targets:
+        out[kind] = {
+            "total": _summary(samples[kind]["total"]),
+            "first": _summary(samples[kind]["first"]) if samples[kind]["first"] else None,
+            "errors": len(errors[kind]),
+            "error_examples": errors[kind][:3],
+            "bytes": len(replies[kind][0].body) if replies[kind] else 0,
+        }
+    for what in ("total", "first"):
+        direct, via = out["direct"][what], out["gateway"][what]
+        if direct and via:
+            out[f"added_{what}"] = {
+                "median": via["median"] - direct["median"],
+                "p99": via["p99"] - direct["p99"],
+            }
+    log(
+        f"  latency {route.name:36} direct {_ms(out['direct']['total']['median'])} "
+        f"via {_ms(out['gateway']['total']['median'])} "
+        f"(added {_ms(out.get('added_total', {}).get('median'))}, first event "
+        f"{_ms(out.get('added_first', {}).get('median'))})"
+    )
+    return out
+
+
+def _max_overlap(intervals: list[tuple[float, float]]) -> int:
+    points = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+    best = current = 0
+    for _, step in points:
+        current += step
+        best = max(best, current)
+    return best
+
+
+async def _one_stream(port: int, route: Route, body: bytes) -> Reply | str:
+    connection: Connection | None = None
+    try:
+        connection = await Connection.open(port)
+        return await asyncio.wait_for(connection.post(route.path, body, route.first), TIMEOUT)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"[:200]
+    finally:
+        if connection is not None:
+            await connection.close()
+
+
+async def measure_concurrency(
+    n: int,
+    target: str,
+    port: int,
+    servers: list[Server],
+    expected: str,
+    events: int,
+    delay: float,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """``n`` streams at once on their own connections; each one checked."""
+    route = ROUTES[0]
+    model = route.direct_model if target == "direct" else route.gateway_model
+    body = _body(route, model, "overlap")
+    cpu_before = {s.name: s.cpu() for s in servers}
+    rss_before = {s.name: s.rss() for s in servers}
+    peak = dict(rss_before)
+    started = time.perf_counter()
+    task = asyncio.gather(*(_one_stream(port, route, body) for _ in range(n)))
+    while not task.done():
+        await asyncio.sleep(0.05)
+        for s in servers:
+            with contextlib.suppress(OSError):
+                peak[s.name] = max(peak[s.name], s.rss())
+    results = await task
+    wall = time.perf_counter() - started
+    cpu = {s.name: s.cpu() - cpu_before[s.name] for s in servers}
+    problems: list[str] = []
+    intervals: list[tuple[float, float]] = []
+    in_flight: list[tuple[float, float]] = []
+    durations: list[float] = []
+    firsts: list[float] = []
+    for result in results:
+        if isinstance(result, str):
+            problems.append(result)
+            continue
+        problem = check(result, route.dialect, expected)
+        if problem is not None:
+            problems.append(problem)
+            continue
+        intervals.append((result.first or result.end, result.end))
+        in_flight.append((result.sent, result.end))
+        durations.append(result.end - result.sent)
+        if result.first is not None:
+            firsts.append(result.first - result.sent)
+    out: dict[str, Any] = {
+        "streams": n,
+        "target": target,
+        "ok": len(results) - len(problems),
+        "errors": len(problems),
+        "error_kinds": sorted({p.split(":")[0] for p in problems})[:5],
+        "error_examples": problems[:3],
+        # Streams delivering at once (first delta to end, as the client read them) and
+        # requests open at once.
+        "max_overlap": _max_overlap(intervals) if intervals else 0,
+        "max_in_flight": _max_overlap(in_flight) if in_flight else 0,
+        "wall": wall,
+        "nominal_stream_seconds": delay * (events + 1),
+        "duration": _summary(durations) if durations else None,
+        "first_event": _summary(firsts) if firsts else None,
+        "cpu_seconds": cpu,
+        "rss_growth": {name: peak[name] - rss_before[name] for name in peak},
+    }
+    log(
+        f"  concurrency {target:8} {n:5} streams: {out['ok']} ok, {out['errors']} errors, "
+        f"overlap {out['max_overlap']}, wall {wall:.1f} s, "
+        f"median stream {_ms(out['duration']['median'] if durations else None)}"
+    )
+    return out
+
+
+class _Sampler:
+    """Samples a process's resident memory every few milliseconds in a thread."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.peak = server.rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(OSError):
+                self.peak = max(self.peak, self.server.rss())
+            time.sleep(0.002)
+
+    def __enter__(self) -> _Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.server.rss())
+
+
+async def measure_memory(
+    gateway: Server,
+    texts: dict[str, list[str]],
+    lengths: tuple[int, ...],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """One pass-through stream of each length through ``gateway``; RSS growth."""
+    route = ROUTES[0]
+    # Warm up: the first streams allocate the process's lasting structures.
+    for _ in range(3):
+        warm = await _one_stream(
+            gateway.port, route, _body(route, route.gateway_model, f"memory{lengths[0]}")
+        )
+        assert not isinstance(warm, str), warm
+    out: dict[str, Any] = {}
+    for length in lengths:
+        body = _body(route, route.gateway_model, f"memory{length}")
+        time.sleep(0.2)
+        before = gateway.rss()
+        with _Sampler(gateway) as sampler:
+            reply = await _one_stream(gateway.port, route, body)
+        time.sleep(0.2)
+        after = gateway.rss()
+        problem = (
+            reply
+            if isinstance(reply, str)
+            else check(reply, route.dialect, "".join(texts[f"memory{length}"]))
+        )
+        out[str(length)] = {
+            "events": length,
+            "stream_bytes": 0 if isinstance(reply, str) else len(reply.body),
+            "seconds": 0.0 if isinstance(reply, str) else reply.end - reply.sent,
+            "rss_before": before,
+            "peak_growth": sampler.peak - before,
+            "retained": after - before,
+            "check": problem,
+        }
+        log(
+            f"  memory {gateway.name:24} {length:7} events: peak +{_mib(sampler.peak - before)}, "
+            f"retained +{_mib(after - before)}{'' if problem is None else ' WRONG ' + problem}"
+        )
+    return out
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+PHASES = ("latency", "concurrency", "memory")
+
+
+def run_gateway_bench(
+    quick: bool, log: Callable[[str], None], phases: tuple[str, ...] = PHASES
+) -> dict[str, Any]:
+    """Everything above (or the ``phases`` named); returns the figures (see
+    :func:`targets`)."""
+    settings = QUICK if quick else FULL
+    data: dict[str, Any] = {"quick": quick, "settings": settings.__dict__}
+    with tempfile.TemporaryDirectory(prefix="polystream-gateway-bench-") as tmp:
+        folder = Path(tmp)
+        emulator, texts = start_emulator(folder, settings)
+        servers = [emulator]
+        try:
+            gateway = start_gateway(folder, emulator, "memory", "main")
+            servers.append(gateway)
+            expected = "".join(texts["latency"])
+            data["latency"] = {}
+            for route in ROUTES if "latency" in phases else ():
+                data["latency"][route.name] = asyncio.run(
+                    measure_latency(route, emulator, gateway, expected, settings, log)
+                )
+            data["concurrency"] = []
+            overlap = "".join(texts["overlap"])
+            for n in settings.concurrency if "concurrency" in phases else ():
+                for target, port in (("direct", emulator.port), ("gateway", gateway.port)):
+                    data["concurrency"].append(
+                        asyncio.run(
+                            measure_concurrency(
+                                n,
+                                target,
+                                port,
+                                servers,
+                                overlap,
+                                settings.overlap_events,
+                                settings.overlap_delay,
+                                log,
+                            )
+                        )
+                    )
+            gateway.stop()
+            servers.remove(gateway)
+            data["memory"] = {}
+            for journal in settings.memory_journals if "memory" in phases else ():
+                fresh = start_gateway(folder, emulator, journal, f"memory-{journal}")
+                servers.append(fresh)
+                data["memory"][journal] = asyncio.run(
+                    measure_memory(fresh, texts, settings.memory_lengths, log)
+                )
+                fresh.stop()
+                servers.remove(fresh)
+        finally:
+            for server in servers:
+                server.stop()
+    return data
+
+
+def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The gateway targets, PASS/FAIL with their figures (as benchmarks.run does)."""
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, ok: bool | None, figure: str) -> None:
+        out.append(
+            {
+                "target": name,
+                "status": "N/A" if ok is None else "PASS" if ok else "FAIL",
+                "figure": figure,
+            }
+        )
+
+    for name, cell in data.get("latency", {}).items():
+        errors = cell["direct"]["errors"] + cell["gateway"]["errors"]
+        for what, label in (("total", "per request"), ("first", "to first delta")):
+            added = cell.get(f"added_{what}")
+            if added is None:
+                add(f"gateway {name}: added latency {label}", False, "not measured")
+                continue
+            add(
+                f"gateway {name}: median added latency {label} < 1 ms",
+                added["median"] < 0.001 and errors == 0,
+                f"{_ms(added['median'])} (p99 {_ms(added['p99'])})"
+                + (f", {errors} WRONG replies" if errors else ""),
+            )
+    for cell in data.get("concurrency", []):
+        if cell["target"] != "gateway":
+            continue
+        direct = next(
+            (
+                c
+                for c in data["concurrency"]
+                if c["target"] == "direct" and c["streams"] == cell["streams"]
+            ),
+            None,
+        )
+        figure = f"{cell['ok']}/{cell['streams']} correct, overlap {cell['max_overlap']}"
+        if cell["duration"] and direct and direct["duration"]:
+            figure += (
+                f", median stream {cell['duration']['median']:.2f} s"
+                f" (direct {direct['duration']['median']:.2f} s)"
+            )
+        if cell["errors"]:
+            figure += f" ({', '.join(cell['error_kinds'])})"
+        if cell["streams"] <= 200:
+            add(
+                f"gateway holds {cell['streams']} concurrent streams, no errors",
+                cell["errors"] == 0,
+                figure,
+            )
+        else:
+            add(f"gateway holds {cell['streams']} concurrent streams (beyond target)", None, figure)
+    for journal, cells in data.get("memory", {}).items():
+        lengths = sorted(cells, key=int)
+        if len(lengths) < 2:
+            continue
+        small, large = cells[lengths[0]], cells[lengths[-1]]
+        growth = large["peak_growth"] - small["peak_growth"]
+        wrong = [c["check"] for c in cells.values() if c["check"]]
+        figure = (
+            f"peak growth {_mib(small['peak_growth'])} at {int(lengths[0]):,} events, "
+            f"{_mib(large['peak_growth'])} at {int(lengths[-1]):,}"
+        )
+        if journal == "memory":
+            # The in-memory journal keeps every stream's events for resume (by design,
+            # bounded per stream by the retention): reported, not a target.
+            add(f"gateway pass-through memory, {journal} journal (keeps streams)", None, figure)
+        else:
+            add(
+                f"gateway pass-through memory per stream flat ({journal} journal): "
+                f"{int(lengths[-1]):,} events within 2 MiB of {int(lengths[0]):,}",
+                growth < 2 * 1048576 and not wrong,
+                figure + (f" WRONG {wrong[0]}" if wrong else ""),
+            )
+    return out
+
+
+# -- formatting ----------------------------------------------------------------------------
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.2f} ms"
+
+
+def _mib(size: float | None) -> str:
+    return "-" if size is None else f"{size / 1048576:.2f} MiB"
+
+
+def _markdown(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
+    ]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def report(data: dict[str, Any]) -> str:
+    """The tables, as text."""
+    parts: list[str] = []
+    if data.get("latency"):
+        rows = [
+            [
+                "route",
+                "what",
+                "direct median",
+                "direct p99",
+                "gateway median",
+                "gateway p99",
+                "added median",
+                "added p99",
+                "CPU/request (emulator, gateway)",
+            ]
+        ]
+        for name, cell in data["latency"].items():
+            for what, label in (("total", "complete response"), ("first", "first delta")):
+                direct, via = cell["direct"][what], cell["gateway"][what]
+                added = cell.get(f"added_{what}") or {}
+                rows.append(
+                    [
+                        name,
+                        label,
+                        _ms(direct and direct["median"]),
+                        _ms(direct and direct["p99"]),
+                        _ms(via and via["median"]),
+                        _ms(via and via["p99"]),
+                        _ms(added.get("median")),
+                        _ms(added.get("p99")),
+                        (
+                            f"{_ms(cell['cpu_per_request']['emulator'])}, "
+                            f"{_ms(cell['cpu_per_request']['gateway'])}"
+                        )
+                        if what == "total"
+                        else "",
+                    ]
+                )
+        any_cell = next(iter(data["latency"].values()))
+        parts.append(
+            f"Gateway latency: {any_cell['requests']} sequential requests per route, "
+            f"{any_cell['events']} text deltas each, keep-alive, direct and gateway "
+            "interleaved (wall clock):\n\n" + _markdown(rows)
+        )
+    if data.get("concurrency"):
+        rows = [
+            [
+                "target",
+                "streams",
+                "correct",
+                "delivering at once",
+                "open at once",
+                "wall",
+                "stream median",
+                "stream p99",
+                "first delta p99",
+                "CPU s (emulator / gateway)",
+            ]
+        ]
+        for cell in data["concurrency"]:
+            cpu = list(cell["cpu_seconds"].values())
+            rows.append(
+                [
+                    cell["target"],
+                    str(cell["streams"]),
+                    f"{cell['ok']}/{cell['streams']}",
+                    str(cell["max_overlap"]),
+                    str(cell.get("max_in_flight", "-")),
+                    f"{cell['wall']:.2f} s",
+                    _ms(cell["duration"] and cell["duration"]["median"]),
+                    _ms(cell["duration"] and cell["duration"]["p99"]),
+                    _ms(cell["first_event"] and cell["first_event"]["p99"]),
+                    " / ".join(f"{c:.1f}" for c in cpu),
+                ]
+            )
+        first = data["concurrency"][0]
+        parts.append(
+            f"Concurrent streams (each {data['settings']['overlap_events']} deltas paced at "
+            f"{data['settings']['overlap_delay'] * 1000:.0f} ms: "
+            f"{first['nominal_stream_seconds']:.2f} s alone):\n\n" + _markdown(rows)
+        )
+    if data.get("memory"):
+        rows = [["journal", "events", "stream bytes", "time", "peak RSS growth", "retained"]]
+        for journal, cells in data["memory"].items():
+            for length, cell in cells.items():
+                rows.append(
+                    [
+                        journal,
+                        f"{int(length):,}",
+                        f"{cell['stream_bytes']:,}",
+                        f"{cell['seconds']:.2f} s",
+                        _mib(cell["peak_growth"]),
+                        _mib(cell["retained"]),
+                    ]
+                )
+        parts.append(
+            "Gateway process memory per pass-through stream (RSS sampled every 2 ms):\n\n"
+            + _markdown(rows)
+        )
+    return "\n\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gateway", description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", metavar="OUT")
+    parser.add_argument(
+        "--phases",
+        default=",".join(PHASES),
+        help=f"what to measure (default: {','.join(PHASES)})",
+    )
+    parser.add_argument(
+        "--src", metavar="DIR", help="run the servers from this source tree (default: ./src)"
+    )
+    args = parser.parse_args(argv)
+    if args.src:
+        os.environ[SOURCE_ENV] = str(Path(args.src).resolve())
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    phases = tuple(args.phases.split(","))
+    unknown = set(phases) - set(PHASES)
+    if unknown:
+        parser.error(f"unknown phase(s): {', '.join(sorted(unknown))}")
+    data = run_gateway_bench(args.quick, log, phases)
+    data["targets"] = targets(data)
+    print()
+    print(report(data))
+    print("\nTargets:\n")
+    for t in data["targets"]:
+        print(f"  {t['status']:4}  {t['target']}: {t['figure']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
