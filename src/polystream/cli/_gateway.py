@@ -60,6 +60,9 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     host, _, port = args.listen.rpartition(":")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # The gateway logs each request itself; the HTTP client's own line per upstream
+    # request would double the log (and its cost) without adding anything.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     app = create_gateway(config, journal=journal)
     names = ", ".join(f"{u.name} ({u.dialect})" for u in config.upstreams.values())
     print(f"polystream gateway on http://{host}:{port} -> {names}", file=sys.stderr, flush=True)
