@@ -57,6 +57,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, Final
 
+import msgspec
+
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._chat.decode import base_envelope
 from polystream.dialects._chat.finish_reason import map_finish_reason, to_wire_finish_reason
@@ -181,6 +183,14 @@ class ChatEncoder(DialectEncoder):
         self._done = False
         self._error_written = False
         self._usage_written = False  # a usage object went out with a Chat stream's chunk
+        self._fast = True  # the byte-template delta paths (False: always the general path)
+        # Another dialect's deltas: (candidate, field or tool index) -> the chunk's bytes
+        # around the delta value, for the envelope in ``_templates_env``.
+        self._templates: dict[tuple[int, Any], tuple[bytes, bytes] | None] = {}
+        self._templates_env: dict[str, Any] | None = None
+        # A Chat stream's own deltas: (candidate, field or tool index) -> (the residual
+        # choice fields it was made for, the choice's bytes around the delta value).
+        self._entry_templates: dict[tuple[int, Any], tuple[Any, tuple[bytes, bytes] | None]] = {}
 
     # -- output -------------------------------------------------------------------------
 
@@ -196,6 +206,166 @@ class ChatEncoder(DialectEncoder):
         """End of the events. Without a Finish the stream ends without ``[DONE]``
         (what a truncated stream looks like)."""
         return self._flush({}) if self._entries is not None else b""
+
+    # -- fast paths ---------------------------------------------------------------------
+
+    def encode(self, event: Event) -> bytes:
+        """Encode one unified event; returns the bytes to send now (maybe none).
+
+        Text, reasoning and tool-input deltas that make a chunk of their own, the bulk
+        of a stream, are written from byte templates when their output is certain to
+        equal the general path's (same keys, order and escaping); anything else takes
+        the general path.
+        """
+        kind = type(event)
+        if (
+            (kind is TextDelta or kind is ToolInputDelta or kind is ReasoningDelta)
+            and self._entries is None
+            and self.chunks is None
+            and self._fast
+        ):
+            extra = event.extra
+            data = (
+                self._fast_foreign(event)  # type: ignore[arg-type]
+                if extra is None or EXTRA_KEY not in extra
+                else self._fast_own(event, extra[EXTRA_KEY])  # type: ignore[arg-type]
+            )
+            if data is not None:
+                self.event_index += 1
+                return data
+        data = self._encode(event)
+        self.event_index += 1
+        return data
+
+    def _fast_foreign(self, event: TextDelta | ToolInputDelta | ReasoningDelta) -> bytes | None:
+        """Another dialect's delta as its own chunk (the delta branches of
+        :meth:`_foreign`, for a choice whose first chunk went out)."""
+        block = self._blocks.get(event.index)
+        env = self._foreign_env
+        if block is None or block.lost or env is None or block.candidate not in self._role_sent:
+            return None
+        kind = type(event)
+        candidate = block.candidate
+        key: Any
+        if kind is ToolInputDelta or block.kind == "tool_call":
+            key = block.tool_index
+            if type(key) is not int:
+                return None
+        elif kind is ReasoningDelta or block.kind == "reasoning":
+            if not self.quirks.reasoning_native and event.index not in self._reasoning_noted:
+                return None  # the first one records the carrier
+            key = "reasoning_content"
+        else:
+            key = "refusal" if block.kind == "refusal" else "content"
+        if self._templates_env is not env:
+            self._templates.clear()
+            self._templates_env = env
+        tkey = (candidate, key)
+        try:
+            template = self._templates[tkey]
+        except KeyError:
+            template = self._templates[tkey] = self._foreign_template(env, candidate, key)
+        if template is None:
+            return None
+        try:
+            value = ENCODER.encode(event.delta)
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        if type(key) is int:
+            self._open_kind[candidate] = None
+            block.has_args = True
+        elif event.delta:
+            block.written = True
+            self._open_kind[candidate] = "reasoning" if key == "reasoning_content" else block.kind
+        return template[0] + value + template[1]
+
+    def _foreign_template(
+        self, env: dict[str, Any], candidate: int, key: Any
+    ) -> tuple[bytes, bytes] | None:
+        """The bytes of :meth:`_chunk` around the delta value."""
+        delta: dict[str, Any] = (
+            {"tool_calls": [{"index": key, "function": {"arguments": _MARK}}]}
+            if type(key) is int
+            else {key: _MARK}
+        )
+        entry: dict[str, Any] = {"index": candidate, "delta": delta}
+        entry.update(self.quirks.choice_fields)
+        chunk = dict(env)
+        chunk["choices"] = [entry]
+        return _split(b"data: " + ENCODER.encode(chunk) + b"\n\n")
+
+    def _fast_own(self, event: TextDelta | ToolInputDelta | ReasoningDelta, x: Any) -> bytes | None:
+        """A delta decoded from a Chat chunk holding only it (``extra["chat"]`` is just
+        the envelope change): what :meth:`_own` then :meth:`_flush` write."""
+        if type(x) is not dict or len(x) != 1 or "env" not in x:
+            return None
+        env = self._env
+        block = self._blocks.get(event.index)
+        if not env or block is None:
+            return None
+        kind = type(event)
+        key: Any
+        if kind is TextDelta:
+            key = "refusal" if block.kind == "refusal" else "content"
+        elif kind is ReasoningDelta:
+            key = "reasoning_content"
+        else:
+            key = block.tool_index
+            if not event.delta:
+                return None
+        candidate = block.candidate
+        residual = self._residual.get(candidate, self._choice_fields)
+        tkey = (candidate, key)
+        cached = self._entry_templates.get(tkey)
+        if cached is None or cached[0] is not residual:
+            cached = self._entry_templates[tkey] = (
+                residual,
+                self._own_template(candidate, key, residual),
+            )
+        template = cached[1]
+        if template is None:
+            return None
+        change = x["env"]
+        choices = env.get("choices")
+        if type(change) is not dict or _GONE in change or type(choices) is not list or choices:
+            return None
+        try:
+            value = ENCODER.encode(event.delta)
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        # The envelope is changed in place (apply() would copy it: the same keys in the
+        # same order), and written with the choice in place of its empty "choices".
+        env.update(change)
+        if env.get("choices") is not choices:
+            return None  # the change set "choices" itself (the general path copes)
+        env["choices"] = msgspec.Raw(b"[%b%b%b]" % (template[0], value, template[1]))
+        try:
+            body = ENCODER.encode(env)
+        finally:
+            env["choices"] = choices
+        # The state the general path leaves: the choice's residual, its candidate (the
+        # chunk being gathered is written and forgotten).
+        self._residual[candidate] = residual
+        if candidate not in self._candidates:
+            self._candidates.append(candidate)
+        return b"data: %b\n\n" % body
+
+    @staticmethod
+    def _own_template(candidate: int, key: Any, residual: Any) -> tuple[bytes, bytes] | None:
+        """The bytes of a choice entry built by :meth:`_entry_for` around the delta value."""
+        if key is None or type(key) is int:
+            fragment = {"index": key, "function": {"arguments": _MARK}}
+            delta: dict[str, Any] = {"tool_calls": [fragment]}
+        else:
+            delta = {key: _MARK}
+        entry: dict[str, Any] = {"index": candidate, "delta": delta}
+        if not isinstance(residual, dict):
+            return None
+        entry.update(residual)
+        try:
+            return _split(ENCODER.encode(entry))
+        except Exception:
+            return None
 
     # -- dispatch -----------------------------------------------------------------------
 
@@ -733,6 +903,19 @@ class ChatEncoder(DialectEncoder):
         if event.status != "failed":
             parts.append(b"data: [DONE]\n\n")
         return b"".join(parts)
+
+
+_GONE: Final = "-"
+"""The key of an envelope change that lists vanished keys (see :func:`.wire.diff`)."""
+_MARK: Final = "\x00polystream-delta\x00"
+"""A placeholder for the delta value when a byte template is made (see :func:`_split`)."""
+_MARK_JSON: Final = ENCODER.encode(_MARK)
+
+
+def _split(data: bytes) -> tuple[bytes, bytes] | None:
+    """``data`` around the one encoded :data:`_MARK` (None unless it occurs once)."""
+    parts = data.split(_MARK_JSON)
+    return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
 def _copy_fragment(residual: dict[str, Any]) -> dict[str, Any]:

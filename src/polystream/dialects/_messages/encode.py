@@ -188,6 +188,9 @@ class MessagesEncoder(DialectEncoder):
         self._refusal: list[str] = []  # text of another dialect's refusal blocks
         self._pinged = False
         self._done = False
+        self._fast = True  # the byte-template delta path (False: always the general path)
+        # (delta type, provider index) -> the bytes of a content_block_delta up to the value
+        self._heads: dict[tuple[bool, int], bytes] = {}
         # The events that write bytes, by type (the rest are handled in _encode).
         self._writers: dict[type, Callable[[Any], bytes]] = {
             TextDelta: self._text,
@@ -205,6 +208,54 @@ class MessagesEncoder(DialectEncoder):
         }
 
     # -- the contract ----------------------------------------------------------------------
+
+    def encode(self, event: Event) -> bytes:
+        """Encode one unified event; returns the bytes to send now (maybe none).
+
+        Text and tool-input deltas without native residuals, the bulk of a stream, are
+        written from a per-block byte template (what :meth:`_delta` writes, byte for
+        byte); anything else takes the general path.
+        """
+        kind = type(event)
+        if (
+            (kind is TextDelta or kind is ToolInputDelta)
+            and self._pending is None
+            and self._message is None
+            and self._fast
+            and (event.extra is None or not self._family)
+        ):
+            block = self._blocks.get(event.index)  # type: ignore[union-attr]
+            if block is not None:
+                text = kind is TextDelta
+                if (
+                    block.type == "text"
+                    if text
+                    else block.type in TOOL_USE_TYPES and (self._family or block.mode == "json")
+                ):
+                    key = (text, block.index)
+                    head = self._heads.get(key)
+                    try:
+                        if head is None:
+                            head = self._heads[key] = (
+                                b'event: content_block_delta\ndata: {"type":"content_block_delta"'
+                                b',"index":'
+                                + _JSON.encode(block.index)
+                                + (
+                                    b',"delta":{"type":"text_delta","text":'
+                                    if text
+                                    else b',"delta":{"type":"input_json_delta","partial_json":'
+                                )
+                            )
+                        value = _JSON.encode(event.delta)  # type: ignore[union-attr]
+                    except Exception:  # not encodable: the general path says how it fails
+                        value = None
+                    if value is not None:
+                        block.content = True
+                        self.event_index += 1
+                        return head + value + b"}}\n\n"
+        data = self._encode(event)
+        self.event_index += 1
+        return data
 
     def _encode(self, event: Event) -> bytes:
         extra = event.extra
