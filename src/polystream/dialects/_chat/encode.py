@@ -341,6 +341,8 @@ class ChatEncoder(DialectEncoder):
         env["choices"] = msgspec.Raw(b"[%b%b%b]" % (template[0], value, template[1]))
         try:
             body = ENCODER.encode(env)
+        except Exception:  # the general path says how it fails
+            return None
         finally:
             env["choices"] = choices
         # The state the general path leaves: the choice's residual, its candidate (the

@@ -224,38 +224,42 @@ class MessagesEncoder(DialectEncoder):
             and self._fast
             and (event.extra is None or not self._family)
         ):
-            block = self._blocks.get(event.index)  # type: ignore[union-attr]
-            if block is not None:
-                text = kind is TextDelta
-                if (
-                    block.type == "text"
-                    if text
-                    else block.type in TOOL_USE_TYPES and (self._family or block.mode == "json")
-                ):
-                    key = (text, block.index)
-                    head = self._heads.get(key)
-                    try:
-                        if head is None:
-                            head = self._heads[key] = (
-                                b'event: content_block_delta\ndata: {"type":"content_block_delta"'
-                                b',"index":'
-                                + _JSON.encode(block.index)
-                                + (
-                                    b',"delta":{"type":"text_delta","text":'
-                                    if text
-                                    else b',"delta":{"type":"input_json_delta","partial_json":'
-                                )
-                            )
-                        value = _JSON.encode(event.delta)  # type: ignore[union-attr]
-                    except Exception:  # not encodable: the general path says how it fails
-                        value = None
-                    if value is not None:
-                        block.content = True
-                        self.event_index += 1
-                        return head + value + b"}}\n\n"
+            data = self._fast_delta(event)  # type: ignore[arg-type]
+            if data is not None:
+                self.event_index += 1
+                return data
         data = self._encode(event)
         self.event_index += 1
         return data
+
+    def _fast_delta(self, event: TextDelta | ToolInputDelta) -> bytes | None:
+        block = self._blocks.get(event.index)
+        if block is None:
+            return None
+        text = type(event) is TextDelta
+        if text:
+            if block.type != "text":
+                return None
+        elif block.type not in TOOL_USE_TYPES or not (self._family or block.mode == "json"):
+            return None
+        key = (text, block.index)
+        head = self._heads.get(key)
+        try:
+            if head is None:
+                head = self._heads[key] = (
+                    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
+                    + _JSON.encode(block.index)
+                    + (
+                        b',"delta":{"type":"text_delta","text":'
+                        if text
+                        else b',"delta":{"type":"input_json_delta","partial_json":'
+                    )
+                )
+            value = _JSON.encode(event.delta)
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        block.content = True
+        return head + value + b"}}\n\n"
 
     def _encode(self, event: Event) -> bytes:
         extra = event.extra

@@ -136,8 +136,7 @@ class ResponsesEncoder(DialectEncoder):
         head, opening = heads
         if not body.startswith(opening):
             return None  # "type" is not the first key: the general order differs
-        if cursor > self._seq:
-            self._seq = cursor
+        self._seq = max(self._seq, cursor)
         return b'%b%d%b,"delta":%b}\n\n' % (head, cursor, body[len(opening) : -1], delta)
 
     def _fast_foreign(self, event: TextDelta | ToolInputDelta | ReasoningDelta) -> bytes | None:
