@@ -233,6 +233,17 @@ class ChatEncoder(DialectEncoder):
             if data is not None:
                 self.event_index += 1
                 return data
+        elif (
+            kind is UsageUpdate
+            and self._entries is None
+            and self._fast
+            and (event.extra is None or not isinstance(event.extra.get(EXTRA_KEY), dict))
+        ):
+            # Another dialect's usage: kept for the usage chunk at the end.
+            usage: Usage = event.usage  # type: ignore[union-attr,assignment]
+            self._usage = usage if self._usage is None else self._usage.merged(usage)
+            self.event_index += 1
+            return b""
         data = self._encode(event)
         self.event_index += 1
         return data

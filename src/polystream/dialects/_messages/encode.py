@@ -228,6 +228,18 @@ class MessagesEncoder(DialectEncoder):
             if data is not None:
                 self.event_index += 1
                 return data
+        elif (
+            kind is UsageUpdate
+            and self._pending is None
+            and self._message is None
+            and self._fast
+            and (not self._family or event.extra is None or "delta" not in event.extra)
+        ):
+            # Usage without a message_delta of its own: sent in the final one.
+            usage: Usage = event.usage  # type: ignore[union-attr,assignment]
+            self._usage = usage if self._usage is None else self._usage.merged(usage)
+            self.event_index += 1
+            return b""
         data = self._encode(event)
         self.event_index += 1
         return data

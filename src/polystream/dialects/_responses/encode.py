@@ -102,6 +102,16 @@ class ResponsesEncoder(DialectEncoder):
             if data is not None:
                 self.event_index += 1
                 return data
+        elif (
+            kind is UsageUpdate
+            and self._fast
+            and not (self._asm.native and event.extra is not None)
+        ):
+            # What the assembler does with it (the usage goes into the terminal Response).
+            asm = self._asm
+            asm.usage = asm.usage.merged(event.usage)  # type: ignore[union-attr,arg-type]
+            self.event_index += 1
+            return b""
         data = self._encode(event)
         self.event_index += 1
         return data

@@ -223,6 +223,9 @@ class GeminiGenerateEncoder(DialectEncoder):
         # This dialect's one-text-part chunks: (candidate, thought, the chunk residual's
         # JSON) -> the chunk's bytes before the text, between it and the usage, after it.
         self._same_templates: dict[tuple[int, bool, bytes], tuple[bytes, bytes, bytes] | None] = {}
+        self._usage_keys: dict[str, bytes] = {}  # usageMetadata key -> its bytes + ": "
+        # a nested value's compact JSON -> (that JSON decoded, the value's dumps_sse)
+        self._usage_values: dict[bytes, tuple[Any, bytes]] = {}
 
     @property
     def content_type(self) -> str:  # type: ignore[override]
@@ -270,8 +273,13 @@ class GeminiGenerateEncoder(DialectEncoder):
                         data = b""
                 elif not self._buffering and not self._candidates and not self._chunk_fields:
                     data = self._fast_foreign(event)  # type: ignore[arg-type]
-            elif kind is UsageUpdate and self._same:
-                data = self._fast_same_chunk(event)  # type: ignore[arg-type]
+            elif kind is UsageUpdate:
+                if self._same:
+                    data = self._fast_same_chunk(event)  # type: ignore[arg-type]
+                elif not event.usage.cache_write_tokens:  # type: ignore[union-attr]
+                    # Another dialect's usage: kept for the last chunk.
+                    self._usage = self._usage.merged(event.usage)  # type: ignore[union-attr,arg-type]
+                    data = b""
             elif kind is StreamStart:
                 self._templates.clear()
             if data is not None:
@@ -348,6 +356,44 @@ class GeminiGenerateEncoder(DialectEncoder):
         self._cand(block.candidate).parts.append(_Part(block.index, fields))
         return True
 
+    def _usage_json(self, raw: dict[str, Any]) -> bytes:
+        """``dumps_sse(raw)``, faster for the usual usage object (counts and a few
+        nested objects).
+
+        ``dumps_sse`` of an object with string keys is ``{`` + its members joined by
+        ``,`` + ``}``, each member the encoded key, ``": "`` and ``dumps_sse`` of the
+        value (its slow writer is made so, and its fast one gives the same bytes); an
+        int or a string is its compact JSON. Two values that are equal and have the same
+        compact JSON have the same ``dumps_sse``.
+        """
+        keys = self._usage_keys
+        spaced = self._usage_values
+        members = []
+        for key, value in raw.items():
+            if type(key) is not str:
+                return dumps_sse(raw)
+            head = keys.get(key)
+            if head is None:
+                if len(keys) >= 64:
+                    keys.clear()
+                head = keys[key] = _JSON(key) + b": "
+            kind = type(value)
+            if kind is int:
+                members.append(b"%b%d" % (head, value))
+            elif kind is str:
+                members.append(head + _JSON(value))
+            else:
+                # The nested objects rarely change: their bytes are kept by compact JSON,
+                # for values equal to what that JSON decodes to (plain JSON values).
+                compact = _JSON(value)
+                cached = spaced.get(compact)
+                if cached is None or cached[0] != value:
+                    if len(spaced) >= 64:
+                        spaced.clear()
+                    cached = spaced[compact] = (_DECODE.decode(compact), dumps_sse(value))
+                members.append(head + cached[1])
+        return b"{%b}" % b",".join(members)
+
     def _fast_same_chunk(self, event: UsageUpdate) -> bytes | None:
         """The chunk-ending usage of a chunk holding one plain text part (what
         :meth:`_flush_same` writes for it)."""
@@ -401,7 +447,7 @@ class GeminiGenerateEncoder(DialectEncoder):
         try:
             rest = _JSON(residual_chunk)
             value = _JSON(text)
-            usage = dumps_sse(raw)
+            usage = self._usage_json(raw)
         except Exception:  # not encodable: the general path says how it fails
             return None
         if b'":' in value:

@@ -157,6 +157,11 @@ class Encoder(DialectEncoder):
             if data is not None:
                 self.event_index += 1
                 return data
+        elif kind is UsageUpdate and self._fast and (not self._native or event.extra is None):
+            usage: Usage = event.usage  # type: ignore[union-attr,assignment]
+            self._usage = usage if self._usage is None else self._usage.merged(usage)
+            self.event_index += 1
+            return b""
         data = self._encode(event)
         self.event_index += 1
         return data
