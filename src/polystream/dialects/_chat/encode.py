@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TypeAlias
 
 import msgspec
 
@@ -117,6 +117,9 @@ _WRITING: Final = frozenset(
         KeepAlive,
     }
 )
+
+
+_OwnHead: TypeAlias = "tuple[_Block | None, type, Any, int, bytes, bytes]"
 
 
 class _Block:
@@ -188,9 +191,10 @@ class ChatEncoder(DialectEncoder):
         # around the delta value, for the envelope in ``_templates_env``.
         self._templates: dict[tuple[int, Any], tuple[bytes, bytes] | None] = {}
         self._templates_env: dict[str, Any] | None = None
-        # A Chat stream's own deltas: (candidate, field or tool index) -> (the residual
-        # choice fields it was made for, the choice's bytes around the delta value).
-        self._entry_templates: dict[tuple[int, Any], tuple[Any, tuple[bytes, bytes] | None]] = {}
+        # A Chat stream's own deltas: unified index -> (its block, the event type, the
+        # residual choice fields and the candidate it was made for, the "choices"
+        # bytes before and after the delta value).
+        self._own_heads: dict[int, _OwnHead] = {}
 
     # -- output -------------------------------------------------------------------------
 
@@ -308,37 +312,30 @@ class ChatEncoder(DialectEncoder):
     def _fast_own(self, event: TextDelta | ToolInputDelta | ReasoningDelta, x: Any) -> bytes | None:
         """A delta decoded from a Chat chunk holding only it (``extra["chat"]`` is just
         the envelope change): what :meth:`_own` then :meth:`_flush` write."""
-        if type(x) is not dict or len(x) != 1 or "env" not in x:
+        if type(x) is not dict or len(x) != 1:
             return None
+        change = x.get("env")
         env = self._env
-        block = self._blocks.get(event.index)
-        if not env or block is None:
+        if type(change) is not dict or _GONE in change or "choices" in change or not env:
             return None
+        index = event.index
+        block = self._blocks.get(index)
         kind = type(event)
-        key: Any
-        if kind is TextDelta:
-            key = "refusal" if block.kind == "refusal" else "content"
-        elif kind is ReasoningDelta:
-            key = "reasoning_content"
-        else:
-            key = block.tool_index
-            if not event.delta:
+        cached = self._own_heads.get(index)
+        if (
+            cached is None
+            or cached[0] is not block
+            or cached[1] is not kind
+            or cached[2] is not self._residual.get(cached[3], self._choice_fields)
+        ):
+            if block is None:
                 return None
-        candidate = block.candidate
-        residual = self._residual.get(candidate, self._choice_fields)
-        tkey = (candidate, key)
-        cached = self._entry_templates.get(tkey)
-        if cached is None or cached[0] is not residual:
-            cached = self._entry_templates[tkey] = (
-                residual,
-                self._own_template(candidate, key, residual),
-            )
-        template = cached[1]
-        if template is None:
-            return None
-        change = x["env"]
+            cached = self._own_head(block, kind)
+            if cached is None:
+                return None
+            self._own_heads[index] = cached
         choices = env.get("choices")
-        if type(change) is not dict or _GONE in change or type(choices) is not list or choices:
+        if type(choices) is not list or choices or (kind is ToolInputDelta and not event.delta):
             return None
         try:
             value = ENCODER.encode(event.delta)
@@ -347,9 +344,7 @@ class ChatEncoder(DialectEncoder):
         # The envelope is changed in place (apply() would copy it: the same keys in the
         # same order), and written with the choice in place of its empty "choices".
         env.update(change)
-        if env.get("choices") is not choices:
-            return None  # the change set "choices" itself (the general path copes)
-        env["choices"] = msgspec.Raw(b"[%b%b%b]" % (template[0], value, template[1]))
+        env["choices"] = msgspec.Raw(cached[4] + value + cached[5])
         try:
             body = ENCODER.encode(env)
         except Exception:  # the general path says how it fails
@@ -358,10 +353,27 @@ class ChatEncoder(DialectEncoder):
             env["choices"] = choices
         # The state the general path leaves: the choice's residual, its candidate (the
         # chunk being gathered is written and forgotten).
-        self._residual[candidate] = residual
+        candidate = cached[3]
+        self._residual[candidate] = cached[2]
         if candidate not in self._candidates:
             self._candidates.append(candidate)
         return b"data: %b\n\n" % body
+
+    def _own_head(self, block: _Block, kind: type) -> _OwnHead | None:
+        """The template of an own delta of ``block`` (see :attr:`_own_heads`)."""
+        key: Any
+        if kind is TextDelta:
+            key = "refusal" if block.kind == "refusal" else "content"
+        elif kind is ReasoningDelta:
+            key = "reasoning_content"
+        else:
+            key = block.tool_index
+        candidate = block.candidate
+        residual = self._residual.get(candidate, self._choice_fields)
+        template = self._own_template(candidate, key, residual)
+        if template is None:
+            return None
+        return block, kind, residual, candidate, b"[" + template[0], template[1] + b"]"
 
     @staticmethod
     def _own_template(candidate: int, key: Any, residual: Any) -> tuple[bytes, bytes] | None:
