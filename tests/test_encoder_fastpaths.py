@@ -338,7 +338,19 @@ def _shaped_streams(draw: st.DrawFn) -> list[Event]:
             else:
                 events.append(TextDelta(index=index, delta=text, extra=extra, cursor=cursor))
             if source == "gemini_generate" and draw(st.integers(0, 3)):
-                raw = draw(st.sampled_from([{"promptTokenCount": seq}, {"a": '{":'}, {"b": [1]}]))
+                raw = draw(
+                    st.sampled_from(
+                        [
+                            {"promptTokenCount": seq, "details": [{"modality": "TEXT", "n": seq}]},
+                            {"a": '{":'},
+                            {"b": [1]},
+                            {"k9": "9:", "n": seq},
+                            {"n": [":1", seq]},
+                            {"1": "x"},
+                            {"s": '1":2'},
+                        ]
+                    )
+                )
                 chunk_end: Any = _CHUNK_END
                 if draw(st.integers(0, 5)) == 0:
                     chunk_end = {"chunk": {"a": 0}, "candidates": [{"index": 1}]}

@@ -223,9 +223,8 @@ class GeminiGenerateEncoder(DialectEncoder):
         # This dialect's one-text-part chunks: (candidate, thought, the chunk residual's
         # JSON) -> the chunk's bytes before the text, between it and the usage, after it.
         self._same_templates: dict[tuple[int, bool, bytes], tuple[bytes, bytes, bytes] | None] = {}
-        self._usage_keys: dict[str, bytes] = {}  # usageMetadata key -> its bytes + ": "
-        # a nested value's compact JSON -> (that JSON decoded, the value's dumps_sse)
-        self._usage_values: dict[bytes, tuple[Any, bytes]] = {}
+        # usageMetadata's compact JSON without digits -> whether dumps_sse only spaces it
+        self._usage_shapes: dict[bytes, bool] = {}
 
     @property
     def content_type(self) -> str:  # type: ignore[override]
@@ -357,42 +356,29 @@ class GeminiGenerateEncoder(DialectEncoder):
         return True
 
     def _usage_json(self, raw: dict[str, Any]) -> bytes:
-        """``dumps_sse(raw)``, faster for the usual usage object (counts and a few
-        nested objects).
+        """``dumps_sse(raw)``, faster for a usage object that changes its counts every
+        chunk, not its keys.
 
-        ``dumps_sse`` of an object with string keys is ``{`` + its members joined by
-        ``,`` + ``}``, each member the encoded key, ``": "`` and ``dumps_sse`` of the
-        value (its slow writer is made so, and its fast one gives the same bytes); an
-        int or a string is its compact JSON. Two values that are equal and have the same
-        compact JSON have the same ``dumps_sse``.
+        ``dumps_sse`` adds a space after every ``":`` of the compact JSON unless one may
+        be inside a string (its guards, see :func:`.wire.dumps_sse`). The guards hold no
+        digit, and deleting digits cannot make a guard disappear: so the compact JSON
+        without its digits (the same for every chunk) decides, once.
         """
-        keys = self._usage_keys
-        spaced = self._usage_values
-        members = []
-        for key, value in raw.items():
-            if type(key) is not str:
-                return dumps_sse(raw)
-            head = keys.get(key)
-            if head is None:
-                if len(keys) >= 64:
-                    keys.clear()
-                head = keys[key] = _JSON(key) + b": "
-            kind = type(value)
-            if kind is int:
-                members.append(b"%b%d" % (head, value))
-            elif kind is str:
-                members.append(head + _JSON(value))
-            else:
-                # The nested objects rarely change: their bytes are kept by compact JSON,
-                # for values equal to what that JSON decodes to (plain JSON values).
-                compact = _JSON(value)
-                cached = spaced.get(compact)
-                if cached is None or cached[0] != value:
-                    if len(spaced) >= 64:
-                        spaced.clear()
-                    cached = spaced[compact] = (_DECODE.decode(compact), dumps_sse(value))
-                members.append(head + cached[1])
-        return b"{%b}" % b",".join(members)
+        compact = _JSON(raw)
+        shape = compact.translate(None, b"0123456789")
+        plain = self._usage_shapes.get(shape)
+        if plain is None:
+            if len(self._usage_shapes) >= 16:
+                self._usage_shapes.clear()
+            plain = self._usage_shapes[shape] = (
+                b'\\":' not in shape
+                and b'{":' not in shape
+                and b'[":' not in shape
+                and b',":' not in shape
+                and b':":' not in shape
+                and not shape.startswith(b'":')
+            )
+        return compact.replace(b'":', b'": ') if plain else dumps_sse(raw)
 
     def _fast_same_chunk(self, event: UsageUpdate) -> bytes | None:
         """The chunk-ending usage of a chunk holding one plain text part (what
