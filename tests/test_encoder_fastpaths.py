@@ -390,3 +390,17 @@ def test_templates_survive_a_new_stream_start(target: str, source: str) -> None:
             TextDelta(index=0, delta="b"),
         ]
     _same(target, events)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_templates_follow_the_schema(target: str) -> None:
+    """An Interactions StreamStart switching to the legacy schema renames the events."""
+    events: list[Event] = [
+        StreamStart(dialect="gemini_interactions", id="i", model="m"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="a", cursor="e1"),
+        StreamStart(dialect="gemini_interactions", id="i", extra={"schema": "legacy"}),
+        TextDelta(index=0, delta="b", cursor="e2"),
+        ToolInputDelta(index=0, delta="c", cursor="e3"),
+    ]
+    _same(target, events)

@@ -157,6 +157,8 @@ class Encoder(DialectEncoder):
             if data is not None:
                 self.event_index += 1
                 return data
+        elif kind is StreamStart:
+            self._heads.clear()  # the event names may change (the legacy schema)
         elif kind is UsageUpdate and self._fast and (not self._native or event.extra is None):
             usage: Usage = event.usage  # type: ignore[union-attr,assignment]
             self._usage = usage if self._usage is None else self._usage.merged(usage)
