@@ -93,11 +93,35 @@ class ResponsesEncoder(DialectEncoder):
         """
         kind = type(event)
         if (kind is TextDelta or kind is ToolInputDelta or kind is ReasoningDelta) and self._fast:
-            data = (
-                self._fast_native(event)  # type: ignore[arg-type]
-                if self._asm.native
-                else self._fast_foreign(event)  # type: ignore[arg-type]
-            )
+            if self._asm.native:
+                # A same-dialect delta: ``{"type", "sequence_number", *extra, "delta"}``,
+                # the payload :meth:`_native` builds, in one step.
+                extra = event.extra
+                cursor = event.cursor
+                data: bytes | None = None
+                if extra is not None and type(cursor) is int and "delta" not in extra:
+                    head: bytes | None
+                    try:
+                        head = self._native_heads[extra["type"]]
+                    except (KeyError, TypeError):
+                        head = self._native_head(extra)
+                    if head is not None:
+                        try:
+                            body = ENCODER.encode(
+                                {
+                                    "type": extra["type"],
+                                    "sequence_number": cursor,
+                                    **extra,
+                                    "delta": event.delta,  # type: ignore[union-attr]
+                                }
+                            )
+                        except Exception:  # the general path says how it fails
+                            body = None
+                        if body is not None:
+                            self._seq = cursor if cursor > self._seq else self._seq
+                            data = head + body + b"\n\n"
+            else:
+                data = self._fast_foreign(event)  # type: ignore[arg-type]
             if data is not None:
                 self.event_index += 1
                 return data
@@ -115,27 +139,18 @@ class ResponsesEncoder(DialectEncoder):
         self.event_index += 1
         return data
 
-    def _fast_native(self, event: TextDelta | ToolInputDelta | ReasoningDelta) -> bytes | None:
-        """A same-dialect delta: ``{"type", "sequence_number", *extra, "delta"}``, the
-        payload :meth:`_native` builds, in one step."""
-        extra = event.extra
-        cursor = event.cursor
-        if extra is None or type(cursor) is not int or "delta" in extra:
-            return None
+    def _native_head(self, extra: dict[str, Any]) -> bytes | None:
+        """``event: <type>`` and the ``data:`` field name of a native payload (None when
+        it has no string type: the general path says what then)."""
         name = extra.get("type")
         if type(name) is not str:
             return None
-        head = self._native_heads.get(name)
         try:
-            if head is None:
-                head = self._native_heads[name] = b"event: " + name.encode() + b"\ndata: "
-            body = ENCODER.encode(
-                {"type": name, "sequence_number": cursor, **extra, "delta": event.delta}
-            )
-        except Exception:  # not encodable: the general path says how it fails
+            head = b"event: " + name.encode() + b"\ndata: "
+        except UnicodeEncodeError:
             return None
-        self._seq = max(self._seq, cursor)
-        return head + body + b"\n\n"
+        self._native_heads[name] = head
+        return head
 
     def _fast_foreign(self, event: TextDelta | ToolInputDelta | ReasoningDelta) -> bytes | None:
         """Another dialect's text or tool-input delta into an open item (what
