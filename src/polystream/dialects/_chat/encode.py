@@ -195,6 +195,9 @@ class ChatEncoder(DialectEncoder):
         # residual choice fields and the candidate it was made for, the "choices"
         # bytes before and after the delta value).
         self._own_heads: dict[int, _OwnHead] = {}
+        # The envelope whose empty "choices" list was checked, and that list.
+        self._own_env: dict[str, Any] | None = None
+        self._own_choices: Any = None
 
     # -- output -------------------------------------------------------------------------
 
@@ -315,27 +318,33 @@ class ChatEncoder(DialectEncoder):
         if type(x) is not dict or len(x) != 1:
             return None
         change = x.get("env")
-        env = self._env
-        if type(change) is not dict or _GONE in change or "choices" in change or not env:
+        if type(change) is not dict or _GONE in change or "choices" in change:
             return None
+        env = self._env
+        if env is not self._own_env:
+            # A new envelope: its "choices" must be the empty placeholder.
+            choices = env.get("choices")
+            if type(choices) is not list or choices:
+                return None
+            self._own_env = env
+            self._own_choices = choices
         index = event.index
-        block = self._blocks.get(index)
         kind = type(event)
         cached = self._own_heads.get(index)
         if (
             cached is None
-            or cached[0] is not block
+            or cached[0] is not self._blocks.get(index)
             or cached[1] is not kind
             or cached[2] is not self._residual.get(cached[3], self._choice_fields)
         ):
+            block = self._blocks.get(index)
             if block is None:
                 return None
             cached = self._own_head(block, kind)
             if cached is None:
                 return None
             self._own_heads[index] = cached
-        choices = env.get("choices")
-        if type(choices) is not list or choices or (kind is ToolInputDelta and not event.delta):
+        if kind is ToolInputDelta and not event.delta:
             return None
         try:
             value = ENCODER.encode(event.delta)
@@ -350,7 +359,7 @@ class ChatEncoder(DialectEncoder):
         except Exception:  # the general path says how it fails
             return None
         finally:
-            env["choices"] = choices
+            env["choices"] = self._own_choices
         # The state the general path leaves: the choice's residual, its candidate (the
         # chunk being gathered is written and forgotten).
         candidate = cached[3]
