@@ -345,14 +345,19 @@ class GeminiGenerateEncoder(DialectEncoder):
         """This dialect's text part: what :meth:`_text` adds, without the dispatch."""
         if event.extra is not None:
             return False
-        found = self._text_block(event)
-        if found is None:
+        block = self._blocks.get(event.index)
+        if block is None:
             return False
-        block, thought = found
-        fields: dict[str, Any] = (
-            {"text": event.delta, "thought": True} if thought else {"text": event.delta}
-        )
-        self._cand(block.candidate).parts.append(_Part(block.index, fields))
+        if type(event) is ReasoningDelta or block.kind == "reasoning":
+            fields: dict[str, Any] = {"text": event.delta, "thought": True}
+        elif block.kind == "text":
+            fields = {"text": event.delta}
+        else:
+            return False
+        cand = self._candidates.get(block.candidate)
+        if cand is None:
+            cand = self._candidates[block.candidate] = _Candidate()
+        cand.parts.append(_Part(block.index, fields))
         return True
 
     def _usage_json(self, raw: dict[str, Any]) -> bytes:
