@@ -160,6 +160,7 @@ _EXTRA = st.one_of(
             {"type": "response.output_text.delta", "sequence_number": 9},
             {"type": "response.output_text.delta", "delta": "own"},
             {"type": 5},
+            {"functionCall": {"name": "f", "args": {}}},
             {"type": "response.output_text.delta", "x": '":\ud800'},
         ]
     ),
@@ -201,7 +202,9 @@ def _streams(draw: st.DrawFn) -> list[Event]:
                     candidate=draw(st.sampled_from([0, 0, 0, 1])),
                     name=draw(st.sampled_from([None, "get", "x"])),
                     id=draw(st.sampled_from([None, "call_1", "toolu_1"])),
-                    extra=draw(st.sampled_from([None, {"chat": {}}, {"index": 1}])),
+                    extra=draw(
+                        st.sampled_from([None, {"chat": {}}, {"index": 1}, {"streamed": True}])
+                    ),
                 )
             )
             continue

@@ -272,6 +272,21 @@ class GeminiGenerateEncoder(DialectEncoder):
                         data = b""
                 elif not self._buffering and not self._candidates and not self._chunk_fields:
                     data = self._fast_foreign(event)  # type: ignore[arg-type]
+            elif kind is ToolInputDelta and not self._same:
+                # Another dialect's tool input: buffered until the call is whole.
+                block = self._blocks.get(event.index)  # type: ignore[union-attr,arg-type]
+                if (
+                    block is not None
+                    and block.args is not None
+                    and block.slot is None
+                    and not (
+                        block.streamed
+                        and event.extra
+                        and isinstance(event.extra.get("functionCall"), dict)
+                    )
+                ):
+                    block.args.append(event.delta)  # type: ignore[union-attr]
+                    data = b""
             elif kind is UsageUpdate:
                 if self._same:
                     data = self._fast_same_chunk(event)  # type: ignore[arg-type]
