@@ -344,6 +344,12 @@ class ChatEncoder(DialectEncoder):
             if cached is None:
                 return None
             self._own_heads[index] = cached
+            # What the general path records for the delta's choice (its residual and
+            # candidate), whichever path writes this event: once per template.
+            candidate = cached[3]
+            self._residual[candidate] = cached[2]
+            if candidate not in self._candidates:
+                self._candidates.append(candidate)
         if kind is ToolInputDelta and not event.delta:
             return None
         try:
@@ -360,12 +366,7 @@ class ChatEncoder(DialectEncoder):
             return None
         finally:
             env["choices"] = self._own_choices
-        # The state the general path leaves: the choice's residual, its candidate (the
-        # chunk being gathered is written and forgotten).
-        candidate = cached[3]
-        self._residual[candidate] = cached[2]
-        if candidate not in self._candidates:
-            self._candidates.append(candidate)
+        # The chunk the general path would gather is written and forgotten.
         return b"data: %b\n\n" % body
 
     def _own_head(self, block: _Block, kind: type) -> _OwnHead | None:
