@@ -261,7 +261,8 @@ class GeminiGenerateEncoder(DialectEncoder):
         The bulk of a stream takes byte templates when their output is certain to equal
         the general path's (same keys, order, spacing and escaping): another dialect's
         text and reasoning deltas, each its own chunk, and this dialect's chunks of one
-        text part. Anything else takes the general path.
+        text part. Another dialect's tool input and usage are kept without the general
+        dispatch. Anything else takes the general path (``_fast = False``: always).
         """
         kind = type(event)
         if self._fast and self._array is None:
