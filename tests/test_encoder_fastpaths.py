@@ -407,3 +407,63 @@ def test_templates_follow_the_schema(target: str) -> None:
         ToolInputDelta(index=0, delta="c", cursor="e3"),
     ]
     _same(target, events)
+
+
+_COUNT = st.sampled_from([None, None, 0, 1, 7, 812])
+_USAGE = st.builds(
+    Usage,
+    input_tokens=_COUNT,
+    output_tokens=_COUNT,
+    reasoning_tokens=_COUNT,
+    cache_read_tokens=_COUNT,
+    cache_write_tokens=st.sampled_from([None, None, 0, 3]),
+    tool_prompt_tokens=_COUNT,
+    audio_input_tokens=_COUNT,
+    audio_output_tokens=_COUNT,
+    total_tokens=_COUNT,
+    raw=st.sampled_from([None, {"n": 1}, {"promptTokenCount": 2}, 0]),
+)
+
+
+_NOTHING = st.sampled_from([None, 0])
+_EMPTY_USAGE = st.builds(
+    Usage,
+    input_tokens=_NOTHING,
+    output_tokens=_NOTHING,
+    total_tokens=_NOTHING,
+    cache_read_tokens=_NOTHING,
+    raw=st.sampled_from([None, {"n": 0}]),
+)
+"""Usage that :meth:`Usage.merged` ignores (every count None or 0)."""
+
+
+@st.composite
+def _usage_streams(draw: st.DrawFn) -> list[Event]:
+    """Many usage updates of every shape (empty ones too), more than a batch."""
+    source = draw(st.sampled_from(_DIALECT_NAMES))
+    events: list[Event] = [
+        StreamStart(dialect=source, id="r", model="m"),
+        BlockStart(index=0, kind="text"),
+    ]
+    shapes = draw(st.lists(st.one_of(_USAGE, _EMPTY_USAGE), min_size=1, max_size=4))
+    for i in range(draw(st.sampled_from([1, 3, 63, 64, 65, 150]))):
+        events.append(UsageUpdate(usage=shapes[i % len(shapes)]))
+        if draw(st.integers(0, 9)) == 0:
+            events.append(TextDelta(index=0, delta="x"))
+    if draw(st.booleans()):
+        events.append(BlockEnd(index=0))
+        events.append(
+            Finish(
+                status="completed",
+                reason=FinishReason(unified="stop", raw=None),
+                usage=draw(st.one_of(st.none(), _USAGE)),
+            )
+        )
+    return events
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=_usage_streams())
+def test_usage_batches(target: str, events: list[Event]) -> None:
+    _same(target, events)

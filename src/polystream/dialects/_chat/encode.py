@@ -71,6 +71,7 @@ from polystream.dialects._chat.wire import (
     EXTRA_KEY,
     apply,
 )
+from polystream.dialects._usage_fold import BATCH, fold
 from polystream.events import (
     BlockEnd,
     BlockKind,
@@ -187,6 +188,7 @@ class ChatEncoder(DialectEncoder):
         self._error_written = False
         self._usage_written = False  # a usage object went out with a Chat stream's chunk
         self._fast = True  # the byte-template delta paths (False: always the general path)
+        self._usage_batch: list[Usage] = []  # another dialect's usage, not folded yet
         # Another dialect's deltas: (candidate, field or tool index) -> the chunk's bytes
         # around the delta value, for the envelope in ``_templates_env``.
         self._templates: dict[tuple[int, Any], tuple[bytes, bytes] | None] = {}
@@ -208,6 +210,11 @@ class ChatEncoder(DialectEncoder):
         if event_name is None:
             return b"data: " + body + b"\n\n"
         return _SSE.event(body.decode(), event=event_name)
+
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back (see :mod:`.._usage_fold`)."""
+        self._usage = fold(self._usage, self._usage_batch)
+        self._usage_batch.clear()
 
     def close(self) -> bytes:
         """End of the events. Without a Finish the stream ends without ``[DONE]``
@@ -248,9 +255,13 @@ class ChatEncoder(DialectEncoder):
         ):
             # Another dialect's usage: kept for the usage chunk at the end.
             usage: Usage = event.usage  # type: ignore[union-attr,assignment]
-            self._usage = usage if self._usage is None else self._usage.merged(usage)
+            self._usage_batch.append(usage)
+            if len(self._usage_batch) >= BATCH:
+                self._fold_usage()
             self.event_index += 1
             return b""
+        if self._usage_batch:
+            self._fold_usage()
         data = self._encode(event)
         self.event_index += 1
         return data

@@ -55,6 +55,7 @@ from polystream.dialects._messages.wire import (
     apply_diff,
     skeleton,
 )
+from polystream.dialects._usage_fold import BATCH, fold
 from polystream.errors import LocalProtocolError
 from polystream.events import (
     BlockEnd,
@@ -189,6 +190,7 @@ class MessagesEncoder(DialectEncoder):
         self._pinged = False
         self._done = False
         self._fast = True  # the byte-template delta path (False: always the general path)
+        self._usage_batch: list[Usage] = []  # another dialect's usage, not folded yet
         # (delta type, provider index) -> the bytes of a content_block_delta up to the value
         self._heads: dict[tuple[bool, int], bytes] = {}
         # The events that write bytes, by type (the rest are handled in _encode).
@@ -237,12 +239,21 @@ class MessagesEncoder(DialectEncoder):
         ):
             # Usage without a message_delta of its own: sent in the final one.
             usage: Usage = event.usage  # type: ignore[union-attr,assignment]
-            self._usage = usage if self._usage is None else self._usage.merged(usage)
+            self._usage_batch.append(usage)
+            if len(self._usage_batch) >= BATCH:
+                self._fold_usage()
             self.event_index += 1
             return b""
+        if self._usage_batch:
+            self._fold_usage()
         data = self._encode(event)
         self.event_index += 1
         return data
+
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
+        self._usage = fold(self._usage, self._usage_batch)
+        self._usage_batch.clear()
 
     def _fast_delta(self, event: TextDelta | ToolInputDelta) -> bytes | None:
         block = self._blocks.get(event.index)

@@ -51,6 +51,7 @@ import msgspec
 
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import origin, wrap_base64
+from polystream.dialects._usage_fold import BATCH, fold
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -217,6 +218,7 @@ class GeminiGenerateEncoder(DialectEncoder):
         self._wrote_calls = False  # a functionCall part was written (STOP means tool_calls)
         self._refusal: list[str] = []  # another dialect's refusal text (-> finishMessage)
         self._fast = True  # the byte-template paths (False: always the general path)
+        self._usage_batch: list[Usage] = []  # another dialect's usage, not folded yet
         # Another dialect's text parts: (candidate, thought) -> the chunk's bytes around
         # the text (for the StreamStart seen last: the chunk names its model and id).
         self._templates: dict[tuple[int, bool], tuple[bytes, bytes] | None] = {}
@@ -244,6 +246,8 @@ class GeminiGenerateEncoder(DialectEncoder):
     def close(self) -> bytes:
         """End of the events: the closing ``]`` of the array (nothing for SSE, nor for
         an array whose stream was cut: the decoder's Finish says so)."""
+        if self._usage_batch:
+            self._fold_usage()
         out = b""
         if self._has_pending():
             # Content never flushed (another dialect's stream without a Finish, or a
@@ -293,16 +297,27 @@ class GeminiGenerateEncoder(DialectEncoder):
                     data = self._fast_same_chunk(event)  # type: ignore[arg-type]
                 elif not event.usage.cache_write_tokens:  # type: ignore[union-attr]
                     # Another dialect's usage: kept for the last chunk.
-                    self._usage = self._usage.merged(event.usage)  # type: ignore[union-attr,arg-type]
+                    self._usage_batch.append(event.usage)  # type: ignore[union-attr,arg-type]
+                    if len(self._usage_batch) >= BATCH:
+                        self._fold_usage()
                     data = b""
             elif kind is StreamStart:
                 self._templates.clear()
             if data is not None:
                 self.event_index += 1
                 return data
+        if self._usage_batch:
+            self._fold_usage()
         data = self._encode(event)
         self.event_index += 1
         return data
+
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
+        usage = fold(self._usage, self._usage_batch)
+        assert usage is not None
+        self._usage = usage
+        self._usage_batch.clear()
 
     def _text_block(self, event: TextDelta | ReasoningDelta) -> tuple[_Block, bool] | None:
         """The block of a text or reasoning delta that makes one plain text part, and

@@ -47,6 +47,7 @@ import msgspec
 
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import CARRIER_PREFIX, origin, wrap
+from polystream.dialects._usage_fold import BATCH, fold
 from polystream.errors import LocalProtocolError
 from polystream.events import (
     BlockEnd,
@@ -138,6 +139,7 @@ class Encoder(DialectEncoder):
         self._last_code_id: str | None = None
         self._code_names: dict[int, str] = {}  # code step index -> foreign tool name
         self._fast = True  # the byte-template delta path (False: always the general path)
+        self._usage_batch: list[Usage] = []  # usage updates, not folded yet
         # (unified index, delta type) -> (its block, the step.delta bytes before the
         # value, the bytes after it up to the event id)
         self._heads: dict[tuple[int, bool], tuple[_Block, bytes, bytes]] = {}
@@ -161,12 +163,21 @@ class Encoder(DialectEncoder):
             self._heads.clear()  # the event names may change (the legacy schema)
         elif kind is UsageUpdate and self._fast and (not self._native or event.extra is None):
             usage: Usage = event.usage  # type: ignore[union-attr,assignment]
-            self._usage = usage if self._usage is None else self._usage.merged(usage)
+            self._usage_batch.append(usage)
+            if len(self._usage_batch) >= BATCH:
+                self._fold_usage()
             self.event_index += 1
             return b""
+        if self._usage_batch:
+            self._fold_usage()
         data = self._encode(event)
         self.event_index += 1
         return data
+
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
+        self._usage = fold(self._usage, self._usage_batch)
+        self._usage_batch.clear()
 
     def _fast_delta(self, event: TextDelta | ToolInputDelta) -> bytes | None:
         extra = event.extra
