@@ -55,7 +55,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, TypeAlias
+
+import msgspec
 
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._chat.decode import base_envelope
@@ -69,6 +71,7 @@ from polystream.dialects._chat.wire import (
     EXTRA_KEY,
     apply,
 )
+from polystream.dialects._usage_fold import BATCH, fold
 from polystream.events import (
     BlockEnd,
     BlockKind,
@@ -115,6 +118,9 @@ _WRITING: Final = frozenset(
         KeepAlive,
     }
 )
+
+
+_OwnHead: TypeAlias = "tuple[_Block | None, type, Any, int, bytes, bytes]"
 
 
 class _Block:
@@ -181,6 +187,19 @@ class ChatEncoder(DialectEncoder):
         self._done = False
         self._error_written = False
         self._usage_written = False  # a usage object went out with a Chat stream's chunk
+        self._fast = True  # the byte-template delta paths (False: always the general path)
+        self._usage_batch: list[Usage] = []  # another dialect's usage, not folded yet
+        # Another dialect's deltas: (candidate, field or tool index) -> the chunk's bytes
+        # around the delta value, for the envelope in ``_templates_env``.
+        self._templates: dict[tuple[int, Any], tuple[bytes, bytes] | None] = {}
+        self._templates_env: dict[str, Any] | None = None
+        # A Chat stream's own deltas: unified index -> (its block, the event type, the
+        # residual choice fields and the candidate it was made for, the "choices"
+        # bytes before and after the delta value).
+        self._own_heads: dict[int, _OwnHead] = {}
+        # The envelope whose empty "choices" list was checked, and that list.
+        self._own_env: dict[str, Any] | None = None
+        self._own_choices: Any = None
 
     # -- output -------------------------------------------------------------------------
 
@@ -192,10 +211,207 @@ class ChatEncoder(DialectEncoder):
             return b"data: " + body + b"\n\n"
         return _SSE.event(body.decode(), event=event_name)
 
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back (see :mod:`.._usage_fold`)."""
+        self._usage = fold(self._usage, self._usage_batch)
+        self._usage_batch.clear()
+
     def close(self) -> bytes:
         """End of the events. Without a Finish the stream ends without ``[DONE]``
         (what a truncated stream looks like)."""
         return self._flush({}) if self._entries is not None else b""
+
+    # -- fast paths ---------------------------------------------------------------------
+
+    def encode(self, event: Event) -> bytes:
+        """Encode one unified event; returns the bytes to send now (maybe none).
+
+        Text, reasoning and tool-input deltas that make a chunk of their own, the bulk
+        of a stream, are written from byte templates when their output is certain to
+        equal the general path's (same keys, order and escaping); anything else takes
+        the general path.
+        """
+        kind = type(event)
+        if (
+            (kind is TextDelta or kind is ToolInputDelta or kind is ReasoningDelta)
+            and self._entries is None
+            and self.chunks is None
+            and self._fast
+        ):
+            extra = event.extra
+            data = (
+                self._fast_foreign(event)  # type: ignore[arg-type]
+                if extra is None or EXTRA_KEY not in extra
+                else self._fast_own(event, extra[EXTRA_KEY])  # type: ignore[arg-type]
+            )
+            if data is not None:
+                self.event_index += 1
+                return data
+        elif (
+            kind is UsageUpdate
+            and self._entries is None
+            and self._fast
+            and (event.extra is None or not isinstance(event.extra.get(EXTRA_KEY), dict))
+        ):
+            # Another dialect's usage: kept for the usage chunk at the end.
+            usage: Usage = event.usage  # type: ignore[union-attr,assignment]
+            self._usage_batch.append(usage)
+            if len(self._usage_batch) >= BATCH:
+                self._fold_usage()
+            self.event_index += 1
+            return b""
+        if self._usage_batch:
+            self._fold_usage()
+        data = self._encode(event)
+        self.event_index += 1
+        return data
+
+    def _fast_foreign(self, event: TextDelta | ToolInputDelta | ReasoningDelta) -> bytes | None:
+        """Another dialect's delta as its own chunk (the delta branches of
+        :meth:`_foreign`, for a choice whose first chunk went out)."""
+        block = self._blocks.get(event.index)
+        env = self._foreign_env
+        if block is None or block.lost or env is None or block.candidate not in self._role_sent:
+            return None
+        kind = type(event)
+        candidate = block.candidate
+        key: Any
+        if kind is ToolInputDelta or block.kind == "tool_call":
+            key = block.tool_index
+            if type(key) is not int:
+                return None
+        elif kind is ReasoningDelta or block.kind == "reasoning":
+            if not self.quirks.reasoning_native and event.index not in self._reasoning_noted:
+                return None  # the first one records the carrier
+            key = "reasoning_content"
+        else:
+            key = "refusal" if block.kind == "refusal" else "content"
+        if self._templates_env is not env:
+            self._templates.clear()
+            self._templates_env = env
+        tkey = (candidate, key)
+        try:
+            template = self._templates[tkey]
+        except KeyError:
+            template = self._templates[tkey] = self._foreign_template(env, candidate, key)
+        if template is None:
+            return None
+        try:
+            value = ENCODER.encode(event.delta)
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        if type(key) is int:
+            self._open_kind[candidate] = None
+            block.has_args = True
+        elif event.delta:
+            block.written = True
+            self._open_kind[candidate] = "reasoning" if key == "reasoning_content" else block.kind
+        return template[0] + value + template[1]
+
+    def _foreign_template(
+        self, env: dict[str, Any], candidate: int, key: Any
+    ) -> tuple[bytes, bytes] | None:
+        """The bytes of :meth:`_chunk` around the delta value."""
+        delta: dict[str, Any] = (
+            {"tool_calls": [{"index": key, "function": {"arguments": _MARK}}]}
+            if type(key) is int
+            else {key: _MARK}
+        )
+        entry: dict[str, Any] = {"index": candidate, "delta": delta}
+        entry.update(self.quirks.choice_fields)
+        chunk = dict(env)
+        chunk["choices"] = [entry]
+        return _split(b"data: " + ENCODER.encode(chunk) + b"\n\n")
+
+    def _fast_own(self, event: TextDelta | ToolInputDelta | ReasoningDelta, x: Any) -> bytes | None:
+        """A delta decoded from a Chat chunk holding only it (``extra["chat"]`` is just
+        the envelope change): what :meth:`_own` then :meth:`_flush` write."""
+        if type(x) is not dict or len(x) != 1:
+            return None
+        change = x.get("env")
+        if type(change) is not dict or _GONE in change or "choices" in change:
+            return None
+        env = self._env
+        if env is not self._own_env:
+            # A new envelope: its "choices" must be the empty placeholder.
+            choices = env.get("choices")
+            if type(choices) is not list or choices:
+                return None
+            self._own_env = env
+            self._own_choices = choices
+        index = event.index
+        kind = type(event)
+        cached = self._own_heads.get(index)
+        if (
+            cached is None
+            or cached[0] is not self._blocks.get(index)
+            or cached[1] is not kind
+            or cached[2] is not self._residual.get(cached[3], self._choice_fields)
+        ):
+            block = self._blocks.get(index)
+            if block is None:
+                return None
+            cached = self._own_head(block, kind)
+            if cached is None:
+                return None
+            self._own_heads[index] = cached
+            # What the general path records for the delta's choice (its residual and
+            # candidate), whichever path writes this event: once per template.
+            candidate = cached[3]
+            self._residual[candidate] = cached[2]
+            if candidate not in self._candidates:
+                self._candidates.append(candidate)
+        if kind is ToolInputDelta and not event.delta:
+            return None
+        try:
+            value = ENCODER.encode(event.delta)
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        # The envelope is changed in place (apply() would copy it: the same keys in the
+        # same order), and written with the choice in place of its empty "choices".
+        env.update(change)
+        env["choices"] = msgspec.Raw(cached[4] + value + cached[5])
+        try:
+            body = ENCODER.encode(env)
+        except Exception:  # the general path says how it fails
+            return None
+        finally:
+            env["choices"] = self._own_choices
+        # The chunk the general path would gather is written and forgotten.
+        return b"data: %b\n\n" % body
+
+    def _own_head(self, block: _Block, kind: type) -> _OwnHead | None:
+        """The template of an own delta of ``block`` (see :attr:`_own_heads`)."""
+        key: Any
+        if kind is TextDelta:
+            key = "refusal" if block.kind == "refusal" else "content"
+        elif kind is ReasoningDelta:
+            key = "reasoning_content"
+        else:
+            key = block.tool_index
+        candidate = block.candidate
+        residual = self._residual.get(candidate, self._choice_fields)
+        template = self._own_template(candidate, key, residual)
+        if template is None:
+            return None
+        return block, kind, residual, candidate, b"[" + template[0], template[1] + b"]"
+
+    @staticmethod
+    def _own_template(candidate: int, key: Any, residual: Any) -> tuple[bytes, bytes] | None:
+        """The bytes of a choice entry built by :meth:`_entry_for` around the delta value."""
+        if key is None or type(key) is int:
+            fragment = {"index": key, "function": {"arguments": _MARK}}
+            delta: dict[str, Any] = {"tool_calls": [fragment]}
+        else:
+            delta = {key: _MARK}
+        entry: dict[str, Any] = {"index": candidate, "delta": delta}
+        if not isinstance(residual, dict):
+            return None
+        entry.update(residual)
+        try:
+            return _split(ENCODER.encode(entry))
+        except Exception:
+            return None
 
     # -- dispatch -----------------------------------------------------------------------
 
@@ -733,6 +949,19 @@ class ChatEncoder(DialectEncoder):
         if event.status != "failed":
             parts.append(b"data: [DONE]\n\n")
         return b"".join(parts)
+
+
+_GONE: Final = "-"
+"""The key of an envelope change that lists vanished keys (see :func:`.wire.diff`)."""
+_MARK: Final = "\x00polystream-delta\x00"
+"""A placeholder for the delta value when a byte template is made (see :func:`_split`)."""
+_MARK_JSON: Final = ENCODER.encode(_MARK)
+
+
+def _split(data: bytes) -> tuple[bytes, bytes] | None:
+    """``data`` around the one encoded :data:`_MARK` (None unless it occurs once)."""
+    parts = data.split(_MARK_JSON)
+    return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
 def _copy_fragment(residual: dict[str, Any]) -> dict[str, Any]:

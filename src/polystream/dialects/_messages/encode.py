@@ -55,6 +55,7 @@ from polystream.dialects._messages.wire import (
     apply_diff,
     skeleton,
 )
+from polystream.dialects._usage_fold import BATCH, fold
 from polystream.errors import LocalProtocolError
 from polystream.events import (
     BlockEnd,
@@ -188,6 +189,10 @@ class MessagesEncoder(DialectEncoder):
         self._refusal: list[str] = []  # text of another dialect's refusal blocks
         self._pinged = False
         self._done = False
+        self._fast = True  # the byte-template delta path (False: always the general path)
+        self._usage_batch: list[Usage] = []  # another dialect's usage, not folded yet
+        # (delta type, provider index) -> the bytes of a content_block_delta up to the value
+        self._heads: dict[tuple[bool, int], bytes] = {}
         # The events that write bytes, by type (the rest are handled in _encode).
         self._writers: dict[type, Callable[[Any], bytes]] = {
             TextDelta: self._text,
@@ -205,6 +210,79 @@ class MessagesEncoder(DialectEncoder):
         }
 
     # -- the contract ----------------------------------------------------------------------
+
+    def encode(self, event: Event) -> bytes:
+        """Encode one unified event; returns the bytes to send now (maybe none).
+
+        Text and tool-input deltas without native residuals, the bulk of a stream, are
+        written from a per-block byte template (what :meth:`_delta` writes, byte for
+        byte); anything else takes the general path.
+        """
+        kind = type(event)
+        if (
+            (kind is TextDelta or kind is ToolInputDelta)
+            and self._pending is None
+            and self._message is None
+            and self._fast
+            and (event.extra is None or not self._family)
+        ):
+            data = self._fast_delta(event)  # type: ignore[arg-type]
+            if data is not None:
+                self.event_index += 1
+                return data
+        elif (
+            kind is UsageUpdate
+            and self._pending is None
+            and self._message is None
+            and self._fast
+            and (not self._family or event.extra is None or "delta" not in event.extra)
+        ):
+            # Usage without a message_delta of its own: sent in the final one.
+            usage: Usage = event.usage  # type: ignore[union-attr,assignment]
+            self._usage_batch.append(usage)
+            if len(self._usage_batch) >= BATCH:
+                self._fold_usage()
+            self.event_index += 1
+            return b""
+        if self._usage_batch:
+            self._fold_usage()
+        data = self._encode(event)
+        self.event_index += 1
+        return data
+
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
+        self._usage = fold(self._usage, self._usage_batch)
+        self._usage_batch.clear()
+
+    def _fast_delta(self, event: TextDelta | ToolInputDelta) -> bytes | None:
+        block = self._blocks.get(event.index)
+        if block is None:
+            return None
+        text = type(event) is TextDelta
+        if text:
+            if block.type != "text":
+                return None
+        elif block.type not in TOOL_USE_TYPES or not (self._family or block.mode == "json"):
+            return None
+        key = (text, block.index)
+        head = self._heads.get(key)
+        try:
+            if head is None:
+                head = self._heads[key] = (
+                    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
+                    + _JSON.encode(block.index)
+                    + (
+                        b',"delta":{"type":"text_delta","text":'
+                        if text
+                        else b',"delta":{"type":"input_json_delta","partial_json":'
+                    )
+                )
+            value = _JSON.encode(event.delta)
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        block.content = True
+        return head + value + b"}}\n\n"
 
     def _encode(self, event: Event) -> bytes:
         extra = event.extra

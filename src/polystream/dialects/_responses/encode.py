@@ -31,7 +31,8 @@ from polystream.dialects._carrier import origin
 from polystream.dialects._responses.finish_reason import FINISH_REASONS, to_incomplete_reason
 from polystream.dialects._responses.quirks import Quirks
 from polystream.dialects._responses.result import Assembler, IdFactory, Out
-from polystream.dialects._responses.wire import encode_payload
+from polystream.dialects._responses.wire import ENCODER, encode_payload
+from polystream.dialects._usage_fold import BATCH, fold
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -50,6 +51,7 @@ from polystream.events import (
     TextDelta,
     ToolInputDelta,
     Unknown,
+    Usage,
     UsageUpdate,
     Warning,
 )
@@ -75,6 +77,168 @@ class ResponsesEncoder(DialectEncoder):
         self._annotations: dict[int, int] = {}
         self._lost_blocks: set[int] = set()
         self._args_streamed: set[int] = set()
+        self._fast = True  # the byte-template paths below (False: always the general path)
+        self._usage_batch: list[Usage] = []  # usage updates the assembler has not seen yet
+        # unified index -> (the block's (Out, content index), head before the sequence
+        # number, head from after it up to the delta, tail) of its delta event
+        self._heads: dict[int, tuple[tuple[Out, int | None], bytes, bytes, bytes]] = {}
+        # native event name -> ``event: <name>`` and the ``data:`` field name
+        self._native_heads: dict[str, bytes] = {}
+
+    # -- fast paths --------------------------------------------------------------------
+
+    def encode(self, event: Event) -> bytes:
+        """Encode one unified event; returns the bytes to send now (maybe none).
+
+        Text, reasoning and tool-input deltas, the bulk of a stream, are written from
+        byte templates when their output is certain to equal the general path's
+        (same keys, order and escaping); anything else takes the general path.
+        """
+        kind = type(event)
+        if (kind is TextDelta or kind is ToolInputDelta or kind is ReasoningDelta) and self._fast:
+            if self._asm.native:
+                # A same-dialect delta: ``{"type", "sequence_number", *extra, "delta"}``,
+                # the payload :meth:`_native` builds, in one step.
+                extra = event.extra
+                cursor = event.cursor
+                data: bytes | None = None
+                if extra is not None and type(cursor) is int and "delta" not in extra:
+                    head: bytes | None
+                    try:
+                        head = self._native_heads[extra["type"]]
+                    except (KeyError, TypeError):
+                        head = self._native_head(extra)
+                    if head is not None:
+                        try:
+                            body = ENCODER.encode(
+                                {
+                                    "type": extra["type"],
+                                    "sequence_number": cursor,
+                                    **extra,
+                                    "delta": event.delta,  # type: ignore[union-attr]
+                                }
+                            )
+                        except Exception:  # the general path says how it fails
+                            body = None
+                        if body is not None:
+                            self._seq = cursor if cursor > self._seq else self._seq
+                            data = head + body + b"\n\n"
+            else:
+                data = self._fast_foreign(event)  # type: ignore[arg-type]
+            if data is not None:
+                self.event_index += 1
+                return data
+        elif (
+            kind is UsageUpdate
+            and self._fast
+            and not (self._asm.native and event.extra is not None)
+        ):
+            # What the assembler does with it (the usage goes into the terminal Response).
+            self._usage_batch.append(event.usage)  # type: ignore[union-attr,arg-type]
+            if len(self._usage_batch) >= BATCH:
+                self._fold_usage()
+            self.event_index += 1
+            return b""
+        if self._usage_batch:
+            self._fold_usage()
+        data = self._encode(event)
+        self.event_index += 1
+        return data
+
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back into the assembler's (see
+        :mod:`polystream.dialects._usage_fold`)."""
+        usage = fold(self._asm.usage, self._usage_batch)
+        assert usage is not None
+        self._asm.usage = usage
+        self._usage_batch.clear()
+
+    def _native_head(self, extra: dict[str, Any]) -> bytes | None:
+        """``event: <type>`` and the ``data:`` field name of a native payload (None when
+        it has no string type: the general path says what then)."""
+        name = extra.get("type")
+        if type(name) is not str:
+            return None
+        try:
+            head = b"event: " + name.encode() + b"\ndata: "
+        except UnicodeEncodeError:
+            return None
+        self._native_heads[name] = head
+        return head
+
+    def _fast_foreign(self, event: TextDelta | ToolInputDelta | ReasoningDelta) -> bytes | None:
+        """Another dialect's text or tool-input delta into an open item (what
+        :meth:`_text_delta` and :meth:`_tool_delta` write, and what the assembler
+        keeps)."""
+        kind = type(event)
+        if kind is ReasoningDelta:
+            return None
+        index = event.index
+        found = self._asm.blocks.get(index)
+        if found is None:
+            return None
+        cached = self._heads.get(index)
+        if cached is None or cached[0] is not found:
+            cached = self._delta_heads(found)
+            if cached is None:
+                return None
+            self._heads[index] = cached
+        out, ci = found
+        if kind is TextDelta:
+            if ci is None:
+                return None
+        elif out.kind != "tool_call" or ci is not None or self.quirks.one_shot_arguments:
+            return None
+        try:
+            delta = ENCODER.encode(event.delta)
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        if ci is not None:
+            out.parts[ci].text.append(event.delta)
+        else:
+            out.args.append(event.delta)
+            self._args_streamed.add(index)
+        self._seq += 1
+        return b"%b%d%b%b%b" % (cached[1], self._seq, cached[2], delta, cached[3])
+
+    @staticmethod
+    def _delta_heads(
+        found: tuple[Out, int | None],
+    ) -> tuple[tuple[Out, int | None], bytes, bytes, bytes] | None:
+        """The constant bytes of a block's delta events, around the sequence number
+        and the delta (the payloads of :meth:`_text_delta` and :meth:`_tool_delta`)."""
+        out, ci = found
+        if ci is not None:
+            name = (
+                "response.refusal.delta" if out.kind == "refusal" else "response.output_text.delta"
+            )
+            where = b',"content_index":' + ENCODER.encode(ci)
+            tail = b"}\n\n" if out.kind == "refusal" else b',"logprobs":[]}\n\n'
+        elif out.kind == "tool_call":
+            name = "response.function_call_arguments.delta"
+            where = b""
+            tail = b"}\n\n"
+        else:
+            return None
+        try:
+            middle = (
+                b',"item_id":'
+                + ENCODER.encode(out.id)
+                + b',"output_index":'
+                + ENCODER.encode(out.output_index)
+                + where
+                + b',"delta":'
+            )
+        except Exception:
+            return None
+        head = (
+            b"event: "
+            + name.encode()
+            + b'\ndata: {"type":"'
+            + name.encode()
+            + b'","sequence_number":'
+        )
+        return found, head, middle, tail
 
     # -- plumbing ----------------------------------------------------------------------
 

@@ -51,6 +51,7 @@ import msgspec
 
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import origin, wrap_base64
+from polystream.dialects._usage_fold import BATCH, fold
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -216,6 +217,16 @@ class GeminiGenerateEncoder(DialectEncoder):
         self._buffering = 0  # foreign tool-call / code blocks still open
         self._wrote_calls = False  # a functionCall part was written (STOP means tool_calls)
         self._refusal: list[str] = []  # another dialect's refusal text (-> finishMessage)
+        self._fast = True  # the byte-template paths (False: always the general path)
+        self._usage_batch: list[Usage] = []  # another dialect's usage, not folded yet
+        # Another dialect's text parts: (candidate, thought) -> the chunk's bytes around
+        # the text (for the StreamStart seen last: the chunk names its model and id).
+        self._templates: dict[tuple[int, bool], tuple[bytes, bytes] | None] = {}
+        # This dialect's one-text-part chunks: (candidate, thought, the chunk residual's
+        # JSON) -> the chunk's bytes before the text, between it and the usage, after it.
+        self._same_templates: dict[tuple[int, bool, bytes], tuple[bytes, bytes, bytes] | None] = {}
+        # usageMetadata's compact JSON without digits -> whether dumps_sse only spaces it
+        self._usage_shapes: dict[bytes, bool] = {}
 
     @property
     def content_type(self) -> str:  # type: ignore[override]
@@ -235,6 +246,8 @@ class GeminiGenerateEncoder(DialectEncoder):
     def close(self) -> bytes:
         """End of the events: the closing ``]`` of the array (nothing for SSE, nor for
         an array whose stream was cut: the decoder's Finish says so)."""
+        if self._usage_batch:
+            self._fold_usage()
         out = b""
         if self._has_pending():
             # Content never flushed (another dialect's stream without a Finish, or a
@@ -243,6 +256,236 @@ class GeminiGenerateEncoder(DialectEncoder):
         if self._array is not None and not self._unterminated:
             out += self._array.close()
         return out
+
+    # -- fast paths ------------------------------------------------------------------------
+
+    def encode(self, event: Event) -> bytes:
+        """Encode one unified event; returns the bytes to send now (maybe none).
+
+        The bulk of a stream takes byte templates when their output is certain to equal
+        the general path's (same keys, order, spacing and escaping): another dialect's
+        text and reasoning deltas, each its own chunk, and this dialect's chunks of one
+        text part. Another dialect's tool input and usage are kept without the general
+        dispatch. Anything else takes the general path (``_fast = False``: always).
+        """
+        kind = type(event)
+        if self._fast and self._array is None:
+            data: bytes | None = None
+            if kind is TextDelta or kind is ReasoningDelta:
+                if self._same:
+                    if self._fast_same_part(event):  # type: ignore[arg-type]
+                        data = b""
+                elif not self._buffering and not self._candidates and not self._chunk_fields:
+                    data = self._fast_foreign(event)  # type: ignore[arg-type]
+            elif kind is ToolInputDelta and not self._same:
+                # Another dialect's tool input: buffered until the call is whole.
+                block = self._blocks.get(event.index)  # type: ignore[union-attr,arg-type]
+                if (
+                    block is not None
+                    and block.args is not None
+                    and block.slot is None
+                    and not (
+                        block.streamed
+                        and event.extra
+                        and isinstance(event.extra.get("functionCall"), dict)
+                    )
+                ):
+                    block.args.append(event.delta)  # type: ignore[union-attr]
+                    data = b""
+            elif kind is UsageUpdate:
+                if self._same:
+                    data = self._fast_same_chunk(event)  # type: ignore[arg-type]
+                elif not event.usage.cache_write_tokens:  # type: ignore[union-attr]
+                    # Another dialect's usage: kept for the last chunk.
+                    self._usage_batch.append(event.usage)  # type: ignore[union-attr,arg-type]
+                    if len(self._usage_batch) >= BATCH:
+                        self._fold_usage()
+                    data = b""
+            elif kind is StreamStart:
+                self._templates.clear()
+            if data is not None:
+                self.event_index += 1
+                return data
+        if self._usage_batch:
+            self._fold_usage()
+        data = self._encode(event)
+        self.event_index += 1
+        return data
+
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
+        usage = fold(self._usage, self._usage_batch)
+        assert usage is not None
+        self._usage = usage
+        self._usage_batch.clear()
+
+    def _text_block(self, event: TextDelta | ReasoningDelta) -> tuple[_Block, bool] | None:
+        """The block of a text or reasoning delta that makes one plain text part, and
+        whether the part is a thought (what :meth:`_text` and :meth:`_content` add)."""
+        extra = event.extra
+        if extra and ("part" in extra or "part_order" in extra):
+            return None
+        block = self._blocks.get(event.index)
+        if block is None:
+            return None
+        if type(event) is ReasoningDelta:
+            return block, True
+        if block.kind == "text":
+            return block, False
+        if block.kind == "reasoning":
+            return block, True
+        return None
+
+    def _fast_foreign(self, event: TextDelta | ReasoningDelta) -> bytes | None:
+        """Another dialect's text or reasoning delta, its own chunk (nothing pending)."""
+        found = self._text_block(event)
+        if found is None:
+            return None
+        block, thought = found
+        key = (block.candidate, thought)
+        try:
+            template = self._templates[key]
+        except KeyError:
+            template = self._templates[key] = self._foreign_template(block.candidate, thought)
+        if template is None:
+            return None
+        try:
+            text = _JSON(event.delta)
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        if b'":' in text:
+            return None  # dumps_sse may space it: the general path decides
+        return template[0] + text + template[1]
+
+    def _foreign_template(self, candidate: int, thought: bool) -> tuple[bytes, bytes] | None:
+        """The bytes of :meth:`_flush_foreign` for one text part, around the text."""
+        fields: dict[str, Any] = {"text": _MARK, "thought": True} if thought else {"text": _MARK}
+        body: dict[str, Any] = {"content": {"parts": [_Part(0, fields).render()], "role": "model"}}
+        body["index"] = candidate
+        chunk: dict[str, Any] = {"candidates": [ordered(body, CANDIDATE_RANK)]}
+        if self._model is not None:
+            chunk["modelVersion"] = self._model
+        if self._id is not None:
+            chunk["responseId"] = self._id
+        try:
+            return _split(self._frame(ordered(chunk, CHUNK_RANK)), 2)  # type: ignore[return-value]
+        except Exception:
+            return None
+
+    def _fast_same_part(self, event: TextDelta | ReasoningDelta) -> bool:
+        """This dialect's text part: what :meth:`_text` adds, without the dispatch."""
+        if event.extra is not None:
+            return False
+        block = self._blocks.get(event.index)
+        if block is None:
+            return False
+        if type(event) is ReasoningDelta or block.kind == "reasoning":
+            fields: dict[str, Any] = {"text": event.delta, "thought": True}
+        elif block.kind == "text":
+            fields = {"text": event.delta}
+        else:
+            return False
+        cand = self._candidates.get(block.candidate)
+        if cand is None:
+            cand = self._candidates[block.candidate] = _Candidate()
+        cand.parts.append(_Part(block.index, fields))
+        return True
+
+    def _usage_json(self, raw: dict[str, Any]) -> bytes:
+        """``dumps_sse(raw)``, faster for a usage object that changes its counts every
+        chunk, not its keys.
+
+        ``dumps_sse`` adds a space after every ``":`` of the compact JSON unless one may
+        be inside a string (its guards, see :func:`.wire.dumps_sse`). The guards hold no
+        digit, and deleting digits cannot make a guard disappear: so the compact JSON
+        without its digits (the same for every chunk) decides, once.
+        """
+        compact = _JSON(raw)
+        shape = compact.translate(None, b"0123456789")
+        plain = self._usage_shapes.get(shape)
+        if plain is None:
+            if len(self._usage_shapes) >= 16:
+                self._usage_shapes.clear()
+            plain = self._usage_shapes[shape] = (
+                b'\\":' not in shape
+                and b'{":' not in shape
+                and b'[":' not in shape
+                and b',":' not in shape
+                and b':":' not in shape
+                and not shape.startswith(b'":')
+            )
+        return compact.replace(b'":', b'": ') if plain else dumps_sse(raw)
+
+    def _fast_same_chunk(self, event: UsageUpdate) -> bytes | None:
+        """The chunk-ending usage of a chunk holding one plain text part (what
+        :meth:`_flush_same` writes for it)."""
+        extra = event.extra
+        raw = event.usage.raw
+        candidates = self._candidates
+        if (
+            extra is None
+            or len(extra) != 2
+            or len(candidates) != 1
+            or self._chunk_fields
+            or type(raw) is not dict
+        ):
+            return None
+        residuals = extra.get("candidates")
+        residual_chunk = extra.get("chunk")
+        if (
+            type(residuals) is not list
+            or len(residuals) != 1
+            or type(residual_chunk) is not dict
+            or "candidates" in residual_chunk
+            or "usageMetadata" in residual_chunk
+        ):
+            return None
+        residual = residuals[0]
+        if type(residual) is not dict or len(residual) != 1:
+            return None
+        number = residual.get("index")
+        cand = candidates.get(number)  # type: ignore[arg-type]
+        if (
+            type(number) is not int
+            or cand is None
+            or len(cand.parts) != 1
+            or cand.fields
+            or cand.citations
+        ):
+            return None
+        part = cand.parts[0]
+        fields = part.fields
+        if part.order is not None or part.inner_order is not None:
+            return None
+        text = fields.get("text")
+        if type(text) is not str:
+            return None
+        if len(fields) == 1:
+            thought = False
+        elif len(fields) == 2 and fields.get("thought") is True:
+            thought = True
+        else:
+            return None
+        try:
+            rest = _JSON(residual_chunk)
+            value = _JSON(text)
+            usage = self._usage_json(raw)
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        if b'":' in value:
+            return None  # dumps_sse may space it: the general path decides
+        key = (number, thought, rest)
+        try:
+            template = self._same_templates[key]
+        except KeyError:
+            if len(self._same_templates) >= 16:
+                self._same_templates.clear()
+            template = self._same_templates[key] = _same_template(number, thought, residual_chunk)
+        if template is None:
+            return None
+        candidates.clear()
+        self._chunk_fields = {}
+        return b"".join((template[0], value, template[1], usage, template[2]))
 
     # -- events ----------------------------------------------------------------------------
 
@@ -685,6 +928,48 @@ class GeminiGenerateEncoder(DialectEncoder):
         if self._id is not None:
             chunk["responseId"] = self._id
         return self._frame(ordered(chunk, CHUNK_RANK))
+
+
+_JSON: Final = msgspec.json.Encoder().encode
+_MARK: Final = "\x00polystream-text\x00"
+"""Placeholder text when a byte template is made (see :func:`_split`)."""
+_MARK_JSON: Final = _JSON(_MARK)
+_MARK_USAGE: Final = "\x00polystream-usage\x00"
+"""Placeholder for ``usageMetadata`` in a template of this dialect's chunk."""
+_MARK_USAGE_JSON: Final = _JSON(_MARK_USAGE)
+
+
+def _split(data: bytes, pieces: int) -> tuple[bytes, ...] | None:
+    """``data`` around the placeholders, in order (None unless each occurs once)."""
+    parts = data.split(_MARK_JSON)
+    if len(parts) != 2:
+        return None
+    if pieces == 2:
+        return parts[0], parts[1]
+    tail = parts[1].split(_MARK_USAGE_JSON)
+    if len(tail) != 2:
+        return None
+    return parts[0], tail[0], tail[1]
+
+
+def _same_template(
+    number: int, thought: bool, residual_chunk: dict[str, Any]
+) -> tuple[bytes, bytes, bytes] | None:
+    """The bytes of :meth:`GeminiGenerateEncoder._flush_same` for a chunk of one plain text
+    part (SSE framing), around the text and the usage."""
+    fields: dict[str, Any] = {"text": _MARK, "thought": True} if thought else {"text": _MARK}
+    body: dict[str, Any] = {
+        "content": {"parts": [_Part(0, fields).render()], "role": "model"},
+        "index": number,
+    }
+    chunk: dict[str, Any] = {"candidates": [ordered(body, CANDIDATE_RANK)]}
+    chunk["usageMetadata"] = _MARK_USAGE
+    chunk.update(residual_chunk)
+    try:
+        data = b"data: " + dumps_sse(ordered(chunk, CHUNK_RANK)) + b"\r\n\r\n"
+    except Exception:
+        return None
+    return _split(data, 3)  # type: ignore[return-value]
 
 
 def is_base64(text: str) -> bool:

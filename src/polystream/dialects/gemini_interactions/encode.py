@@ -43,8 +43,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import msgspec
+
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import CARRIER_PREFIX, origin, wrap
+from polystream.dialects._usage_fold import BATCH, fold
 from polystream.errors import LocalProtocolError
 from polystream.events import (
     BlockEnd,
@@ -83,6 +86,7 @@ from .wire import (
 __all__ = ["Encoder"]
 
 _SSE: Final = SSEEncoder()
+_JSON: Final = msgspec.json.Encoder().encode
 _DONE: Final = b"event: done\ndata: [DONE]\n\n"
 _FOREIGN_STATUSES: Final = frozenset({"in_progress", "queued", "idle"})
 """Foreign statuses sent as ``interaction.status_update``: the interaction's own
@@ -134,6 +138,79 @@ class Encoder(DialectEncoder):
         self._code_ids: dict[str, str] = {}  # foreign code block id / call_id -> step id
         self._last_code_id: str | None = None
         self._code_names: dict[int, str] = {}  # code step index -> foreign tool name
+        self._fast = True  # the byte-template delta path (False: always the general path)
+        self._usage_batch: list[Usage] = []  # usage updates, not folded yet
+        # (unified index, delta type) -> (its block, the step.delta bytes before the
+        # value, the bytes after it up to the event id)
+        self._heads: dict[tuple[int, bool], tuple[_Block, bytes, bytes]] = {}
+
+    # -- fast path -------------------------------------------------------------------------
+
+    def encode(self, event: Event) -> bytes:
+        """Encode one unified event; returns the bytes to send now (maybe none).
+
+        Text and tool-argument deltas without native residuals, the bulk of a stream,
+        are written from a per-block byte template (what :meth:`_delta` and
+        :meth:`_emit` write, byte for byte); anything else takes the general path.
+        """
+        kind = type(event)
+        if (kind is TextDelta or kind is ToolInputDelta) and self._fast:
+            data = self._fast_delta(event)  # type: ignore[arg-type]
+            if data is not None:
+                self.event_index += 1
+                return data
+        elif kind is StreamStart:
+            self._heads.clear()  # the event names may change (the legacy schema)
+        elif kind is UsageUpdate and self._fast and (not self._native or event.extra is None):
+            usage: Usage = event.usage  # type: ignore[union-attr,assignment]
+            self._usage_batch.append(usage)
+            if len(self._usage_batch) >= BATCH:
+                self._fold_usage()
+            self.event_index += 1
+            return b""
+        if self._usage_batch:
+            self._fold_usage()
+        data = self._encode(event)
+        self.event_index += 1
+        return data
+
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
+        self._usage = fold(self._usage, self._usage_batch)
+        self._usage_batch.clear()
+
+    def _fast_delta(self, event: TextDelta | ToolInputDelta) -> bytes | None:
+        extra = event.extra
+        native = self._native
+        if extra is not None and (native or "no_event_type" in extra or "no_event_name" in extra):
+            return None
+        index = event.index
+        block = self._blocks.get(index)
+        if block is None or block.buffer is not None:
+            return None
+        text = type(event) is TextDelta
+        key = (index, text)
+        cached = self._heads.get(key)
+        try:
+            if cached is None or cached[0] is not block:
+                name = b"content.delta" if self._legacy else b"step.delta"
+                cached = self._heads[key] = (
+                    block,
+                    b'event: %b\ndata: {"index":%b,"delta":{%b:'
+                    % (name, _JSON(block.provider), b'"text"' if text else b'"arguments"'),
+                    b',"type":%b},"event_type":"%b"'
+                    % (b'"text"' if text else b'"arguments_delta"', name),
+                )
+            value = _JSON(event.delta)
+            if native:
+                cursor = event.cursor
+                tail = b"}\n\n" if cursor is None else b',"event_id":%b}\n\n' % _JSON(cursor)
+            else:
+                tail = b',"event_id":"evt_%06d"}\n\n' % self._next_event
+                self._next_event += 1
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        return cached[1] + value + cached[2] + tail
 
     # -- helpers ---------------------------------------------------------------------------
 
