@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -405,6 +406,169 @@ def test_responses_keep_raw_is_the_general_path() -> None:
     data = _responses_stream(_responses_variants()["canonical"])
     fast, general = _classes("openai_responses")
     assert _run(fast, [data], keep_raw=True)[:3] == _run(general, [data], keep_raw=True)[:3]
+
+
+# Responses runs: consecutive deltas of one block (ResponsesDecoder._dispatch_sse) ----------
+
+_HOT_KINDS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
+    "text": (_TEXT, _text_delta),
+    "args": (_ARGS, _args_delta),
+    "summary": (_SUMMARY, _summary_delta),
+    "reasoning": (_REASONING, _reasoning_delta),
+}
+
+
+def _compact(payload: Any) -> str:
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def _run_mutations() -> dict[str, Callable[[str, dict[str, Any]], list[bytes]]]:
+    """Ways to replace the second delta of a run: (event name, its payload with
+    ``sequence_number`` 6) -> the wire events in its place."""
+
+    def put(key: str, value: Any) -> Callable[[str, dict[str, Any]], list[bytes]]:
+        return lambda n, p: [_sse(n, {**p, key: value})]
+
+    def drop(key: str) -> Callable[[str, dict[str, Any]], list[bytes]]:
+        return lambda n, p: [_sse(n, {k: v for k, v in p.items() if k != key})]
+
+    def before(event: bytes) -> Callable[[str, dict[str, Any]], list[bytes]]:
+        return lambda n, p: [event, _sse(n, {**p, "sequence_number": 7})]
+
+    part_done = {
+        "type": "response.content_part.done",
+        "sequence_number": 6,
+        "item_id": _MSG,
+        "output_index": 2,
+        "content_index": 0,
+        "part": {"type": "output_text", "text": "Hi"},
+    }
+    item_done = {
+        "type": "response.output_item.done",
+        "sequence_number": 6,
+        "output_index": 1,
+        "item": {"id": _FC, "type": "function_call", "arguments": "{}"},
+    }
+    item_added = {
+        "type": "response.output_item.added",
+        "sequence_number": 6,
+        "output_index": 3,
+        "item": {"id": "fc_other", "type": "function_call", "name": "g", "call_id": "c2"},
+    }
+    completed = {
+        "type": "response.completed",
+        "sequence_number": 6,
+        "response": {"id": "resp_1", "status": "completed"},
+    }
+    return {
+        "same": lambda n, p: [_sse(n, p)],
+        "item_other": put("item_id", _FC),
+        "item_message": put("item_id", _MSG),
+        "item_unknown": put("item_id", "msg_other"),
+        "item_null": put("item_id", None),
+        "item_list": put("item_id", [1]),
+        "item_missing": drop("item_id"),
+        "ci_other": put("content_index", 1),
+        "ci_true": put("content_index", True),
+        "ci_false": put("content_index", False),
+        "ci_float": put("content_index", 0.0),
+        "ci_str": put("content_index", "0"),
+        "ci_missing": drop("content_index"),
+        "si_other": put("summary_index", 1),
+        "si_false": put("summary_index", False),
+        "si_missing": drop("summary_index"),
+        "seq_gap": put("sequence_number", 7),
+        "seq_repeat": put("sequence_number", 5),
+        "seq_back": put("sequence_number", 3),
+        "seq_str": put("sequence_number", "6"),
+        "seq_float": put("sequence_number", 6.0),
+        "seq_true": put("sequence_number", True),
+        "seq_null": put("sequence_number", None),
+        "seq_missing": drop("sequence_number"),
+        "delta_int": put("delta", 3),
+        "delta_null": put("delta", None),
+        "delta_list": put("delta", ["x"]),
+        "delta_missing": drop("delta"),
+        "delta_empty": put("delta", ""),
+        "delta_escapes": put("delta", 'a"\\\n\t\u00e9\U0001f600\u2028'),
+        "type_other": lambda n, p: [_sse(n, {**p, "type": _SUMMARY if n != _SUMMARY else _TEXT})],
+        "type_null": put("type", None),
+        "type_missing": drop("type"),
+        "name_other": lambda n, p: [_sse(_ARGS if n != _ARGS else _TEXT, p)],
+        "name_none": lambda n, p: [_sse(None, p)],
+        "payload_list": lambda n, p: [_sse(n, None, raw="[1,2]")],
+        "payload_string": lambda n, p: [_sse(n, None, raw='"x"')],
+        "payload_null": lambda n, p: [_sse(n, None, raw="null")],
+        "malformed": lambda n, p: [_sse(n, None, raw=_compact(p)[:-1])],
+        "empty_data": lambda n, p: [_sse(n, None, raw="")],
+        "extra_first": lambda n, p: [_sse(n, {"aa": [1, {"b": None}], **p})],
+        "extra_last": put("zz", {"a": [1]}),
+        "delta_first": lambda n, p: [_sse(n, {"delta": p["delta"], **p})],
+        "sequence_last": lambda n, p: [
+            _sse(
+                n, {**{k: v for k, v in p.items() if k != "sequence_number"}, "sequence_number": 6}
+            )
+        ],
+        "spaced": lambda n, p: [_sse(n, None, raw=json.dumps(p))],
+        "duplicate_delta": lambda n, p: [_sse(n, None, raw=_compact(p)[:-1] + ',"delta":"2"}')],
+        "duplicate_item": lambda n, p: [
+            _sse(n, None, raw=_compact(p)[:-1] + ',"item_id":"msg_other"}')
+        ],
+        "duplicate_sequence": lambda n, p: [
+            _sse(n, None, raw=_compact(p)[:-1] + ',"sequence_number":9}')
+        ],
+        "duplicate_type": lambda n, p: [_sse(n, None, raw=_compact(p)[:-1] + ',"type":"x"}')],
+        "comment_before": lambda n, p: [b": ping\n\n", _sse(n, p)],
+        "id_and_retry": lambda n, p: [b"id: 7\nretry: 50\n" + _sse(n, p)],
+        "unknown_before": before(_sse("response.brand_new", {"type": "response.brand_new"})),
+        "keepalive_before": before(_sse("keepalive", {"type": "keepalive", "sequence_number": 6})),
+        "part_done_before": before(_sse("response.content_part.done", part_done)),
+        "item_done_before": before(_sse("response.output_item.done", item_done)),
+        "item_added_before": before(_sse("response.output_item.added", item_added)),
+        "completed_before": before(_sse("response.completed", completed)),
+        "other_kind_before": before(_sse(_REASONING, _seq(_reasoning_delta(), 6))),
+    }
+
+
+def _run_stream(kind: str, mutation: str, *, tail: bool = True) -> bytes:
+    """A run of deltas of ``kind`` (sequence 5 on) whose second delta is mutated."""
+    name, make = _HOT_KINDS[kind]
+    first = _sse(name, _seq(make(), 5))
+    middle = _run_mutations()[mutation](name, _seq(make(), 6))
+    rest = [_sse(name, _seq(make(), seq)) for seq in (7, 8, 9)]
+    return _responses_stream([first, *middle, *rest], tail=tail, tail_seq=10)
+
+
+@pytest.mark.parametrize("mutation", sorted(_run_mutations()))
+@pytest.mark.parametrize("kind", sorted(_HOT_KINDS))
+def test_responses_runs(kind: str, mutation: str) -> None:
+    """A run broken at its second delta in every way gives what the general path gives."""
+    assert_same("openai_responses", _run_stream(kind, mutation), seed=len(mutation), splits=2)
+
+
+@pytest.mark.parametrize("mutation", ["same", "seq_gap", "malformed", "part_done_before"])
+@pytest.mark.parametrize("dialect", ["openai_responses", "xai_responses"])
+def test_responses_runs_truncated(dialect: str, mutation: str) -> None:
+    """Without the terminal event, the truncated Finish names the last event decoded
+    (a run records the frame location when it ends)."""
+    assert_same(dialect, _run_stream("text", mutation, tail=False), seed=3)
+
+
+def test_responses_runs_take_the_deltas() -> None:
+    """After the first delta of a block, the following ones take the run: no handler,
+    and not even the hot path of _on_payload."""
+    fast, _ = _classes("openai_responses")
+    calls: list[str] = []
+
+    class Spy(fast):  # type: ignore[valid-type,misc]
+        def _on_payload(self, event: Any, payload: Any, out: list[Any]) -> None:
+            calls.append(event.event)
+            super()._on_payload(event, payload, out)
+
+    deltas = [_sse(_TEXT, _seq(_text_delta(str(i)), 5 + i)) for i in range(50)]
+    events = _run(Spy, [_responses_stream(deltas, tail_seq=55)])[1]
+    assert calls.count(_TEXT) == 1
+    assert [e.cursor for e in events if type(e).__name__ == "TextDelta"] == list(range(5, 55))
 
 
 # Chat ---------------------------------------------------------------------------------------
@@ -856,6 +1020,57 @@ def _hypothesis_settings() -> Any:
 def test_responses_any_mix(parts: list[bytes], tail: bool, rng: random.Random) -> None:
     data = _responses_stream(parts, tail=tail)
     assert_same("openai_responses", data, seed=rng.randrange(1000), splits=1)
+
+
+@st.composite
+def _runs(draw: st.DrawFn) -> list[bytes]:
+    """Deltas at consecutive sequence numbers, some mutated, some of another kind or out
+    of sequence, with comments and other events between them."""
+    out: list[bytes] = []
+    seq = 5
+    kind = draw(st.sampled_from(sorted(_HOT_KINDS)))
+    for _ in range(draw(st.integers(1, 14))):
+        step = draw(
+            st.sampled_from(
+                ["next", "next", "next", "next", "mutate", "kind", "comment", "other", "skip"]
+            )
+        )
+        if step == "comment":
+            out.append(b": ping\n\n")
+            continue
+        if step == "other":
+            out.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            _sse("keepalive", {"type": "keepalive", "sequence_number": seq}),
+                            _sse("response.new", {"type": "response.new", "sequence_number": seq}),
+                        ]
+                    )
+                )
+            )
+            seq += 1
+            continue
+        if step == "kind":
+            kind = draw(st.sampled_from(sorted(_HOT_KINDS)))
+        if step == "skip":
+            seq += draw(st.sampled_from([-2, -1, 2]))
+        name, make = _HOT_KINDS[kind]
+        payload = _seq({**make(), "delta": draw(st.text(max_size=4))}, seq)
+        if step == "mutate":
+            raw = draw(_mutated(payload))
+            out.append(_sse(draw(st.sampled_from([name, name, None, _TEXT, _ARGS])), None, raw=raw))
+        else:
+            out.append(_sse(name, payload))
+        seq += 1
+    return out
+
+
+@_hypothesis_settings()
+@given(_runs(), st.booleans(), st.randoms(use_true_random=False))
+def test_responses_any_run(parts: list[bytes], tail: bool, rng: random.Random) -> None:
+    data = _responses_stream(parts, tail=tail)
+    assert_same("openai_responses", data, seed=rng.randrange(1000), splits=2)
 
 
 def _chunk_with_choice(choice: str) -> bytes:
