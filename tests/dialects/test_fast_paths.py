@@ -817,6 +817,120 @@ def test_chat_data_after_done_and_truncation() -> None:
     assert_same("openai_chat", _chat_stream([text] * 3).split(b"data: [DONE]")[0])
 
 
+def _chat_run_cases() -> dict[str, tuple[list[bytes], bool]]:
+    """Streams of chunks the dispatch loop of ChatDecoder takes, broken in various ways."""
+
+    def two(delta0: dict[str, Any], delta1: dict[str, Any], obf: str = "Xq3") -> bytes:
+        chunk = _chunk(delta0, obf=obf)
+        chunk["choices"].append(
+            {"index": 1, "delta": delta1, "logprobs": None, "finish_reason": None}
+        )
+        return _data(chunk)
+
+    def named(name: str, chunk: dict[str, Any]) -> bytes:
+        return _sse(name, chunk)
+
+    text = _chunk({"content": "B"})
+    second = {**text, "choices": [{**text["choices"][0], "index": 1}]}
+    reasoning = _chunk({"reasoning_content": "r"})
+    call0, call1 = _chunk(_call("a")), _chunk(_call("b", 1))
+    opening1 = _chunk(_call("", 1, id="call_2", type="function"))
+    opening1["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] = "g"
+    return {
+        "long_run": ([_data(_chunk({"content": str(i)})) for i in range(30)], False),
+        "two_choices": (
+            [
+                two({"role": "assistant", "content": ""}, {"role": "assistant", "content": "x"}),
+                _data(text),
+                _data(second),
+                _data(second),
+                _data(text),
+            ],
+            False,
+        ),
+        "comments_between": ([_data(text), b": OPENROUTER PROCESSING\n\n", _data(text)], False),
+        "named_events": (
+            [named("chunk", text), named("chunk", text), _data(text), named("other", text)],
+            False,
+        ),
+        "id_lines": ([b"id: 1\n" + _data(text), b"id: 2\nretry: 9\n" + _data(text)], False),
+        "obfuscation_steps": (
+            [
+                _data(_chunk({"content": "B"}, obf="a")),
+                _data(_chunk({"content": "B"}, obf="a")),
+                _data(_chunk({"content": "B"}, obf="b")),
+                _data(_chunk({"content": "B"}, obf=None)),
+                _data(_chunk({"content": "B"}, obf=None)),
+                _data(text),
+            ],
+            False,
+        ),
+        "reasoning_then_text": (
+            [_data(reasoning), _data(reasoning), _data(text), _data(text), _data(reasoning)],
+            False,
+        ),
+        "empty_content": ([_data(text), _data(_chunk({"content": ""})), _data(text)], False),
+        "logprobs_set": (
+            [_data(text), _data(_chunk({"content": "B"}, logprobs={"content": []})), _data(text)],
+            False,
+        ),
+        "finish_between": (
+            [_data(text), _data(_chunk({}, finish_reason="length")), _data(text)],
+            False,
+        ),
+        "usage_between": (
+            [_data(text), _data({**text, "choices": [], "usage": {"prompt_tokens": 1}})],
+            False,
+        ),
+        "tools_interleaved": (
+            [_data(call0), _data(opening1), _data(call1), _data(call0), _data(call1)],
+            True,
+        ),
+        "tool_empty_args": ([_data(call0), _data(_chunk(_call(""))), _data(call0)], True),
+        "tool_unknown_index": ([_data(call0), _data(_chunk(_call("z", 7))), _data(call0)], True),
+        "tool_with_type": (
+            [_data(call0), _data(_chunk(_call("q", type="function"))), _data(call0)],
+            True,
+        ),
+        "tool_then_text": ([_data(call0), _data(call0), _data(text), _data(call0)], True),
+        "malformed_between": (
+            [_data(text), _sse(None, None, raw=json.dumps(text)[:-1]), _data(text)],
+            False,
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_chat_run_cases()))
+@pytest.mark.parametrize("dialect", ["openai_chat", "xai_chat"])
+def test_chat_runs(dialect: str, case: str) -> None:
+    middle, tools = _chat_run_cases()[case]
+    stream = _chat_stream(middle, tools=tools)
+    assert_same(dialect, stream, seed=len(case))
+    # Cut before the end (truncated: the Finish names the frame after the last one).
+    assert_same(dialect, stream.split(b"data: [DONE]")[0], seed=len(case), splits=1)
+    assert_same(dialect, stream.rsplit(b"\n\n", 3)[0] + b"\n\n", seed=1, splits=1)
+
+
+def test_chat_runs_take_the_chunks() -> None:
+    """Chunks after the first of a block are taken by the dispatch loop: _on_event
+    sees none of them."""
+    fast, _ = _classes("openai_chat")
+    calls: list[str] = []
+
+    class Spy(fast):  # type: ignore[valid-type,misc]
+        def _on_event(self, event: Any, out: list[Any]) -> None:
+            calls.append(event.data)
+            super()._on_event(event, out)
+
+    middle = [_data(_chunk({"content": str(i)}, obf=f"o{i % 3}")) for i in range(40)]
+    events = _run(Spy, [_chat_stream(middle)])[1]
+    # The role chunk, "A" (it opens the text block), the finish_reason chunk and [DONE].
+    assert len(calls) == 4
+    assert "".join(e.delta for e in events if type(e).__name__ == "TextDelta") == "A" + "".join(
+        str(i) for i in range(40)
+    )
+
+
 # Messages and Interactions --------------------------------------------------------------
 
 
