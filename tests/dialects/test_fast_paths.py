@@ -870,6 +870,15 @@ def _chat_run_cases() -> dict[str, tuple[list[bytes], bool]]:
             False,
         ),
         "empty_content": ([_data(text), _data(_chunk({"content": ""})), _data(text)], False),
+        "choice_keys_change": (
+            [
+                _data(text),
+                _data({**text, "choices": [{"index": 0, "delta": {"content": "B"}}]}),
+                _data(text),
+                _data(text),
+            ],
+            False,
+        ),
         "logprobs_set": (
             [_data(text), _data(_chunk({"content": "B"}, logprobs={"content": []})), _data(text)],
             False,
@@ -1212,6 +1221,28 @@ def _chunk_with_choice(choice: str) -> bytes:
 )
 def test_chat_any_mix(parts: list[bytes], tools: bool, rng: random.Random) -> None:
     data = _chat_stream(parts, tools=tools)
+    assert_same("openai_chat", data, seed=rng.randrange(1000), splits=1)
+
+
+@_hypothesis_settings()
+@given(
+    st.booleans().flatmap(
+        lambda tools: st.tuples(
+            st.just(tools),
+            st.lists(
+                st.sampled_from(
+                    sorted(c for c, (_, t) in _chat_run_cases().items() if t == tools or not t)
+                ),
+                max_size=5,
+            ),
+        )
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_chat_any_run(case: tuple[bool, list[str]], rng: random.Random) -> None:
+    tools, names = case
+    middle = [part for name in names for part in _chat_run_cases()[name][0]]
+    data = _chat_stream(middle, tools=tools)
     assert_same("openai_chat", data, seed=rng.randrange(1000), splits=1)
 
 
