@@ -940,6 +940,39 @@ def test_chat_runs_take_the_chunks() -> None:
     )
 
 
+def _deep(name: str | None) -> bytes:
+    return _sse(name, None, raw="[" * 100_000 + "]" * 100_000)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "data"),
+    [
+        (
+            "openai_responses",
+            _responses_stream(
+                [_sse(_TEXT, _seq(_text_delta(), 5)), _sse(_TEXT, _seq(_text_delta(), 6))],
+                tail=False,
+            ),
+        ),
+        ("openai_chat", b"".join(_sse(None, _chunk({"content": c})) for c in ["", "A", "B"])),
+    ],
+    ids=["responses", "chat"],
+)
+def test_runs_leave_the_state_of_a_payload_too_deep(dialect: str, data: bytes) -> None:
+    """A payload nested too deep for the JSON decoder raises RecursionError on both
+    paths, from the same state: the decoder then closes with the same events."""
+    deep = _deep(_TEXT if dialect == "openai_responses" else None)
+    results = []
+    for cls in _classes(dialect):
+        decoder = cls()
+        events = decoder.feed(data)
+        with pytest.raises(RecursionError):
+            decoder.feed(deep)
+        events += decoder.close()
+        results.append([msgspec.json.encode(e) for e in events])
+    assert results[0] == results[1]
+
+
 # Messages and Interactions --------------------------------------------------------------
 
 

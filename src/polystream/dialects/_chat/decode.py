@@ -312,8 +312,8 @@ class ChatDecoder(FramedDecoder):
                 if data.startswith(prefix):
                     try:
                         tail: FastTail | None = tail_decode("{" + data[size:])
-                    except msgspec.DecodeError:
-                        tail = None
+                    except (msgspec.DecodeError, RecursionError):
+                        tail = None  # _on_event decides (and raises as usual)
                     if tail is not None and tail.usage is usage and len(tail.choices) == 1:
                         choice = tail.choices[0]
                         if choice.logprobs is None and choice.finish_reason is None:

@@ -189,8 +189,8 @@ class ResponsesDecoder(FramedDecoder):
             if frame.event == name:
                 try:
                     payload = decode(frame.data)
-                except msgspec.DecodeError:
-                    payload = None  # _on_event gives the error
+                except (msgspec.DecodeError, RecursionError):
+                    payload = None  # _on_event decodes it again and raises as usual
                 if type(payload) is dict:
                     try:
                         kind = payload["type"]
