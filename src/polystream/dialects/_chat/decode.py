@@ -67,7 +67,9 @@ Fast path: most chunks of a stream repeat the previous chunk's envelope (only
 ``obfuscation`` changes) and carry one text, reasoning or argument fragment for an open
 block. Such a chunk is decoded into :class:`.wire.FastChunk` (no dict, no copies, no
 diffs) and gives the very events the general path gives; anything else, or any doubt,
-takes the general path.
+takes the general path. When the chunk's text starts with the envelope text of the last
+one, only its tail is decoded; the commonest such chunks are taken in the dispatch loop
+itself (:meth:`ChatDecoder._dispatch_sse`).
 """
 
 from __future__ import annotations

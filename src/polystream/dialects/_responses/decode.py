@@ -13,6 +13,12 @@ Blocks: a ``message`` item's content parts (``output_text`` -> ``text``, ``refus
 ``refusal``) are blocks; every other output item is one block (see
 :data:`.wire.ITEM_KINDS`). Items are keyed by ``item_id`` when an event names it, by
 ``output_index`` otherwise; parallel calls are distinct items.
+
+Fast paths: a text, argument or reasoning delta in sequence for an open block takes an
+inlined hot path (:meth:`ResponsesDecoder._on_payload`); the deltas that follow it for
+the same block, with nothing else between them, are taken in the dispatch loop itself
+(:meth:`ResponsesDecoder._dispatch_sse`), without looking the item up again. Both give
+exactly the events of the handlers; anything else, or any doubt, takes the general path.
 """
 
 from __future__ import annotations
