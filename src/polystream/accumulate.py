@@ -67,6 +67,7 @@ _TEXTUAL_KINDS: Final = frozenset({"text", "reasoning", "refusal", "compaction",
 _FRAGMENTS: Final = frozenset({TextDelta, ReasoningDelta, ToolInputDelta})
 """The events whose delta is a fragment of their block's text (see ``_text``)."""
 _DECODE_ANY: Final = msgspec.json.Decoder()
+_NO_BLOCK: Final = object()  # equal to no block index
 _FOLD_RUN: Final = 256
 """Fragments folded into one string at a time while a block streams (see the module
 docstring): large enough that folding costs little, small enough that the unfolded
@@ -385,18 +386,30 @@ class Accumulator:
         self._final = None
         handlers = self._handlers
         blocks = self._blocks
+        # The open block of the last fragment, while only fragments follow: its index,
+        # state and fragment list (no handler ran since, so it is still open).
+        last: Any = _NO_BLOCK
+        state: _BlockState | None = None
+        parts: list[str] = []
         for event in events:
             kind = type(event)
             if kind in _FRAGMENTS:
                 # _text, inlined (most events of a stream): a fragment for an open block.
                 # (The type test above makes the attributes safe; mypy cannot narrow it.)
-                state = blocks.get(event.index)  # type: ignore[union-attr,arg-type]
-                if state is not None and not state.ended:
+                index: int = event.index  # type: ignore[union-attr,assignment]
+                if index != last:
+                    state = blocks.get(index)
+                    if state is None or state.ended:
+                        last = _NO_BLOCK
+                        handlers[kind](event)
+                        continue
+                    last = index
                     parts = state.parts
-                    parts.append(event.delta)  # type: ignore[union-attr]
-                    if len(parts) >= state.fold_at:
-                        _fold(state)
-                    continue
+                parts.append(event.delta)  # type: ignore[union-attr]
+                if len(parts) >= state.fold_at:  # type: ignore[union-attr]
+                    _fold(state)  # type: ignore[arg-type]
+                continue
+            last = _NO_BLOCK
             handlers[kind](event)
 
     @property

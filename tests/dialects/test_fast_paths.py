@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -407,6 +408,169 @@ def test_responses_keep_raw_is_the_general_path() -> None:
     assert _run(fast, [data], keep_raw=True)[:3] == _run(general, [data], keep_raw=True)[:3]
 
 
+# Responses runs: consecutive deltas of one block (ResponsesDecoder._dispatch_sse) ----------
+
+_HOT_KINDS: dict[str, tuple[str, Callable[[], dict[str, Any]]]] = {
+    "text": (_TEXT, _text_delta),
+    "args": (_ARGS, _args_delta),
+    "summary": (_SUMMARY, _summary_delta),
+    "reasoning": (_REASONING, _reasoning_delta),
+}
+
+
+def _compact(payload: Any) -> str:
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def _run_mutations() -> dict[str, Callable[[str, dict[str, Any]], list[bytes]]]:
+    """Ways to replace the second delta of a run: (event name, its payload with
+    ``sequence_number`` 6) -> the wire events in its place."""
+
+    def put(key: str, value: Any) -> Callable[[str, dict[str, Any]], list[bytes]]:
+        return lambda n, p: [_sse(n, {**p, key: value})]
+
+    def drop(key: str) -> Callable[[str, dict[str, Any]], list[bytes]]:
+        return lambda n, p: [_sse(n, {k: v for k, v in p.items() if k != key})]
+
+    def before(event: bytes) -> Callable[[str, dict[str, Any]], list[bytes]]:
+        return lambda n, p: [event, _sse(n, {**p, "sequence_number": 7})]
+
+    part_done = {
+        "type": "response.content_part.done",
+        "sequence_number": 6,
+        "item_id": _MSG,
+        "output_index": 2,
+        "content_index": 0,
+        "part": {"type": "output_text", "text": "Hi"},
+    }
+    item_done = {
+        "type": "response.output_item.done",
+        "sequence_number": 6,
+        "output_index": 1,
+        "item": {"id": _FC, "type": "function_call", "arguments": "{}"},
+    }
+    item_added = {
+        "type": "response.output_item.added",
+        "sequence_number": 6,
+        "output_index": 3,
+        "item": {"id": "fc_other", "type": "function_call", "name": "g", "call_id": "c2"},
+    }
+    completed = {
+        "type": "response.completed",
+        "sequence_number": 6,
+        "response": {"id": "resp_1", "status": "completed"},
+    }
+    return {
+        "same": lambda n, p: [_sse(n, p)],
+        "item_other": put("item_id", _FC),
+        "item_message": put("item_id", _MSG),
+        "item_unknown": put("item_id", "msg_other"),
+        "item_null": put("item_id", None),
+        "item_list": put("item_id", [1]),
+        "item_missing": drop("item_id"),
+        "ci_other": put("content_index", 1),
+        "ci_true": put("content_index", True),
+        "ci_false": put("content_index", False),
+        "ci_float": put("content_index", 0.0),
+        "ci_str": put("content_index", "0"),
+        "ci_missing": drop("content_index"),
+        "si_other": put("summary_index", 1),
+        "si_false": put("summary_index", False),
+        "si_missing": drop("summary_index"),
+        "seq_gap": put("sequence_number", 7),
+        "seq_repeat": put("sequence_number", 5),
+        "seq_back": put("sequence_number", 3),
+        "seq_str": put("sequence_number", "6"),
+        "seq_float": put("sequence_number", 6.0),
+        "seq_true": put("sequence_number", True),
+        "seq_null": put("sequence_number", None),
+        "seq_missing": drop("sequence_number"),
+        "delta_int": put("delta", 3),
+        "delta_null": put("delta", None),
+        "delta_list": put("delta", ["x"]),
+        "delta_missing": drop("delta"),
+        "delta_empty": put("delta", ""),
+        "delta_escapes": put("delta", 'a"\\\n\t\u00e9\U0001f600\u2028'),
+        "type_other": lambda n, p: [_sse(n, {**p, "type": _SUMMARY if n != _SUMMARY else _TEXT})],
+        "type_null": put("type", None),
+        "type_missing": drop("type"),
+        "name_other": lambda n, p: [_sse(_ARGS if n != _ARGS else _TEXT, p)],
+        "name_none": lambda n, p: [_sse(None, p)],
+        "payload_list": lambda n, p: [_sse(n, None, raw="[1,2]")],
+        "payload_string": lambda n, p: [_sse(n, None, raw='"x"')],
+        "payload_null": lambda n, p: [_sse(n, None, raw="null")],
+        "malformed": lambda n, p: [_sse(n, None, raw=_compact(p)[:-1])],
+        "empty_data": lambda n, p: [_sse(n, None, raw="")],
+        "extra_first": lambda n, p: [_sse(n, {"aa": [1, {"b": None}], **p})],
+        "extra_last": put("zz", {"a": [1]}),
+        "delta_first": lambda n, p: [_sse(n, {"delta": p["delta"], **p})],
+        "sequence_last": lambda n, p: [
+            _sse(
+                n, {**{k: v for k, v in p.items() if k != "sequence_number"}, "sequence_number": 6}
+            )
+        ],
+        "spaced": lambda n, p: [_sse(n, None, raw=json.dumps(p))],
+        "duplicate_delta": lambda n, p: [_sse(n, None, raw=_compact(p)[:-1] + ',"delta":"2"}')],
+        "duplicate_item": lambda n, p: [
+            _sse(n, None, raw=_compact(p)[:-1] + ',"item_id":"msg_other"}')
+        ],
+        "duplicate_sequence": lambda n, p: [
+            _sse(n, None, raw=_compact(p)[:-1] + ',"sequence_number":9}')
+        ],
+        "duplicate_type": lambda n, p: [_sse(n, None, raw=_compact(p)[:-1] + ',"type":"x"}')],
+        "comment_before": lambda n, p: [b": ping\n\n", _sse(n, p)],
+        "id_and_retry": lambda n, p: [b"id: 7\nretry: 50\n" + _sse(n, p)],
+        "unknown_before": before(_sse("response.brand_new", {"type": "response.brand_new"})),
+        "keepalive_before": before(_sse("keepalive", {"type": "keepalive", "sequence_number": 6})),
+        "part_done_before": before(_sse("response.content_part.done", part_done)),
+        "item_done_before": before(_sse("response.output_item.done", item_done)),
+        "item_added_before": before(_sse("response.output_item.added", item_added)),
+        "completed_before": before(_sse("response.completed", completed)),
+        "other_kind_before": before(_sse(_REASONING, _seq(_reasoning_delta(), 6))),
+    }
+
+
+def _run_stream(kind: str, mutation: str, *, tail: bool = True) -> bytes:
+    """A run of deltas of ``kind`` (sequence 5 on) whose second delta is mutated."""
+    name, make = _HOT_KINDS[kind]
+    first = _sse(name, _seq(make(), 5))
+    middle = _run_mutations()[mutation](name, _seq(make(), 6))
+    rest = [_sse(name, _seq(make(), seq)) for seq in (7, 8, 9)]
+    return _responses_stream([first, *middle, *rest], tail=tail, tail_seq=10)
+
+
+@pytest.mark.parametrize("mutation", sorted(_run_mutations()))
+@pytest.mark.parametrize("kind", sorted(_HOT_KINDS))
+def test_responses_runs(kind: str, mutation: str) -> None:
+    """A run broken at its second delta in every way gives what the general path gives."""
+    assert_same("openai_responses", _run_stream(kind, mutation), seed=len(mutation), splits=2)
+
+
+@pytest.mark.parametrize("mutation", ["same", "seq_gap", "malformed", "part_done_before"])
+@pytest.mark.parametrize("dialect", ["openai_responses", "xai_responses"])
+def test_responses_runs_truncated(dialect: str, mutation: str) -> None:
+    """Without the terminal event, the truncated Finish names the last event decoded
+    (a run records the frame location when it ends)."""
+    assert_same(dialect, _run_stream("text", mutation, tail=False), seed=3)
+
+
+def test_responses_runs_take_the_deltas() -> None:
+    """After the first delta of a block, the following ones take the run: no handler,
+    and not even the hot path of _on_payload."""
+    fast, _ = _classes("openai_responses")
+    calls: list[str] = []
+
+    class Spy(fast):  # type: ignore[valid-type,misc]
+        def _on_payload(self, event: Any, payload: Any, out: list[Any]) -> None:
+            calls.append(event.event)
+            super()._on_payload(event, payload, out)
+
+    deltas = [_sse(_TEXT, _seq(_text_delta(str(i)), 5 + i)) for i in range(50)]
+    events = _run(Spy, [_responses_stream(deltas, tail_seq=55)])[1]
+    assert calls.count(_TEXT) == 1
+    assert [e.cursor for e in events if type(e).__name__ == "TextDelta"] == list(range(5, 55))
+
+
 # Chat ---------------------------------------------------------------------------------------
 
 _ENVELOPE: dict[str, Any] = {
@@ -653,6 +817,162 @@ def test_chat_data_after_done_and_truncation() -> None:
     assert_same("openai_chat", _chat_stream([text] * 3).split(b"data: [DONE]")[0])
 
 
+def _chat_run_cases() -> dict[str, tuple[list[bytes], bool]]:
+    """Streams of chunks the dispatch loop of ChatDecoder takes, broken in various ways."""
+
+    def two(delta0: dict[str, Any], delta1: dict[str, Any], obf: str = "Xq3") -> bytes:
+        chunk = _chunk(delta0, obf=obf)
+        chunk["choices"].append(
+            {"index": 1, "delta": delta1, "logprobs": None, "finish_reason": None}
+        )
+        return _data(chunk)
+
+    def named(name: str, chunk: dict[str, Any]) -> bytes:
+        return _sse(name, chunk)
+
+    text = _chunk({"content": "B"})
+    second = {**text, "choices": [{**text["choices"][0], "index": 1}]}
+    reasoning = _chunk({"reasoning_content": "r"})
+    call0, call1 = _chunk(_call("a")), _chunk(_call("b", 1))
+    opening1 = _chunk(_call("", 1, id="call_2", type="function"))
+    opening1["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] = "g"
+    return {
+        "long_run": ([_data(_chunk({"content": str(i)})) for i in range(30)], False),
+        "two_choices": (
+            [
+                two({"role": "assistant", "content": ""}, {"role": "assistant", "content": "x"}),
+                _data(text),
+                _data(second),
+                _data(second),
+                _data(text),
+            ],
+            False,
+        ),
+        "comments_between": ([_data(text), b": OPENROUTER PROCESSING\n\n", _data(text)], False),
+        "named_events": (
+            [named("chunk", text), named("chunk", text), _data(text), named("other", text)],
+            False,
+        ),
+        "id_lines": ([b"id: 1\n" + _data(text), b"id: 2\nretry: 9\n" + _data(text)], False),
+        "obfuscation_steps": (
+            [
+                _data(_chunk({"content": "B"}, obf="a")),
+                _data(_chunk({"content": "B"}, obf="a")),
+                _data(_chunk({"content": "B"}, obf="b")),
+                _data(_chunk({"content": "B"}, obf=None)),
+                _data(_chunk({"content": "B"}, obf=None)),
+                _data(text),
+            ],
+            False,
+        ),
+        "reasoning_then_text": (
+            [_data(reasoning), _data(reasoning), _data(text), _data(text), _data(reasoning)],
+            False,
+        ),
+        "empty_content": ([_data(text), _data(_chunk({"content": ""})), _data(text)], False),
+        "choice_keys_change": (
+            [
+                _data(text),
+                _data({**text, "choices": [{"index": 0, "delta": {"content": "B"}}]}),
+                _data(text),
+                _data(text),
+            ],
+            False,
+        ),
+        "logprobs_set": (
+            [_data(text), _data(_chunk({"content": "B"}, logprobs={"content": []})), _data(text)],
+            False,
+        ),
+        "finish_between": (
+            [_data(text), _data(_chunk({}, finish_reason="length")), _data(text)],
+            False,
+        ),
+        "usage_between": (
+            [_data(text), _data({**text, "choices": [], "usage": {"prompt_tokens": 1}})],
+            False,
+        ),
+        "tools_interleaved": (
+            [_data(call0), _data(opening1), _data(call1), _data(call0), _data(call1)],
+            True,
+        ),
+        "tool_empty_args": ([_data(call0), _data(_chunk(_call(""))), _data(call0)], True),
+        "tool_unknown_index": ([_data(call0), _data(_chunk(_call("z", 7))), _data(call0)], True),
+        "tool_with_type": (
+            [_data(call0), _data(_chunk(_call("q", type="function"))), _data(call0)],
+            True,
+        ),
+        "tool_then_text": ([_data(call0), _data(call0), _data(text), _data(call0)], True),
+        "malformed_between": (
+            [_data(text), _sse(None, None, raw=json.dumps(text)[:-1]), _data(text)],
+            False,
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_chat_run_cases()))
+@pytest.mark.parametrize("dialect", ["openai_chat", "xai_chat"])
+def test_chat_runs(dialect: str, case: str) -> None:
+    middle, tools = _chat_run_cases()[case]
+    stream = _chat_stream(middle, tools=tools)
+    assert_same(dialect, stream, seed=len(case))
+    # Cut before the end (truncated: the Finish names the frame after the last one).
+    assert_same(dialect, stream.split(b"data: [DONE]")[0], seed=len(case), splits=1)
+    assert_same(dialect, stream.rsplit(b"\n\n", 3)[0] + b"\n\n", seed=1, splits=1)
+
+
+def test_chat_runs_take_the_chunks() -> None:
+    """Chunks after the first of a block are taken by the dispatch loop: _on_event
+    sees none of them."""
+    fast, _ = _classes("openai_chat")
+    calls: list[str] = []
+
+    class Spy(fast):  # type: ignore[valid-type,misc]
+        def _on_event(self, event: Any, out: list[Any]) -> None:
+            calls.append(event.data)
+            super()._on_event(event, out)
+
+    middle = [_data(_chunk({"content": str(i)}, obf=f"o{i % 3}")) for i in range(40)]
+    events = _run(Spy, [_chat_stream(middle)])[1]
+    # The role chunk, "A" (it opens the text block), the finish_reason chunk and [DONE].
+    assert len(calls) == 4
+    assert "".join(e.delta for e in events if type(e).__name__ == "TextDelta") == "A" + "".join(
+        str(i) for i in range(40)
+    )
+
+
+def _deep(name: str | None) -> bytes:
+    return _sse(name, None, raw="[" * 100_000 + "]" * 100_000)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "data"),
+    [
+        (
+            "openai_responses",
+            _responses_stream(
+                [_sse(_TEXT, _seq(_text_delta(), 5)), _sse(_TEXT, _seq(_text_delta(), 6))],
+                tail=False,
+            ),
+        ),
+        ("openai_chat", b"".join(_sse(None, _chunk({"content": c})) for c in ["", "A", "B"])),
+    ],
+    ids=["responses", "chat"],
+)
+def test_runs_leave_the_state_of_a_payload_too_deep(dialect: str, data: bytes) -> None:
+    """A payload nested too deep for the JSON decoder raises RecursionError on both
+    paths, from the same state: the decoder then closes with the same events."""
+    deep = _deep(_TEXT if dialect == "openai_responses" else None)
+    results = []
+    for cls in _classes(dialect):
+        decoder = cls()
+        events = decoder.feed(data)
+        with pytest.raises(RecursionError):
+            decoder.feed(deep)
+        events += decoder.close()
+        results.append([msgspec.json.encode(e) for e in events])
+    assert results[0] == results[1]
+
+
 # Messages and Interactions --------------------------------------------------------------
 
 
@@ -858,6 +1178,57 @@ def test_responses_any_mix(parts: list[bytes], tail: bool, rng: random.Random) -
     assert_same("openai_responses", data, seed=rng.randrange(1000), splits=1)
 
 
+@st.composite
+def _runs(draw: st.DrawFn) -> list[bytes]:
+    """Deltas at consecutive sequence numbers, some mutated, some of another kind or out
+    of sequence, with comments and other events between them."""
+    out: list[bytes] = []
+    seq = 5
+    kind = draw(st.sampled_from(sorted(_HOT_KINDS)))
+    for _ in range(draw(st.integers(1, 14))):
+        step = draw(
+            st.sampled_from(
+                ["next", "next", "next", "next", "mutate", "kind", "comment", "other", "skip"]
+            )
+        )
+        if step == "comment":
+            out.append(b": ping\n\n")
+            continue
+        if step == "other":
+            out.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            _sse("keepalive", {"type": "keepalive", "sequence_number": seq}),
+                            _sse("response.new", {"type": "response.new", "sequence_number": seq}),
+                        ]
+                    )
+                )
+            )
+            seq += 1
+            continue
+        if step == "kind":
+            kind = draw(st.sampled_from(sorted(_HOT_KINDS)))
+        if step == "skip":
+            seq += draw(st.sampled_from([-2, -1, 2]))
+        name, make = _HOT_KINDS[kind]
+        payload = _seq({**make(), "delta": draw(st.text(max_size=4))}, seq)
+        if step == "mutate":
+            raw = draw(_mutated(payload))
+            out.append(_sse(draw(st.sampled_from([name, name, None, _TEXT, _ARGS])), None, raw=raw))
+        else:
+            out.append(_sse(name, payload))
+        seq += 1
+    return out
+
+
+@_hypothesis_settings()
+@given(_runs(), st.booleans(), st.randoms(use_true_random=False))
+def test_responses_any_run(parts: list[bytes], tail: bool, rng: random.Random) -> None:
+    data = _responses_stream(parts, tail=tail)
+    assert_same("openai_responses", data, seed=rng.randrange(1000), splits=2)
+
+
 def _chunk_with_choice(choice: str) -> bytes:
     envelope = json.dumps(_ENVELOPE, separators=(",", ":"))[:-1]
     return _sse(
@@ -883,6 +1254,28 @@ def _chunk_with_choice(choice: str) -> bytes:
 )
 def test_chat_any_mix(parts: list[bytes], tools: bool, rng: random.Random) -> None:
     data = _chat_stream(parts, tools=tools)
+    assert_same("openai_chat", data, seed=rng.randrange(1000), splits=1)
+
+
+@_hypothesis_settings()
+@given(
+    st.booleans().flatmap(
+        lambda tools: st.tuples(
+            st.just(tools),
+            st.lists(
+                st.sampled_from(
+                    sorted(c for c, (_, t) in _chat_run_cases().items() if t == tools or not t)
+                ),
+                max_size=5,
+            ),
+        )
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_chat_any_run(case: tuple[bool, list[str]], rng: random.Random) -> None:
+    tools, names = case
+    middle = [part for name in names for part in _chat_run_cases()[name][0]]
+    data = _chat_stream(middle, tools=tools)
     assert_same("openai_chat", data, seed=rng.randrange(1000), splits=1)
 
 

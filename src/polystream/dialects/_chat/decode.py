@@ -67,7 +67,9 @@ Fast path: most chunks of a stream repeat the previous chunk's envelope (only
 ``obfuscation`` changes) and carry one text, reasoning or argument fragment for an open
 block. Such a chunk is decoded into :class:`.wire.FastChunk` (no dict, no copies, no
 diffs) and gives the very events the general path gives; anything else, or any doubt,
-takes the general path.
+takes the general path. When the chunk's text starts with the envelope text of the last
+one, only its tail is decoded; the commonest such chunks are taken in the dispatch loop
+itself (:meth:`ChatDecoder._dispatch_sse`).
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ from polystream.dialects._chat.wire import (
     FAST_TAIL_DECODER,
     FastChoice,
     FastChunk,
+    FastTail,
     diff,
 )
 from polystream.errors import StreamTruncated
@@ -120,7 +123,7 @@ from polystream.events import (
     UsageUpdate,
     Warning,
 )
-from polystream.wire.sse import ServerSentEvent
+from polystream.wire.sse import ServerSentEvent, SSEComment
 
 __all__ = ["ChatDecoder", "error_kind"]
 
@@ -278,6 +281,133 @@ class ChatDecoder(FramedDecoder):
         self._fast_ok = self._fast_paths and not self.keep_raw
 
     # -- framing hooks ----------------------------------------------------------------
+
+    def _dispatch_sse(self, frames: list[ServerSentEvent | SSEComment], out: list[Event]) -> None:
+        """The frames of one ``feed``: the commonest chunks taken in this loop, the rest
+        through the base class's dispatch.
+
+        Taken here: a chunk that starts with the known envelope text and whose tail
+        decodes to one choice with null ``logprobs`` and ``finish_reason`` continuing an
+        open block, exactly as :meth:`_on_event` takes it through :meth:`_fast_choice`
+        (nothing else happened since the last chunk :meth:`_on_event` handled, so the
+        state it reads is the same). The state :meth:`_fast_choice` would write
+        (``_fast_obf``, ``_fast_data``, ``_last_frag``) and the frame location are
+        recorded when the loop hands a frame over and at the end. Anything else goes to
+        :meth:`_on_event`.
+        """
+        if not self._fast_ok or type(self)._handle_sse is not FramedDecoder._handle_sse:
+            super()._dispatch_sse(frames, out)
+            return
+        tail_decode = FAST_TAIL_DECODER.decode
+        append = out.append
+        prefix = self._fast_prefix if self._started and not self.finished else None
+        size = len(prefix) if prefix is not None else 0
+        usage = self._fast_env[-1] if self._fast_env is not None else None
+        obf_last = self._fast_obf
+        current: int | None = None  # the choice index whose state (null residual) is known
+        state: _Choice | None = None
+        taken: ServerSentEvent | None = None  # the last frame taken here
+        frag: int | None = None  # the tool block of the last fragment taken here
+        for frame in frames:
+            if prefix is not None and type(frame) is ServerSentEvent:
+                data = frame.data
+                if data.startswith(prefix):
+                    try:
+                        tail: FastTail | None = tail_decode("{" + data[size:])
+                    except (msgspec.DecodeError, RecursionError):
+                        tail = None  # _on_event decides (and raises as usual)
+                    if tail is not None and tail.usage is usage and len(tail.choices) == 1:
+                        choice = tail.choices[0]
+                        if choice.logprobs is None and choice.finish_reason is None:
+                            if choice.index != current:
+                                state = self._choices.get(choice.index)
+                                current = choice.index
+                                if state is not None and state.residual != _NULL_RESIDUAL:
+                                    state = None
+                            obf = tail.obfuscation
+                            change: dict[str, Any] | None = None
+                            if obf == obf_last:
+                                change = {}
+                            elif obf is not UNSET:
+                                change = {"obfuscation": obf}
+                            hot: Event | None = None
+                            if state is not None and change is not None:
+                                delta = choice.delta
+                                content = delta.content
+                                calls = delta.tool_calls
+                                reasoning = delta.reasoning_content
+                                text = state.text
+                                name = frame.event
+                                if calls is UNSET:
+                                    if text is None:
+                                        pass
+                                    elif reasoning is UNSET:
+                                        if content is not UNSET and content and text[1] == "text":
+                                            hot = TextDelta(
+                                                index=text[0],
+                                                delta=content,
+                                                extra={
+                                                    EXTRA_KEY: {"env": change}
+                                                    if name is None
+                                                    else {"env": change, "ev": name}
+                                                },
+                                            )
+                                    elif reasoning and content is UNSET and text[1] == "reasoning":
+                                        hot = ReasoningDelta(
+                                            index=text[0],
+                                            delta=reasoning,
+                                            extra={
+                                                EXTRA_KEY: {"env": change}
+                                                if name is None
+                                                else {"env": change, "ev": name}
+                                            },
+                                        )
+                                elif (
+                                    content is UNSET
+                                    and reasoning is UNSET
+                                    and len(calls) == 1
+                                    and text is None
+                                ):
+                                    call = calls[0]
+                                    args = call.function.arguments
+                                    tool = state.tools.get(call.index)
+                                    if args and tool is not None:
+                                        hot = ToolInputDelta(
+                                            index=tool.block,
+                                            delta=args,
+                                            extra={
+                                                EXTRA_KEY: {"env": change}
+                                                if name is None
+                                                else {"env": change, "ev": name}
+                                            },
+                                        )
+                                        frag = tool.block
+                            if hot is not None:
+                                append(hot)
+                                obf_last = obf
+                                taken = frame
+                                continue
+            # Anything else: as the base class dispatches it.
+            if taken is not None:
+                self._fast_obf = obf_last
+                self._fast_data = taken.data
+                taken = None
+                if frag is not None:
+                    self._last_frag = (frag, True)
+                    frag = None
+            self._handle_sse(frame, out)
+            prefix = self._fast_prefix if self._started and not self.finished else None
+            size = len(prefix) if prefix is not None else 0
+            usage = self._fast_env[-1] if self._fast_env is not None else None
+            obf_last = self._fast_obf
+            current = None
+        if taken is not None:
+            self._fast_obf = obf_last
+            self._fast_data = taken.data
+            if frag is not None:
+                self._last_frag = (frag, True)
+            self.frame_index = taken.index
+            self.frame_offset = taken.offset
 
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
         data = event.data

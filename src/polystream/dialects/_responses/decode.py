@@ -13,6 +13,12 @@ Blocks: a ``message`` item's content parts (``output_text`` -> ``text``, ``refus
 ``refusal``) are blocks; every other output item is one block (see
 :data:`.wire.ITEM_KINDS`). Items are keyed by ``item_id`` when an event names it, by
 ``output_index`` otherwise; parallel calls are distinct items.
+
+Fast paths: a text, argument or reasoning delta in sequence for an open block takes an
+inlined hot path (:meth:`ResponsesDecoder._on_payload`); the deltas that follow it for
+the same block, with nothing else between them, are taken in the dispatch loop itself
+(:meth:`ResponsesDecoder._dispatch_sse`), without looking the item up again. Both give
+exactly the events of the handlers; anything else, or any doubt, takes the general path.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from polystream.dialects._responses.wire import (
     TERMINAL,
     TOOL_NAMES,
 )
-from polystream.errors import EventOrderError
+from polystream.errors import EventOrderError, RemoteProtocolError
 from polystream.events import (
     BlockEnd,
     BlockKind,
@@ -56,7 +62,7 @@ from polystream.events import (
     ToolInputDelta,
     Unknown,
 )
-from polystream.wire.sse import ServerSentEvent
+from polystream.wire.sse import ServerSentEvent, SSEComment
 
 __all__ = ["ResponsesDecoder"]
 
@@ -81,6 +87,13 @@ _ARGUMENTS_DELTA: Final = "response.function_call_arguments.delta"
 _SUMMARY_DELTA: Final = "response.reasoning_summary_text.delta"
 # The deltas that take the hot path (in ResponsesDecoder._on_event).
 _HOT_DELTAS = frozenset({_TEXT_DELTA, _ARGUMENTS_DELTA, *_REASONING_DELTAS})
+# What a run (see ResponsesDecoder._dispatch_sse) builds: its event, and for reasoning
+# the payload key of the part.
+_TEXT_RUN: Final = 0
+_ARGUMENTS_RUN: Final = 1
+_SUMMARY_RUN: Final = 2
+_REASONING_RUN: Final = 3
+_NO_RUN: Final = object()  # equal to no event name
 
 
 class _Item:
@@ -119,6 +132,10 @@ class ResponsesDecoder(FramedDecoder):
         self._transcript: int | None = None
         # The hot path (see _on_event); never with keep_raw (the Raw event comes first).
         self._hot = self._fast_paths and not self.keep_raw
+        # The run (see _dispatch_sse): (event name, item_id, content_index, block, what
+        # it builds) of the last delta the hot path took, as long as no other event
+        # came since; None otherwise.
+        self._run: tuple[str, str, Any, int, int] | None = None
         self._handlers = {
             "response.output_text.delta": self._text_delta,
             "response.refusal.delta": self._text_delta,
@@ -141,11 +158,125 @@ class ResponsesDecoder(FramedDecoder):
 
     # -- dispatch ----------------------------------------------------------------------
 
+    def _dispatch_sse(self, frames: list[ServerSentEvent | SSEComment], out: list[Event]) -> None:
+        """The frames of one ``feed``: runs of deltas taken in this loop, the rest through
+        the base class's dispatch.
+
+        A run: once the hot path (:meth:`_on_event`) has taken a delta, each following
+        event that is the next delta of the same block (same event name, payload type,
+        ``item_id`` and ``content_index``, the next ``sequence_number``, a string
+        ``delta``) needs no lookup: nothing else happened since (any other event goes
+        through :meth:`_general`, which ends the run), so the hot path would find the
+        same item and open block. Anything else leaves the payload untouched and goes
+        to :meth:`_on_payload`. The frame location and ``_seq`` are recorded when the
+        run hands over and at the end.
+        """
+        if not self._hot or type(self)._handle_sse is not FramedDecoder._handle_sse:
+            super()._dispatch_sse(frames, out)
+            return
+        decode = DECODER.decode
+        append = out.append
+        # The run, unpacked (name is _NO_RUN, equal to no event name, when there is none).
+        name: Any = _NO_RUN
+        item_id: Any = None
+        ci: Any = None
+        block = 0
+        what = _TEXT_RUN
+        if self._run is not None:
+            name, item_id, ci, block, what = self._run
+        # The cursor the run expects next (a run implies a sequence_number so far).
+        following = self._seq + 1 if self._seq is not None else -1
+        taken: ServerSentEvent | None = None  # the last frame the run took
+        for frame in frames:
+            if type(frame) is not ServerSentEvent:
+                self._handle_sse(frame, out)  # a comment: no state changes
+                continue
+            payload: Any = None
+            if frame.event == name:
+                try:
+                    payload = decode(frame.data)
+                except (msgspec.DecodeError, RecursionError):
+                    payload = None  # _on_event decodes it again and raises as usual
+                if type(payload) is dict:
+                    try:
+                        kind = payload["type"]
+                        cursor = payload["sequence_number"]
+                        delta = payload["delta"]
+                        same = payload["item_id"] == item_id
+                    except KeyError:
+                        same = False
+                    if (
+                        same
+                        and cursor == following
+                        and kind == name
+                        and type(cursor) is int
+                        and type(delta) is str
+                    ):
+                        hot: Event | None = None
+                        if what == _TEXT_RUN:
+                            index = payload.get("content_index")
+                            if index == ci and type(index) is int:
+                                hot = TextDelta(
+                                    index=block, delta=delta, part=ci, cursor=cursor, extra=payload
+                                )
+                        elif what == _ARGUMENTS_RUN:
+                            hot = ToolInputDelta(
+                                index=block, delta=delta, cursor=cursor, extra=payload
+                            )
+                        else:
+                            summary = what == _SUMMARY_RUN
+                            part = payload.get("summary_index" if summary else "content_index")
+                            hot = ReasoningDelta(
+                                index=block,
+                                delta=delta,
+                                part=part if type(part) is int else None,
+                                summary=summary,
+                                cursor=cursor,
+                                extra=payload,
+                            )
+                        if hot is not None:
+                            del payload["sequence_number"]
+                            del payload["delta"]
+                            following = cursor + 1
+                            taken = frame
+                            append(hot)
+                            continue
+            # Anything else: as the base class dispatches it (with the payload decoded).
+            if taken is not None:
+                self._seq = following - 1
+                taken = None
+            if self.finished:
+                self._handle_sse(frame, out)
+            else:
+                self.frame_index = frame.index
+                self.frame_offset = frame.offset
+                try:
+                    if type(payload) is dict:
+                        self._on_payload(frame, payload, out)
+                    else:
+                        self._on_event(frame, out)
+                except RemoteProtocolError as exc:
+                    self._tolerate(exc, out)
+            if self._run is not None:
+                name, item_id, ci, block, what = self._run
+                following = self._seq + 1 if self._seq is not None else -1
+            else:
+                name = _NO_RUN
+        if taken is not None:
+            self._seq = following - 1
+            self.frame_index = taken.index
+            self.frame_offset = taken.offset
+
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
         try:
             payload = DECODER.decode(event.data)
         except msgspec.DecodeError as exc:
+            self._run = None
             raise self.protocol_error(f"malformed JSON payload: {exc}") from None
+        self._on_payload(event, payload, out)
+
+    def _on_payload(self, event: ServerSentEvent, payload: Any, out: list[Event]) -> None:
+        """One event's decoded payload: the hot path, else :meth:`_general`."""
         name = event.event
         if name in _HOT_DELTAS and self._hot and type(payload) is dict:
             # The hot path (inlined: most events of a stream): a text, argument or
@@ -169,6 +300,8 @@ class ResponsesDecoder(FramedDecoder):
                 and seq == last + 1
             ):
                 hot: Event | None = None
+                ci = None
+                what = _TEXT_RUN
                 if kind == _TEXT_DELTA:
                     ci = payload.get("content_index")
                     block = item.parts.get(ci) if type(ci) is int else None
@@ -183,6 +316,7 @@ class ResponsesDecoder(FramedDecoder):
                         pass
                     elif kind == _ARGUMENTS_DELTA:
                         hot = ToolInputDelta(index=block, delta=delta, cursor=seq, extra=payload)
+                        what = _ARGUMENTS_RUN
                     else:
                         summary = kind == _SUMMARY_DELTA
                         part = payload.get("summary_index" if summary else "content_index")
@@ -194,8 +328,11 @@ class ResponsesDecoder(FramedDecoder):
                             cursor=seq,
                             extra=payload,
                         )
+                        what = _SUMMARY_RUN if summary else _REASONING_RUN
                 if hot is not None:
+                    assert block is not None
                     # The extra is the payload less the cursor and the modelled delta.
+                    self._run = (name, payload["item_id"], ci, block, what)
                     del payload["sequence_number"]
                     del payload["delta"]
                     self._seq = seq
@@ -206,6 +343,7 @@ class ResponsesDecoder(FramedDecoder):
 
     def _general(self, event: ServerSentEvent, payload: Any, out: list[Event]) -> None:
         """Every event through its handler (the hot path's events included)."""
+        self._run = None  # the state may change: a run starts afresh from the hot path
         if type(payload) is not dict:
             raise self.protocol_error(f"payload is a JSON {type(payload).__name__}, not an object")
         kind = payload.get("type")
