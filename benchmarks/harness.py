@@ -212,10 +212,15 @@ def _transcode(task: dict[str, Any]) -> dict[str, Any]:
             continue
 
         def once(info: Any = info) -> bytes:
+            # Fed in 64 KiB slices, as a transcoder meets a stream (and as decode()
+            # feeds a body): the events of one slice are encoded before the next.
             decoder = source.decoder(**options)
             encoder = info.encoder()
             encode = encoder.encode
-            parts = [encode(event) for event in decoder.feed(body)]
+            feed = decoder.feed
+            parts: list[bytes] = []
+            for at in range(0, len(body), 65536):
+                parts.extend([encode(event) for event in feed(body[at : at + 65536])])
             parts.extend(encode(event) for event in decoder.close())
             parts.append(encoder.close())
             return b"".join(parts)
