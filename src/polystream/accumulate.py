@@ -397,6 +397,10 @@ class Accumulator:
                     if len(parts) >= state.fold_at:
                         _fold(state)
                     continue
+            elif kind is UsageUpdate:
+                # _usage_update, inlined (one per chunk in some dialects, e.g. Gemini).
+                self._usage = self._usage.merged(event.usage)  # type: ignore[union-attr]
+                continue
             handlers[kind](event)
 
     @property

@@ -310,7 +310,19 @@ class _Template:
     without parsing the whole chunk (:func:`_match`); any other text does not match.
     """
 
-    __slots__ = ("break_at", "depth", "index", "mid", "model", "pre", "rid", "suf")
+    __slots__ = (
+        "break_at",
+        "depth",
+        "index",
+        "meta",
+        "mid",
+        "model",
+        "pre",
+        "residual",
+        "rid",
+        "suf",
+        "usage",
+    )
 
     def __init__(self, pre: Any, mid: Any, suf: Any, index: int, model: str, rid: str) -> None:
         self.pre = pre  # str for SSE event data, bytes for JSON-array elements
@@ -325,6 +337,12 @@ class _Template:
         self.index = index  # the candidate index, modelVersion and responseId it holds
         self.model = model
         self.rid = rid
+        # The usageMetadata text last matched and its value: Gemini often repeats it
+        # byte for byte, and the same text parses to the same value.
+        self.usage: Any = None
+        self.meta: Any = None
+        # The chunk-fields residual last found to hold model and rid (see _matched).
+        self.residual: dict[str, Any] | None = None
 
 
 def _templates(index: int, model: str, rid: str) -> list[tuple[bytes, bytes, bytes]]:
@@ -367,11 +385,17 @@ def _match(template: _Template, data: Any) -> tuple[str, dict[str, Any]] | None:
     end = len(data) - len(suf)
     if begin >= end:
         return None
+    usage = data[begin:end]
     try:
         # The first occurrence of mid ends the string, unless its quote is escaped:
         # then this slice is no complete string and does not parse.
         text = _TEXT_DECODER.decode(data[start : close + 1])
-        meta = _OBJECT_DECODER.decode(data[begin:end])
+        if usage == template.usage:
+            meta = template.meta
+        else:
+            meta = _OBJECT_DECODER.decode(usage)
+            template.usage = usage
+            template.meta = meta
     except msgspec.DecodeError:
         return None
     return text, meta
@@ -570,7 +594,12 @@ class GeminiGenerateDecoder(FramedDecoder):
             return None
         try:
             text = _TEXT_DECODER.decode(data[start : close + 1])
-            meta = _OBJECT_DECODER.decode(usage)
+            if usage == template.usage:
+                meta = template.meta
+            else:
+                meta = _OBJECT_DECODER.decode(usage)
+                template.usage = usage
+                template.meta = meta
         except msgspec.DecodeError:
             return None
         return end + len(suf), (template, text, meta)
@@ -879,14 +908,17 @@ class GeminiGenerateDecoder(FramedDecoder):
         """:meth:`_usual_chunk` for a chunk that fits ``template`` (its text and
         usageMetadata given); False, having done nothing, when the chunk before did
         not have the same modelVersion and responseId."""
-        residual = self._previous.residual
-        if not (
-            residual is not None
-            and len(residual) == 2
-            and residual.get("modelVersion") == template.model
-            and residual.get("responseId") == template.rid
-        ):
-            return False
+        previous = self._previous
+        residual = previous.residual
+        if residual is not template.residual:
+            if not (
+                residual is not None
+                and len(residual) == 2
+                and residual.get("modelVersion") == template.model
+                and residual.get("responseId") == template.rid
+            ):
+                return False
+            template.residual = residual  # the chunks after it hold the same one
         number = template.index
         state = self._candidates.get(number)
         if state is None:
@@ -896,7 +928,33 @@ class GeminiGenerateDecoder(FramedDecoder):
             out.append(TextDelta(index=index, delta=text))
         else:
             self._part({"text": text}, number, state, out)
-        self._usual_end(number, meta, residual, out)
+        extra = previous.extra
+        candidates = previous.candidates
+        if (
+            extra is None
+            or residual is not previous.extra_residual
+            or candidates is not previous.extra_candidates
+            or candidates is None
+            or len(candidates) != 1
+            or candidates[0] is not self._index_residuals.get(number)
+        ):
+            self._usual_end(number, meta, residual, out)
+            return True
+        # _usual_end, inlined for its usual case: the chunk fields and the candidate's
+        # residual are those of the chunk before, and so is the extra.
+        usage = previous.usage
+        if usage is None or meta is not previous.meta:
+            # A usage text other than the last one's (the same text gives the same
+            # object, see _match); an equal value converts to an equal usage.
+            usage, mask = convert_usage(meta)
+            if mask:
+                if self._usage_last is not None and self._usage_mask & ~mask:
+                    self._usage_base = self._usage_base.merged(self._usage_last)
+                self._usage_last = usage
+                self._usage_mask = mask
+            previous.meta = meta
+            previous.usage = usage
+        out.append(UsageUpdate(usage=usage, extra=extra))
         return True
 
     def _learn(self, data: str | bytes, chunk: dict[str, Any]) -> None:
