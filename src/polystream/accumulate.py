@@ -399,7 +399,7 @@ class Accumulator:
                     continue
             elif kind is UsageUpdate:
                 # _usage_update, inlined (one per chunk in some dialects, e.g. Gemini).
-                self._usage = self._usage.merged(event.usage)  # type: ignore[union-attr]
+                self._usage = self._usage.merged(event.usage)  # type: ignore[union-attr,arg-type]
                 continue
             handlers[kind](event)
 

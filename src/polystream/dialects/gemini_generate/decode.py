@@ -117,7 +117,7 @@ from polystream.events import (
     UsageUpdate,
 )
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
-from polystream.wire.sse import ServerSentEvent
+from polystream.wire.sse import ServerSentEvent, SSEComment
 
 from .finish_reason import FINISH_REASONS, map_finish_reason
 from .status import error_info
@@ -541,6 +541,52 @@ class GeminiGenerateDecoder(FramedDecoder):
             self._drain_bare(out, None)
         return out
 
+    def _dispatch_sse(self, frames: list[ServerSentEvent | SSEComment], out: list[Event]) -> None:
+        """The base's dispatch with :meth:`_on_event` inlined for a chunk that fits the
+        template (:func:`_match` inlined too): the same steps, fewer calls per chunk.
+
+        Bare texts queued before this feed's frames (``_bare_ready``, filled only
+        before the framing runs) take the base's way, which hands them over in order.
+        """
+        if self._bare_ready or self._template is None:
+            super()._dispatch_sse(frames, out)
+            return
+        for frame in frames:
+            if type(frame) is not ServerSentEvent or self.finished:
+                self._handle_sse(frame, out)
+                continue
+            self.frame_index = frame.index
+            self.frame_offset = frame.offset
+            data = frame.data
+            template = self._template
+            try:
+                if template is not None and data.startswith(template.pre):
+                    # _match, inlined.
+                    suf = template.suf
+                    start = len(template.pre)
+                    mid = template.mid
+                    close = data.find(mid, start + 1)
+                    begin = close + len(mid)
+                    end = len(data) - len(suf)
+                    if close >= 0 and begin < end and data.endswith(suf):
+                        usage = data[begin:end]
+                        try:
+                            text = _TEXT_DECODER.decode(data[start : close + 1])
+                            if usage == template.usage:
+                                meta = template.meta
+                            else:
+                                meta = _OBJECT_DECODER.decode(usage)
+                                template.usage = usage
+                                template.meta = meta
+                        except msgspec.DecodeError:
+                            pass
+                        else:
+                            if self._matched(template, text, meta, out):
+                                continue
+                self._chunk(data, out)
+            except RemoteProtocolError as exc:
+                self._tolerate(exc, out)
+
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
         if self._bare_ready:
             self._drain_bare(out, event.offset)
@@ -603,6 +649,21 @@ class GeminiGenerateDecoder(FramedDecoder):
         except msgspec.DecodeError:
             return None
         return end + len(suf), (template, text, meta)
+
+    def _handle_element(self, element: JSONElement, out: list[Event]) -> None:
+        """The base's, with :meth:`_on_element` inlined for an element that fit the
+        template (one call less per chunk)."""
+        self.frame_index = element.index
+        self.frame_offset = element.offset
+        value = element.value
+        try:
+            if type(value) is tuple:  # it fit the template
+                if self._matched(value[0], value[1], value[2], out):
+                    return
+                value = msgspec.UNSET  # the state changed since: the general way
+            self._chunk(element.data, out, parsed=value)
+        except RemoteProtocolError as exc:
+            self._tolerate(exc, out)
 
     def _on_element(self, element: JSONElement, out: list[Event]) -> None:
         value = element.value
@@ -910,10 +971,11 @@ class GeminiGenerateDecoder(FramedDecoder):
         not have the same modelVersion and responseId."""
         previous = self._previous
         residual = previous.residual
+        if residual is None:
+            return False
         if residual is not template.residual:
             if not (
-                residual is not None
-                and len(residual) == 2
+                len(residual) == 2
                 and residual.get("modelVersion") == template.model
                 and residual.get("responseId") == template.rid
             ):
