@@ -313,12 +313,12 @@ class _Template:
     __slots__ = (
         "break_at",
         "depth",
+        "extra",
         "index",
         "meta",
         "mid",
         "model",
         "pre",
-        "residual",
         "rid",
         "suf",
         "usage",
@@ -341,8 +341,9 @@ class _Template:
         # byte for byte, and the same text parses to the same value.
         self.usage: Any = None
         self.meta: Any = None
-        # The chunk-fields residual last found to hold model and rid (see _matched).
-        self.residual: dict[str, Any] | None = None
+        # The UsageUpdate extra last found to be that of a chunk fitting the template
+        # (see _matched).
+        self.extra: dict[str, Any] | None = None
 
 
 def _templates(index: int, model: str, rid: str) -> list[tuple[bytes, bytes, bytes]]:
@@ -970,17 +971,31 @@ class GeminiGenerateDecoder(FramedDecoder):
         usageMetadata given); False, having done nothing, when the chunk before did
         not have the same modelVersion and responseId."""
         previous = self._previous
-        residual = previous.residual
-        if residual is None:
-            return False
-        if residual is not template.residual:
+        extra = previous.extra
+        verified = extra is not None and extra is template.extra
+        if not verified:
+            residual = previous.residual
             if not (
-                len(residual) == 2
+                residual is not None
+                and len(residual) == 2
                 and residual.get("modelVersion") == template.model
                 and residual.get("responseId") == template.rid
             ):
                 return False
-            template.residual = residual  # the chunks after it hold the same one
+            candidates = previous.candidates
+            if (
+                extra is not None
+                and residual is previous.extra_residual
+                and candidates is previous.extra_candidates
+                and candidates is not None
+                and len(candidates) == 1
+                and candidates[0] is self._index_residuals.get(template.index)
+            ):
+                # The chunk before ended with the extra this chunk's UsageUpdate has.
+                # Until previous.extra changes, so do not the residual and candidates
+                # it was built from (they are only ever replaced along with it).
+                template.extra = extra
+                verified = True
         number = template.index
         state = self._candidates.get(number)
         if state is None:
@@ -990,16 +1005,9 @@ class GeminiGenerateDecoder(FramedDecoder):
             out.append(TextDelta(index=index, delta=text))
         else:
             self._part({"text": text}, number, state, out)
-        extra = previous.extra
-        candidates = previous.candidates
-        if (
-            extra is None
-            or residual is not previous.extra_residual
-            or candidates is not previous.extra_candidates
-            or candidates is None
-            or len(candidates) != 1
-            or candidates[0] is not self._index_residuals.get(number)
-        ):
+        if not verified:
+            residual = previous.residual
+            assert residual is not None
             self._usual_end(number, meta, residual, out)
             return True
         # _usual_end, inlined for its usual case: the chunk fields and the candidate's
