@@ -617,11 +617,14 @@ class GeminiGenerateDecoder(FramedDecoder):
 
         Only for a layout with line breaks (Google's pretty-printed elements): a JSON
         string holds no raw line break, so the text ends where ``mid``'s first line
-        break says; the usage object ends where ``suf`` (line breaks too) first
-        occurs, within ``_USAGE_WINDOW`` bytes. Each piece is checked, and the two
-        values must parse, so the element is exactly the template's form (see
-        :class:`_Template`); the searches stop near the element, so the work per
-        element is bounded.
+        break says. The usage object is tried first at the length of the last one
+        matched (Gemini's usage text keeps its length while its counts keep their
+        digits), else it ends where ``suf`` (line breaks too) first occurs, within
+        ``_USAGE_WINDOW`` bytes. Each piece is checked, and the two values must
+        parse, so the element is exactly the template's form (see
+        :class:`_Template`; no other cut of the same bytes can also parse, since a
+        JSON object ends at its own closing brace); the searches stop near the
+        element, so the work per element is bounded.
         """
         template = self._template
         if template is None or template.break_at < 0 or not data.startswith(template.pre, pos):
@@ -633,21 +636,31 @@ class GeminiGenerateDecoder(FramedDecoder):
             return None
         begin = close + len(mid)
         suf = template.suf
-        end = data.find(suf, begin, begin + _USAGE_WINDOW + len(suf))
-        if end < 0:
-            return None
+        last = template.usage
+        end = -1 if last is None or len(last) > _USAGE_WINDOW else begin + len(last)
+        if end < 0 or not data.startswith(suf, end):
+            end = data.find(suf, begin, begin + _USAGE_WINDOW + len(suf))
+            if end < 0:
+                return None
         usage = data[begin:end]
-        if template.depth > max_depth or usage.count(b"{") + usage.count(b"[") + 1 > max_depth:
+        if template.depth > max_depth:
             return None
         try:
             text = _TEXT_DECODER.decode(data[start : close + 1])
-            if usage == template.usage:
+            if usage == last:
                 meta = template.meta
             else:
                 meta = _OBJECT_DECODER.decode(usage)
                 template.usage = usage
                 template.meta = meta
         except msgspec.DecodeError:
+            return None
+        # The depth bound: one level for the chunk object, and at most one per bracket
+        # the usage object opens, which are at most half its bytes (it parsed, so each
+        # has its closer): counted only when that could exceed max_depth.
+        if len(usage) // 2 + 1 > max_depth and (
+            usage.count(b"{") + usage.count(b"[") + 1 > max_depth
+        ):
             return None
         return end + len(suf), (template, text, meta)
 
