@@ -207,7 +207,18 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         Counts that ``newer`` leaves as ``None`` keep their earlier value; an empty
         ``newer`` (see :meth:`is_empty`) changes nothing.
         """
-        if newer.is_empty():
+        if not (
+            # not newer.is_empty(), inlined (this runs once per usage update)
+            newer.input_tokens
+            or newer.output_tokens
+            or newer.total_tokens
+            or newer.reasoning_tokens
+            or newer.cache_read_tokens
+            or newer.cache_write_tokens
+            or newer.tool_prompt_tokens
+            or newer.audio_input_tokens
+            or newer.audio_output_tokens
+        ):
             return self
         if (
             (self.input_tokens is None or newer.input_tokens is not None)

@@ -317,10 +317,14 @@ class _Template:
         "index",
         "meta",
         "mid",
+        "mid_size",
         "model",
         "pre",
+        "pre_size",
         "rid",
+        "state",
         "suf",
+        "suf_size",
         "usage",
     )
 
@@ -328,6 +332,9 @@ class _Template:
         self.pre = pre  # str for SSE event data, bytes for JSON-array elements
         self.mid = mid
         self.suf = suf
+        self.pre_size = len(pre)
+        self.mid_size = len(mid)
+        self.suf_size = len(suf)
         # The brackets open where the text is (usageMetadata is one level down).
         self.depth = pre.count("{" if isinstance(pre, str) else b"{") + pre.count(
             "[" if isinstance(pre, str) else b"["
@@ -341,6 +348,8 @@ class _Template:
         # byte for byte, and the same text parses to the same value.
         self.usage: Any = None
         self.meta: Any = None
+        # The candidate's block state, once looked up (a decoder never replaces it).
+        self.state: _Candidate | None = None
         # The UsageUpdate extra last found to be that of a chunk fitting the template
         # (see _matched).
         self.extra: dict[str, Any] | None = None
@@ -563,13 +572,11 @@ class GeminiGenerateDecoder(FramedDecoder):
             try:
                 if template is not None and data.startswith(template.pre):
                     # _match, inlined.
-                    suf = template.suf
-                    start = len(template.pre)
-                    mid = template.mid
-                    close = data.find(mid, start + 1)
-                    begin = close + len(mid)
-                    end = len(data) - len(suf)
-                    if close >= 0 and begin < end and data.endswith(suf):
+                    start = template.pre_size
+                    close = data.find(template.mid, start + 1)
+                    begin = close + template.mid_size
+                    end = len(data) - template.suf_size
+                    if close >= 0 and begin < end and data.endswith(template.suf):
                         usage = data[begin:end]
                         try:
                             text = _TEXT_DECODER.decode(data[start : close + 1])
@@ -629,17 +636,16 @@ class GeminiGenerateDecoder(FramedDecoder):
         template = self._template
         if template is None or template.break_at < 0 or not data.startswith(template.pre, pos):
             return None
-        start = pos + len(template.pre)
+        start = pos + template.pre_size
         close = data.find(b"\n", start) - template.break_at
-        mid = template.mid
-        if close <= start or not data.startswith(mid, close):
+        if close <= start or not data.startswith(template.mid, close):
             return None
-        begin = close + len(mid)
+        begin = close + template.mid_size
         suf = template.suf
         last = template.usage
         end = -1 if last is None or len(last) > _USAGE_WINDOW else begin + len(last)
         if end < 0 or not data.startswith(suf, end):
-            end = data.find(suf, begin, begin + _USAGE_WINDOW + len(suf))
+            end = data.find(suf, begin, begin + _USAGE_WINDOW + template.suf_size)
             if end < 0:
                 return None
         usage = data[begin:end]
@@ -662,7 +668,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             usage.count(b"{") + usage.count(b"[") + 1 > max_depth
         ):
             return None
-        return end + len(suf), (template, text, meta)
+        return end + template.suf_size, (template, text, meta)
 
     def _handle_element(self, element: JSONElement, out: list[Event]) -> None:
         """The base's, with :meth:`_on_element` inlined for an element that fit the
@@ -1010,9 +1016,9 @@ class GeminiGenerateDecoder(FramedDecoder):
                 template.extra = extra
                 verified = True
         number = template.index
-        state = self._candidates.get(number)
+        state = template.state
         if state is None:
-            state = self._state(number)
+            state = template.state = self._state(number)
         index = state.open
         if index is not None and state.open_kind == "text":
             out.append(TextDelta(index=index, delta=text))
