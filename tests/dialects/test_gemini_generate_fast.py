@@ -553,3 +553,57 @@ def test_bare_text_between_events_in_one_feed(pieces: int) -> None:
     size = -(-len(data) // pieces)
     for strict in (False, True):
         assert_same([data[i : i + size] for i in range(0, len(data), size)], strict=strict)
+
+
+# -- JSON-array elements: the usage object's end --------------------------------------------
+
+
+def test_array_usage_texts_changing_length() -> None:
+    # The usage object is tried at the last one's length first: counts gaining and
+    # losing digits, keys coming and going, between chunks that repeat a length.
+    counts = [1, 2, 9, 10, 11, 99, 100, 100, 7, 12345, 12346, 3, 3]
+    chunks = [usual(f"w{i}", n) for i, n in enumerate(counts)]
+    chunks[5]["usageMetadata"]["cachedContentTokenCount"] = 4
+    chunks[9]["usageMetadata"] = {"totalTokenCount": 1}
+    chunks.append(last(14))
+    for newline in (b"\r\n", b"\n"):
+        data = array(chunks, newline)
+        _, error = assert_same([data])
+        assert error is None
+        assert_same([data[i : i + 1] for i in range(len(data))])
+        assert_same([data[i : i + 333] for i in range(0, len(data), 333)])
+
+
+def test_array_usage_holding_the_template_text() -> None:
+    # A usage object whose string holds the text that follows it (suf), at the
+    # offset where the last usage object ended, or anywhere: only a cut that parses
+    # is taken.
+    suffix = '\r\n  },\r\n  "modelVersion": "gemini-3.8-flash",\r\n  "responseId": "resp-1"\r\n}'
+    odd = [
+        {"note": suffix},
+        {"a": 1, "note": suffix + suffix},
+        {"note": "x" * 3 + suffix, "b": [1, {"c": suffix}]},
+        {"promptTokenCount": 7, "note": suffix.replace("\r\n", "\n")},
+    ]
+    for meta in odd:
+        chunks = [usual("a", 1), usual("b", 2), usual("c", usageMetadata=meta), usual("d", 3)]
+        chunks += [usual("e", usageMetadata=meta), usual("f", usageMetadata=meta), last(9)]
+        for newline in (b"\r\n", b"\n"):
+            data = array(chunks, newline)
+            assert_same([data])
+            assert_same([data[i : i + 97] for i in range(0, len(data), 97)])
+
+
+@pytest.mark.parametrize("depth", [250, 252, 253, 254, 255, 256, 300])
+def test_array_usage_nesting_at_the_depth_limit(depth: int) -> None:
+    # The elements nest as deep as the framing allows, or one level deeper (an error
+    # either way the same).
+    nested: Any = 1
+    for _ in range(depth):
+        nested = [nested]
+    chunks = [usual("a", 1), usual("b", 2), usual("c", usageMetadata={"deep": nested})]
+    chunks += [usual("d", 3), last(4)]
+    data = array(chunks)
+    for strict in (False, True):
+        assert_same([data], strict=strict)
+        assert_same([data[i : i + 500] for i in range(0, len(data), 500)], strict=strict)

@@ -991,8 +991,9 @@ class GeminiGenerateDecoder(FramedDecoder):
         not have the same modelVersion and responseId."""
         previous = self._previous
         extra = previous.extra
-        verified = extra is not None and extra is template.extra
-        if not verified:
+        verified = True
+        if extra is None or extra is not template.extra:
+            verified = False
             residual = previous.residual
             if not (
                 residual is not None
@@ -1015,19 +1016,18 @@ class GeminiGenerateDecoder(FramedDecoder):
                 # it was built from (they are only ever replaced along with it).
                 template.extra = extra
                 verified = True
-        number = template.index
         state = template.state
         if state is None:
-            state = template.state = self._state(number)
+            state = template.state = self._state(template.index)
         index = state.open
         if index is not None and state.open_kind == "text":
             out.append(TextDelta(index=index, delta=text))
         else:
-            self._part({"text": text}, number, state, out)
+            self._part({"text": text}, template.index, state, out)
         if not verified:
             residual = previous.residual
             assert residual is not None
-            self._usual_end(number, meta, residual, out)
+            self._usual_end(template.index, meta, residual, out)
             return True
         # _usual_end, inlined for its usual case: the chunk fields and the candidate's
         # residual are those of the chunk before, and so is the extra.
@@ -1037,7 +1037,9 @@ class GeminiGenerateDecoder(FramedDecoder):
             # object, see _match); an equal value converts to an equal usage.
             usage, mask = convert_usage(meta)
             if mask:
-                if self._usage_last is not None and self._usage_mask & ~mask:
+                # (_usage_mask is 0 while _usage_last is None.)
+                if self._usage_mask & ~mask:
+                    assert self._usage_last is not None
                     self._usage_base = self._usage_base.merged(self._usage_last)
                 self._usage_last = usage
                 self._usage_mask = mask
