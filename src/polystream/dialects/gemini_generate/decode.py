@@ -79,9 +79,21 @@ its JSON text in Google's layout (``_Template``) lets later ones be recognised w
 parsing them whole: only the text and ``usageMetadata`` are parsed. In the JSON-array
 framing the template is tried where each element starts, so such an element is neither
 searched for nor validated apart (``match=`` of
-:class:`~polystream.wire.jsonarray.JSONArrayDecoder`), and other elements are parsed
-once, by the framing (``decode=``). Each fast path emits exactly the events of the
-general path (``_chunk_fields``) or leaves the chunk to it.
+:class:`~polystream.wire.jsonarray.JSONArrayDecoder`; its ``usageMetadata`` is first
+tried at the length of the last one), and other elements are parsed once, by the
+framing (``decode=``). A ``usageMetadata`` text equal to the last one matched is not
+parsed again (the same object, so its usage is not converted again either); the usual
+``usageMetadata`` (integer counts, ``promptTokensDetails``, nothing else) is converted
+without the general pass (:func:`.usage.convert`). In the SSE framing the dispatch
+handles a chunk that fits the template itself (``_dispatch_sse``). Each fast path emits
+exactly the events of the general path (``_chunk_fields``) or leaves the chunk to it.
+
+Per usual chunk (5,000-chunk benchmark streams, CPU ns, noisy): SSE framing ~950,
+template checks and slices ~500, the text and ``usageMetadata`` parses ~200 + ~600 (the
+latter ~650 pretty-printed), usage conversion with its :class:`Usage` ~600, the two
+events ~200, bookkeeping ~300, the accumulator ~350 (its usage merge ~200). The
+``usageMetadata`` object must be rebuilt as a dict (it is the usage's ``raw``) and
+converted on every chunk whose counts changed, which is every chunk of a stream.
 """
 
 from __future__ import annotations
