@@ -607,3 +607,26 @@ def test_array_usage_nesting_at_the_depth_limit(depth: int) -> None:
     for strict in (False, True):
         assert_same([data], strict=strict)
         assert_same([data[i : i + 500] for i in range(0, len(data), 500)], strict=strict)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        usual("a", 1),
+        usual("a", 1, modelVersion=5),
+        {**usual("a", 1), "createTime": "t"},
+        last(1),
+        {k: v for k, v in usual("a", 1).items() if k != "usageMetadata"},
+    ],
+)
+def test_array_template_found_while_the_framing_parses(first: dict[str, Any]) -> None:
+    # In one feed the framing parses every element before the decoder handles the
+    # first: the template is looked for there, from whichever element has the form.
+    chunks = [first, *(usual(f"w{i}", i) for i in range(2, 9)), last(9)]
+    chunks[3] = usual("w3", 3, responseId="resp-other")
+    for data in (array(chunks), array(chunks, b"\n")):
+        for options in ({}, {"keep_raw": True}, {"strict": True}):
+            assert_same([data], **options)
+        decoder = Decoder()
+        decoder.feed(data)
+        assert decoder._template is not None

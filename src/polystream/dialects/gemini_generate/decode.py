@@ -391,6 +391,30 @@ def _templates(index: int, model: str, rid: str) -> list[tuple[bytes, bytes, byt
     return out
 
 
+def _learnable(chunk: Any) -> bool:
+    """Whether a chunk has the form :meth:`GeminiGenerateDecoder._learn` takes a
+    template from (the usual chunk's, see ``_usual_chunk``), checked without state."""
+    if type(chunk) is not dict or tuple(chunk) != _USUAL_KEYS:
+        return False
+    cands = chunk["candidates"]
+    if type(cands) is not list or len(cands) != 1:
+        return False
+    cand = cands[0]
+    if type(cand) is not dict or tuple(cand) != ("content", "index"):
+        return False
+    content = cand["content"]
+    return (
+        type(cand["index"]) is int
+        and type(content) is dict
+        and tuple(content) == ("parts", "role")
+        and content["role"] == "model"
+        and type(content["parts"]) is list
+        and type(chunk["usageMetadata"]) is dict
+        and type(chunk["modelVersion"]) is str
+        and type(chunk["responseId"]) is str
+    )
+
+
 def _match(template: _Template, data: Any) -> tuple[str, dict[str, Any]] | None:
     """The text and ``usageMetadata`` of a chunk whose JSON text ``data`` (of the
     template's type) fits the template, else None (see :class:`_Template`)."""
@@ -627,7 +651,14 @@ class GeminiGenerateDecoder(FramedDecoder):
             found = _match(template, data)
             if found is not None:
                 return (template, *found)
-        return CHUNK_DECODER.decode(data)
+        chunk = CHUNK_DECODER.decode(data)
+        if template is None and self._template_tries and not self.keep_raw and _learnable(chunk):
+            # The framing parses the elements of a feed before any is handled: the
+            # template is looked for at once, so that the next ones fit it. It is
+            # only a way of parsing: whether a chunk that fits it takes the fast path
+            # is still decided when the chunk is handled (see _matched).
+            self._learn(data, chunk)
+        return chunk
 
     def _match_element(self, data: bytes, pos: int, max_depth: int) -> tuple[int, Any] | None:
         """Find a JSON-array element that fits the template at ``data[pos]``, for the
