@@ -630,3 +630,24 @@ def test_array_template_found_while_the_framing_parses(first: dict[str, Any]) ->
         decoder = Decoder()
         decoder.feed(data)
         assert decoder._template is not None
+
+
+def test_a_subclass_hook_is_still_called() -> None:
+    # The dispatch inlines the decoder's own hooks only: a subclass's hooks see
+    # every chunk.
+    seen: list[int] = []
+
+    class Watching(Decoder):
+        def _on_event(self, event: Any, out: list[Any]) -> None:
+            seen.append(event.index)
+            super()._on_event(event, out)
+
+        def _on_element(self, element: Any, out: list[Any]) -> None:
+            seen.append(element.index)
+            super()._on_element(element, out)
+
+    chunks = [usual(f"w{i}", i) for i in range(1, 8)] + [last(8)]
+    for data in (sse(chunks), array(chunks)):
+        seen.clear()
+        assert run(Watching, [data]) == run(Decoder, [data])
+        assert seen == list(range(8))

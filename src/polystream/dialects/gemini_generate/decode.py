@@ -539,6 +539,12 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._previous = _Previous()
         self._template: _Template | None = None
         self._template_tries = _TEMPLATE_TRIES
+        # The dispatch inlines _on_event and _on_element unless a subclass replaced them.
+        cls = type(self)
+        self._inline_hooks = (
+            cls._on_event is GeminiGenerateDecoder._on_event
+            and cls._on_element is GeminiGenerateDecoder._on_element
+        )
         self._index_residuals: dict[int, dict[str, Any]] = {}
         # Bare (non-SSE) text after SSE events: Google writes a JSON error object there.
         self._scan_offset = 0
@@ -594,7 +600,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         Bare texts queued before this feed's frames (``_bare_ready``, filled only
         before the framing runs) take the base's way, which hands them over in order.
         """
-        if self._bare_ready or self._template is None:
+        if self._bare_ready or self._template is None or not self._inline_hooks:
             super()._dispatch_sse(frames, out)
             return
         for frame in frames:
@@ -716,6 +722,9 @@ class GeminiGenerateDecoder(FramedDecoder):
     def _handle_element(self, element: JSONElement, out: list[Event]) -> None:
         """The base's, with :meth:`_on_element` inlined for an element that fit the
         template (one call less per chunk)."""
+        if not self._inline_hooks:
+            super()._handle_element(element, out)
+            return
         self.frame_index = element.index
         self.frame_offset = element.offset
         value = element.value
