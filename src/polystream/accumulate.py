@@ -409,6 +409,11 @@ class Accumulator:
                 if len(parts) >= state.fold_at:  # type: ignore[union-attr]
                     _fold(state)  # type: ignore[arg-type]
                 continue
+            if kind is UsageUpdate:
+                # _usage_update, inlined (one per chunk in some dialects, e.g. Gemini); it
+                # touches no block, so the open block above stays the last one.
+                self._usage = self._usage.merged(event.usage)  # type: ignore[union-attr,arg-type]
+                continue
             last = _NO_BLOCK
             handlers[kind](event)
 

@@ -188,18 +188,17 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         An empty usage never overwrites an earlier non-empty one (a later chunk
         without usage, or with zeros, is not authoritative).
         """
-        return not any(
-            (
-                self.input_tokens,
-                self.output_tokens,
-                self.reasoning_tokens,
-                self.cache_read_tokens,
-                self.cache_write_tokens,
-                self.tool_prompt_tokens,
-                self.audio_input_tokens,
-                self.audio_output_tokens,
-                self.total_tokens,
-            )
+        # Short-circuits on the first count reported (the usual case: no tuple built).
+        return not (
+            self.input_tokens
+            or self.output_tokens
+            or self.total_tokens
+            or self.reasoning_tokens
+            or self.cache_read_tokens
+            or self.cache_write_tokens
+            or self.tool_prompt_tokens
+            or self.audio_input_tokens
+            or self.audio_output_tokens
         )
 
     def merged(self, newer: Usage) -> Usage:
@@ -208,7 +207,18 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         Counts that ``newer`` leaves as ``None`` keep their earlier value; an empty
         ``newer`` (see :meth:`is_empty`) changes nothing.
         """
-        if newer.is_empty():
+        if not (
+            # not newer.is_empty(), inlined (this runs once per usage update)
+            newer.input_tokens
+            or newer.output_tokens
+            or newer.total_tokens
+            or newer.reasoning_tokens
+            or newer.cache_read_tokens
+            or newer.cache_write_tokens
+            or newer.tool_prompt_tokens
+            or newer.audio_input_tokens
+            or newer.audio_output_tokens
+        ):
             return self
         if (
             (self.input_tokens is None or newer.input_tokens is not None)

@@ -20,6 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polystream.dialects.gemini_generate import Decoder, Encoder
+from polystream.dialects.gemini_generate.usage import _convert as general_convert_usage
+from polystream.dialects.gemini_generate.usage import convert as convert_usage
 from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse
 from polystream.errors import PolystreamError
 from polystream.events import UsageUpdate, dump_event
@@ -435,3 +437,217 @@ def test_array_elements_the_template_does_not_fit() -> None:
         assert_same([data])
         assert_same([data], max_event_size=700)
         assert_same(split_at(data, [len(data) // 3, len(data) // 2]))
+
+
+# -- usage ----------------------------------------------------------------------------------
+
+_COUNT = st.integers(-2, 5) | st.sampled_from([None, 1.0, True, False, "3", [], {}])
+_DETAILS = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "modality": st.sampled_from(["TEXT", "AUDIO", "IMAGE", None, 1]),
+            "tokenCount": _COUNT,
+        },
+    )
+    | st.sampled_from([None, "AUDIO", 3]),
+    max_size=3,
+) | st.sampled_from([None, {}, "x"])
+_USAGE_KEYS = [
+    "promptTokenCount",
+    "candidatesTokenCount",
+    "totalTokenCount",
+    "thoughtsTokenCount",
+    "cachedContentTokenCount",
+    "toolUsePromptTokenCount",
+    "trafficType",
+]
+
+
+@st.composite
+def usage_objects(draw: st.DrawFn) -> dict[str, Any]:
+    """usageMetadata objects: mostly the usual shape, with any key dropped, added,
+    null, of another type or moved."""
+    meta: dict[str, Any] = {
+        "promptTokenCount": draw(st.integers(0, 900)),
+        "candidatesTokenCount": draw(st.integers(0, 900)),
+        "totalTokenCount": draw(st.integers(0, 2000)),
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": draw(st.integers(0, 9))}],
+        "thoughtsTokenCount": draw(st.integers(0, 90)),
+    }
+    for _ in range(draw(st.integers(0, 3))):
+        change = draw(st.integers(0, 5))
+        if change == 0 and meta:
+            meta.pop(draw(st.sampled_from(sorted(meta))))
+        elif change == 1:
+            meta[draw(st.sampled_from(_USAGE_KEYS))] = draw(_COUNT)
+        elif change in (2, 3):
+            key = draw(st.sampled_from(["promptTokensDetails", "candidatesTokensDetails"]))
+            meta[key] = draw(_DETAILS)
+        elif change == 4:
+            meta = {k: meta[k] for k in draw(st.permutations(list(meta)))}
+        else:
+            meta = {k: (0 if type(v) is int else v) for k, v in meta.items()}
+    return meta
+
+
+@settings(max_examples=500, deadline=None)
+@given(meta=usage_objects())
+def test_usage_conversion_of_the_usual_object(meta: dict[str, Any]) -> None:
+    # The usual object's own way and the general pass give the same usage and mask.
+    usage, mask = convert_usage(meta)
+    expected, expected_mask = general_convert_usage(meta)
+    assert usage == expected
+    assert mask == expected_mask
+    assert usage.raw is meta
+
+
+def test_usage_conversion_cases() -> None:
+    usual_meta = usual("x", 4)["usageMetadata"]
+    audio = {**usual_meta, "promptTokensDetails": [{"modality": "AUDIO", "tokenCount": 2}]}
+    for meta in [
+        usual_meta,
+        audio,
+        {k: v for k, v in usual_meta.items() if k != "thoughtsTokenCount"},
+        {k: v for k, v in usual_meta.items() if k != "promptTokensDetails"},
+        {**usual_meta, "thoughtsTokenCount": None},
+        {**usual_meta, "promptTokensDetails": None},
+        {**usual_meta, "promptTokensDetails": {}},
+        {**usual_meta, "thoughtsTokenCount": True},
+        {**usual_meta, "candidatesTokenCount": 2.0},
+        {**usual_meta, "cachedContentTokenCount": 3},
+        {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
+        {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0, "x": 1},
+        {"promptTokenCount": 2, "candidatesTokenCount": 3, "totalTokenCount": 5},
+    ]:
+        assert convert_usage(meta) == general_convert_usage(meta)
+
+
+def test_repeated_and_alternating_usage_texts() -> None:
+    # The same usage text again reuses the parsed object; any other text (another
+    # value, another layout) is parsed; the events are those of the general path.
+    one = usual("a", 1)["usageMetadata"]
+    two = usual("a", 2)["usageMetadata"]
+    zeros = {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0}
+    partial = {"totalTokenCount": 9}
+    metas = [one, one, two, one, one, zeros, zeros, two, partial, partial, two, two, {}, {}, one]
+    chunks = [usual(f"w{i}", usageMetadata=m) for i, m in enumerate(metas)] + [last(20)]
+    for data in both(chunks):
+        _, error = assert_same([data])
+        assert error is None
+        assert_same([data[i : i + 7] for i in range(0, len(data), 7)])
+    # The usage of the chunks after the first repeats the object parsed for it.
+    events = Decoder().feed(sse([usual("a", 1), usual("b", 1), usual("c", 1), usual("d", 1)]))
+    usages = [e.usage for e in events if isinstance(e, UsageUpdate)]
+    assert usages[1] == usages[3]
+    assert usages[2] is usages[3]
+
+
+@pytest.mark.parametrize("pieces", [1, 3, 40])
+def test_bare_text_between_events_in_one_feed(pieces: int) -> None:
+    # Bare JSON (Google's error text) among SSE events: the events before and after
+    # it, in one feed or several, come in the same order either way.
+    chunks = [usual(f"w{i}", i) for i in range(1, 5)]
+    error = b'{\n  "error": {"code": 503, "message": "busy", "status": "UNAVAILABLE"}\n}\n'
+    data = sse(chunks[:2]) + error + sse(chunks[2:]) + error + sse([last(5)])
+    size = -(-len(data) // pieces)
+    for strict in (False, True):
+        assert_same([data[i : i + size] for i in range(0, len(data), size)], strict=strict)
+
+
+# -- JSON-array elements: the usage object's end --------------------------------------------
+
+
+def test_array_usage_texts_changing_length() -> None:
+    # The usage object is tried at the last one's length first: counts gaining and
+    # losing digits, keys coming and going, between chunks that repeat a length.
+    counts = [1, 2, 9, 10, 11, 99, 100, 100, 7, 12345, 12346, 3, 3]
+    chunks = [usual(f"w{i}", n) for i, n in enumerate(counts)]
+    chunks[5]["usageMetadata"]["cachedContentTokenCount"] = 4
+    chunks[9]["usageMetadata"] = {"totalTokenCount": 1}
+    chunks.append(last(14))
+    for newline in (b"\r\n", b"\n"):
+        data = array(chunks, newline)
+        _, error = assert_same([data])
+        assert error is None
+        assert_same([data[i : i + 1] for i in range(len(data))])
+        assert_same([data[i : i + 333] for i in range(0, len(data), 333)])
+
+
+def test_array_usage_holding_the_template_text() -> None:
+    # A usage object whose string holds the text that follows it (suf), at the
+    # offset where the last usage object ended, or anywhere: only a cut that parses
+    # is taken.
+    suffix = '\r\n  },\r\n  "modelVersion": "gemini-3.8-flash",\r\n  "responseId": "resp-1"\r\n}'
+    odd = [
+        {"note": suffix},
+        {"a": 1, "note": suffix + suffix},
+        {"note": "x" * 3 + suffix, "b": [1, {"c": suffix}]},
+        {"promptTokenCount": 7, "note": suffix.replace("\r\n", "\n")},
+    ]
+    for meta in odd:
+        chunks = [usual("a", 1), usual("b", 2), usual("c", usageMetadata=meta), usual("d", 3)]
+        chunks += [usual("e", usageMetadata=meta), usual("f", usageMetadata=meta), last(9)]
+        for newline in (b"\r\n", b"\n"):
+            data = array(chunks, newline)
+            assert_same([data])
+            assert_same([data[i : i + 97] for i in range(0, len(data), 97)])
+
+
+@pytest.mark.parametrize("depth", [250, 252, 253, 254, 255, 256, 300])
+def test_array_usage_nesting_at_the_depth_limit(depth: int) -> None:
+    # The elements nest as deep as the framing allows, or one level deeper (an error
+    # either way the same).
+    nested: Any = 1
+    for _ in range(depth):
+        nested = [nested]
+    chunks = [usual("a", 1), usual("b", 2), usual("c", usageMetadata={"deep": nested})]
+    chunks += [usual("d", 3), last(4)]
+    data = array(chunks)
+    for strict in (False, True):
+        assert_same([data], strict=strict)
+        assert_same([data[i : i + 500] for i in range(0, len(data), 500)], strict=strict)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        usual("a", 1),
+        usual("a", 1, modelVersion=5),
+        {**usual("a", 1), "createTime": "t"},
+        last(1),
+        {k: v for k, v in usual("a", 1).items() if k != "usageMetadata"},
+    ],
+)
+def test_array_template_found_while_the_framing_parses(first: dict[str, Any]) -> None:
+    # In one feed the framing parses every element before the decoder handles the
+    # first: the template is looked for there, from whichever element has the form.
+    chunks = [first, *(usual(f"w{i}", i) for i in range(2, 9)), last(9)]
+    chunks[3] = usual("w3", 3, responseId="resp-other")
+    for data in (array(chunks), array(chunks, b"\n")):
+        for options in ({}, {"keep_raw": True}, {"strict": True}):
+            assert_same([data], **options)
+        decoder = Decoder()
+        decoder.feed(data)
+        assert decoder._template is not None
+
+
+def test_a_subclass_hook_is_still_called() -> None:
+    # The dispatch inlines the decoder's own hooks only: a subclass's hooks see
+    # every chunk.
+    seen: list[int] = []
+
+    class Watching(Decoder):
+        def _on_event(self, event: Any, out: list[Any]) -> None:
+            seen.append(event.index)
+            super()._on_event(event, out)
+
+        def _on_element(self, element: Any, out: list[Any]) -> None:
+            seen.append(element.index)
+            super()._on_element(element, out)
+
+    chunks = [usual(f"w{i}", i) for i in range(1, 8)] + [last(8)]
+    for data in (sse(chunks), array(chunks)):
+        seen.clear()
+        assert run(Watching, [data]) == run(Decoder, [data])
+        assert seen == list(range(8))

@@ -449,6 +449,13 @@ class JSONArrayDecoder:
                     self._count += 1
                     taken = True
                     # The separator, as the scanner reads it.
+                    if data.startswith(b"\r\n,\r\n{", end):
+                        # Google's, then the next object: try it at once (the checks
+                        # below would find the same).
+                        pos = end + 5
+                        self._state = _NEXT
+                        opener = 123
+                        continue
                     if data.startswith(b"\r\n,\r\n", end):
                         pos = end + 5
                     else:

@@ -41,8 +41,59 @@ def convert(meta: dict[str, Any]) -> tuple[Usage, int]:
         decoder can tell, without another pass, whether a newer usage reports every
         count an older one did (merging the older one then changes nothing).
     """
-    # One pass, no helper calls: this runs on every chunk (Gemini repeats
-    # usageMetadata on each); the counts Gemini rarely sends are tested only when present.
+    # This runs on nearly every chunk (Gemini restates usageMetadata on each). The
+    # usual object first: integer prompt, candidates and total counts, maybe
+    # thoughtsTokenCount and promptTokensDetails, no other key (a key whose value is
+    # null counts as another key, so that object takes the general way).
+    get = meta.get
+    prompt = get("promptTokenCount")
+    candidates = get("candidatesTokenCount")
+    total = get("totalTokenCount")
+    thoughts = get("thoughtsTokenCount")
+    details = get("promptTokensDetails")
+    if (
+        type(prompt) is int
+        and type(candidates) is int
+        and type(total) is int
+        and len(meta) == 3 + (thoughts is not None) + (details is not None)
+        and (thoughts is None or type(thoughts) is int)
+        and (details is None or type(details) is list)
+    ):
+        audio_in = None
+        if details is not None:
+            for entry in details:
+                if type(entry) is dict and entry.get("modality") == "AUDIO":
+                    count = entry.get("tokenCount")
+                    audio_in = count if type(count) is int else None
+                    break
+        # The general way's values: no tool or cached counts, no candidatesTokensDetails.
+        if thoughts is None:
+            usage = Usage(
+                input_tokens=prompt,
+                output_tokens=candidates,
+                audio_input_tokens=audio_in,
+                total_tokens=total,
+                raw=meta,
+            )
+            mask = 0b10000011
+        else:
+            usage = Usage(
+                input_tokens=prompt,
+                output_tokens=candidates + thoughts,
+                reasoning_tokens=thoughts,
+                audio_input_tokens=audio_in,
+                total_tokens=total,
+                raw=meta,
+            )
+            mask = 0b10000111
+        if not (prompt or candidates or total or thoughts or audio_in):
+            return usage, 0
+        return usage, mask if audio_in is None else mask | 0b100000
+    return _convert(meta)
+
+
+def _convert(meta: dict[str, Any]) -> tuple[Usage, int]:
+    """:func:`convert` for any object, in one pass."""
     get = meta.get
     prompt = get("promptTokenCount")
     if type(prompt) is not int:
