@@ -548,9 +548,8 @@ class AsyncH1Transport(httpx.AsyncBaseTransport):
                 waiter.set_result(None)
                 return
 
-    async def _acquire(
-        self, key: tuple[str, str, int], timeouts: dict[str, Any], request: httpx.Request
-    ) -> _Connection:
+    def _pooled(self, key: tuple[str, str, int]) -> _Connection | None:
+        """An idle connection to ``key`` that is still usable, or None."""
         idle = self._idle.get(key)
         now = time.monotonic()
         while idle:
@@ -562,32 +561,38 @@ class AsyncH1Transport(httpx.AsyncBaseTransport):
                 continue
             conn.reused = True
             return conn
-        if self._max is not None:
+        return None
+
+    async def _acquire(
+        self, key: tuple[str, str, int], timeouts: dict[str, Any], request: httpx.Request
+    ) -> _Connection:
+        conn = self._pooled(key)
+        if conn is not None:
+            return conn
+        if self._max is not None and self._open >= self._max:
+            loop = asyncio.get_running_loop()
             pool = timeouts.get("pool")
-            deadline = None if pool is None else asyncio.get_running_loop().time() + pool
+            deadline = None if pool is None else loop.time() + pool
             while self._open >= self._max:
                 if self._idle_count:
-                    self._evict()
+                    self._evict()  # an idle connection to another host makes room
                     continue
-                waiter = asyncio.get_running_loop().create_future()
+                waiter = loop.create_future()
                 self._slots.append(waiter)
                 try:
                     async with asyncio.timeout_at(deadline):
                         await waiter
-                except TimeoutError:
-                    raise httpx.PoolTimeout("no connection available in time") from None
+                except BaseException as exc:
+                    if waiter.done() and not waiter.cancelled():
+                        self._wake_slot()  # handed a slot it will not use: pass it on
+                    if isinstance(exc, TimeoutError):
+                        raise httpx.PoolTimeout("no connection available in time") from None
+                    raise
                 finally:
                     with contextlib.suppress(ValueError):
                         self._slots.remove(waiter)
-                idle = self._idle.get(key)
-                while idle:
-                    conn = idle.pop()
-                    conn.idle = False
-                    self._idle_count -= 1
-                    if conn.eof:
-                        self._close_conn(conn)
-                        continue
-                    conn.reused = True
+                conn = self._pooled(key)
+                if conn is not None:
                     return conn
         return await self._connect(key, timeouts, request)
 
