@@ -8,6 +8,7 @@ import asyncio
 import datetime
 import gzip
 import ipaddress
+import itertools
 import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,6 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import polystream
 from polystream.client import AsyncClient, _h1
@@ -699,3 +702,27 @@ def test_a_proxy_from_the_environment_goes_through_httpx(monkeypatch: pytest.Mon
             return [request.head.split(b"\r\n")[0] for request in proxy.requests]
 
     assert asyncio.run(main()) == [b"GET http://upstream.test/path HTTP/1.1"]
+
+
+@given(
+    chunks=st.lists(st.binary(min_size=1, max_size=40), max_size=8),
+    extensions=st.booleans(),
+    trailers=st.lists(st.sampled_from([b"A: 1", b"B-c: x y", b"D:"]), max_size=3),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+)
+def test_chunked_bodies_in_any_split(
+    chunks: list[bytes], extensions: bool, trailers: list[bytes], cuts: list[int]
+) -> None:
+    ext = b";n=v" if extensions else b""
+    body = b"".join(b"%x%s\r\n%s\r\n" % (len(c), ext, c) for c in chunks)
+    body += b"0" + ext + b"\r\n" + b"".join(t + b"\r\n" for t in trailers) + b"\r\n"
+    points = sorted({0, len(body), *(c for c in cuts if c < len(body))})
+    parser = _h1._Body(AsyncH1Transport(), None, _h1._CHUNKED, 0, False, None)  # type: ignore[arg-type]
+    out = []
+    for start, stop in itertools.pairwise(points):
+        assert not parser._ended
+        out.append(parser._chunked(body[start:stop]))
+        # Only a partial size line, CRLF or trailer line is held back; data never is.
+        assert len(parser._pending) <= max(len(t) for t in [b"ffff;n=v\r", *trailers])
+    assert b"".join(out) == b"".join(chunks)
+    assert parser._ended

@@ -310,9 +310,11 @@ class _Body(httpx.AsyncByteStream):
     async def _next(self) -> bytes:
         """The next body bytes; ``b""`` at the end of the body."""
         while True:
-            conn = self._conn
-            if self._ended or conn is None:
+            if self._ended:
                 return b""
+            conn = self._conn
+            if conn is None:
+                raise httpx.StreamClosed()
             try:
                 data = await conn.read(self._timeout)
             except BaseException:
