@@ -332,12 +332,14 @@ def test_content_encoding_is_left_to_httpx() -> None:
     ],
 )
 def test_a_truncated_reply_is_never_a_clean_end(reply: bytes) -> None:
-    async def scenario(server: _Server, client: httpx.AsyncClient) -> bytes:
-        async with client.stream("GET", server.url) as response:
-            return await response.aread()
+    async def scenario(server: _Server, client: httpx.AsyncClient) -> int:
+        with pytest.raises(httpx.RemoteProtocolError):
+            async with client.stream("GET", server.url) as response:
+                await response.aread()
+        assert isinstance(client._transport, AsyncH1Transport)
+        return client._transport._open
 
-    with pytest.raises(httpx.RemoteProtocolError):
-        _run(_answer(reply, close=True), scenario)
+    assert _run(_answer(reply, close=True), scenario) == 0
 
 
 def test_no_reply_at_all_on_a_new_connection() -> None:
@@ -364,11 +366,13 @@ def test_no_reply_at_all_on_a_new_connection() -> None:
     ],
 )
 def test_bad_chunk_sizes(body: bytes) -> None:
-    async def scenario(server: _Server, client: httpx.AsyncClient) -> bytes:
-        return (await _get(server, client)).content
+    async def scenario(server: _Server, client: httpx.AsyncClient) -> int:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await _get(server, client)
+        assert isinstance(client._transport, AsyncH1Transport)
+        return client._transport._open
 
-    with pytest.raises(httpx.RemoteProtocolError):
-        _run(_answer(CHUNKED + body), scenario)
+    assert _run(_answer(CHUNKED + body), scenario) == 0
 
 
 @pytest.mark.parametrize(
@@ -385,11 +389,14 @@ def test_bad_chunk_sizes(body: bytes) -> None:
     ],
 )
 def test_malformed_or_oversized_heads(reply: bytes) -> None:
-    async def scenario(server: _Server, client: httpx.AsyncClient) -> bytes:
-        return (await _get(server, client)).content
+    async def closed(server: _Server, client: httpx.AsyncClient) -> tuple[int, int]:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await _get(server, client)
+        transport = client._transport
+        assert isinstance(transport, AsyncH1Transport)
+        return transport._open, transport._idle_count
 
-    with pytest.raises(httpx.RemoteProtocolError):
-        _run(_answer(reply), scenario)
+    assert _run(_answer(reply), closed) == (0, 0)  # the connection is not left open
 
 
 def test_a_head_just_under_the_limit_is_accepted() -> None:

@@ -755,10 +755,10 @@ class AsyncH1Transport(httpx.AsyncBaseTransport):
                     scanned = 0
                     continue
                 break
+            framing, length, close = _framing(method, status, headers)
         except BaseException:
             self._release(conn, False)
             raise
-        framing, length, close = _framing(method, status, headers)
         keep = not close and minor == 1 and status != 101 and b"close" not in _conn_tokens(head)
         extensions = {"http_version": b"HTTP/1.%d" % minor, "reason_phrase": reason}
         if framing == _NONE:
