@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -33,6 +32,7 @@ import msgspec
 
 from polystream.call import StreamCall
 from polystream.client import AsyncEventStream
+from polystream.client._h1 import AsyncH1Transport
 from polystream.dialects import get_dialect
 from polystream.errors import APIStatusError, PolystreamError, TransportError
 from polystream.events import (
@@ -115,101 +115,34 @@ def _prefix_dialect(path: str) -> str:
     }.get(prefix, "openai_chat")
 
 
-_QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
-
-
-def _quickack(sock: Any) -> None:
-    with contextlib.suppress(OSError):
-        sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
-
-
 _UPSTREAM_CALL: Final[contextvars.ContextVar[StreamCall | None]] = contextvars.ContextVar(
     "polystream_gateway_upstream_call", default=None
 )
-"""The upstream call the current request task is making (see :class:`_UpstreamBody`)."""
-
-_DRAIN_BYTES: Final = 64 * 1024
-_DRAIN_SECONDS: Final = 0.1
+"""The upstream call the current request task is making (see :func:`_call_finished`)."""
 
 
-class _UpstreamBody(httpx.AsyncByteStream):
-    """An upstream reply's body: acknowledged as it is read, and read to its end once
-    the reply is complete, so that its connection goes back to the pool.
+def _call_finished() -> bool:
+    """Whether the current request's upstream call has finished.
 
     The client shell stops reading at the stream's last event (its Finish); what
     follows on the wire (Chat's ``[DONE]``, the chunked-encoding terminator) would stay
     unread and the connection would be closed, so that every request opened a new one.
-    When the call has finished, closing the body first reads that tail (at most
-    :data:`_DRAIN_BYTES`, for at most :data:`_DRAIN_SECONDS`); otherwise (a cancelled
-    or resumed call) the connection is closed at once, as before.
+    The upstream transport reads that tail when this says the call is complete; for a
+    cancelled or resumed call, the connection is closed at once.
     """
-
-    def __init__(self, stream: httpx.AsyncByteStream, sock: Any) -> None:
-        self._stream = stream
-        self._sock = sock
-        self._chunks: AsyncIterator[bytes] | None = None
-        self._ended = False
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        sock = self._sock
-        chunks = self._chunks = aiter(self._stream)
-        if sock is not None:
-            _quickack(sock)
-        while True:
-            try:
-                chunk = await anext(chunks)
-            except StopAsyncIteration:
-                self._ended = True
-                return
-            if sock is not None:
-                _quickack(sock)
-            yield chunk
-
-    async def aclose(self) -> None:
-        call = _UPSTREAM_CALL.get()
-        chunks = self._chunks
-        if chunks is not None and not self._ended and call is not None and call.finished:
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(_DRAIN_SECONDS):
-                    size = 0
-                    async for chunk in chunks:
-                        size += len(chunk)
-                        if size > _DRAIN_BYTES:
-                            break
-        await self._stream.aclose()
+    call = _UPSTREAM_CALL.get()
+    return call is not None and call.finished
 
 
-class _UpstreamTransport(httpx.AsyncBaseTransport):
-    """The upstream transport: pooled connections that stay pooled, and that do not
-    delay ACKs while a reply streams in.
+def _upstream_transport() -> httpx.AsyncBaseTransport:
+    """Pooled HTTP/1.1 connections (kept alive between requests) that do not delay ACKs.
 
-    Connections are kept alive between requests; :class:`_UpstreamBody` reads each
-    finished reply to its end so that they can be. On a kept-alive connection, Linux
-    delays ACKs by up to 40 ms once the connection looks interactive (request, reply,
-    request...); an upstream that writes one small segment per event then waits on
-    those ACKs, and a whole stream arrives tens of milliseconds late. ``TCP_QUICKACK``
-    (re-armed after every read, as the kernel clears it) keeps the reply flowing.
+    On a kept-alive connection, Linux delays ACKs by up to 40 ms once the connection
+    looks interactive (request, reply, request...); an upstream that writes one small
+    segment per event then waits on those ACKs, and a whole stream arrives tens of
+    milliseconds late. ``TCP_QUICKACK`` (re-armed after every read) keeps it flowing.
     """
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self._inner = inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self._inner.handle_async_request(request)
-        if not isinstance(response.stream, httpx.AsyncByteStream):
-            return response
-        sock = None
-        if _QUICKACK is not None:
-            network = response.extensions.get("network_stream")
-            # asyncio hands out its socket wrapper (``asyncio.trsock.TransportSocket``).
-            sock = network.get_extra_info("socket") if network is not None else None
-            if not hasattr(sock, "setsockopt"):
-                sock = None
-        response.stream = _UpstreamBody(response.stream, sock)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+    return AsyncH1Transport(max_keepalive_connections=256, tcp_quickack=True, drain=_call_finished)
 
 
 class _Signal:
@@ -271,8 +204,7 @@ class _Gateway:
         self._background: set[asyncio.Task[None]] = set()
         pool = httpx.Limits(max_connections=None, max_keepalive_connections=256)
         if transport is None:
-            # Upstream connections are pooled (kept alive between requests).
-            transport = _UpstreamTransport(httpx.AsyncHTTPTransport(limits=pool))
+            transport = _upstream_transport()
         self.http = httpx.AsyncClient(
             transport=transport,
             timeout=httpx.Timeout(

@@ -1,0 +1,838 @@
+"""An HTTP/1.1 transport for httpx over plain asyncio (stdlib only).
+
+:class:`AsyncH1Transport` is an ``httpx.AsyncBaseTransport``: the httpx API, its
+timeouts and its exceptions stay as they are, and only the connection layer
+(httpcore, h11, anyio) is replaced by an ``asyncio.Protocol`` and a small HTTP/1.1
+response parser. A streamed body is parsed a whole read at a time (every complete
+chunk of a chunked body in the read at once), so that the cost per streamed event
+stays small.
+
+Scope: HTTP/1.1 (and HTTP/1.0 replies), ``http`` and ``https``, keep-alive pooling.
+No HTTP/2, no upgrades, no proxies: when the environment asks for a proxy for a
+request's host (``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``, not excluded by
+``NO_PROXY``), that request goes through httpx's own transport instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import socket
+import ssl
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final, cast
+
+import httpx
+
+__all__ = ["AsyncH1Transport"]
+
+MAX_HEAD_BYTES: Final = 64 * 1024
+"""Largest response head (status line and headers) accepted."""
+MAX_LINE_BYTES: Final = 16 * 1024
+"""Largest chunk-size line, or trailer line, of a chunked body."""
+_HIGH_WATER: Final = 256 * 1024
+"""Bytes buffered from the socket before reading pauses (until the body is read)."""
+_DRAIN_BYTES: Final = 64 * 1024
+_DRAIN_SECONDS: Final = 0.1
+
+_QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
+_STATUS_LINE: Final = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?: ([^\r\n]*))?\r?")
+_TOKEN: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
+_HEAD_END: Final = re.compile(rb"\n\r?\n")
+_CHUNK_LINE: Final = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r\n")
+_SAFE_METHODS: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+# Body framing of a response.
+_NONE, _LENGTH, _CHUNKED, _CLOSE = range(4)
+# States of a chunked body.
+_SIZE, _DATA, _DATA_END, _TRAILER, _END = range(5)
+
+
+class _Stale(Exception):
+    """A reused connection failed before any of the response arrived."""
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection: buffers what the socket delivers and wakes its reader."""
+
+    def __init__(self, pool: AsyncH1Transport, key: tuple[str, str, int]) -> None:
+        self.pool = pool
+        self.key = key
+        self.transport: asyncio.Transport | None = None
+        self.sock: Any = None
+        self.quickack = False
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.eof = False
+        self.error: BaseException | None = None
+        self.lost = False
+        self.idle = False
+        self.idle_since = 0.0
+        self.reused = False
+        self.paused = False
+        self.waiter: asyncio.Future[None] | None = None
+        self.write_waiter: asyncio.Future[None] | None = None
+        self.write_paused = False
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # (uvloop's transports are not asyncio.Transport subclasses, but behave as one.)
+        self.transport = cast(asyncio.Transport, transport)
+        if self.pool._quickack and _QUICKACK is not None:
+            sock = transport.get_extra_info("socket")
+            if hasattr(sock, "setsockopt"):
+                self.sock = sock
+                self.quickack = True
+                self._ack()
+
+    def _ack(self) -> None:
+        # Linux clears TCP_QUICKACK as it sees fit: re-armed after every read.
+        try:
+            self.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+        except OSError:
+            self.quickack = False
+
+    def data_received(self, data: bytes) -> None:
+        if self.idle:
+            # Nothing is owed on an idle connection: it cannot be reused.
+            self.pool._discard(self)
+            return
+        if self.quickack:
+            self._ack()
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size > _HIGH_WATER and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        if self.idle:
+            self.pool._discard(self)
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.eof = True
+        if exc is not None and self.error is None:
+            self.error = exc
+        if self.idle:
+            self.pool._discard(self)
+        self._wake()
+        waiter = self.write_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        waiter = self.write_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # -- reading and writing ---------------------------------------------------------------
+
+    async def read(self, timeout: float | None) -> bytes:
+        """What has arrived (waiting for it if nothing has); ``b""`` at end of input."""
+        if not self.chunks:
+            if self.eof:
+                if self.error is not None:
+                    raise httpx.ReadError(str(self.error) or type(self.error).__name__)
+                return b""
+            loop = asyncio.get_running_loop()
+            waiter = self.waiter = loop.create_future()
+            handle = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                self.waiter = None
+                if handle is not None:
+                    handle.cancel()
+            if not self.chunks:
+                if self.error is not None:
+                    raise httpx.ReadError(str(self.error) or type(self.error).__name__)
+                return b""
+        chunks = self.chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self.size = 0
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+        return data
+
+    def unread(self, data: bytes) -> None:
+        """Put back bytes read ahead (the start of a body read with the head)."""
+        if data:
+            self.chunks.insert(0, data)
+            self.size += len(data)
+
+    async def write(self, data: bytes, timeout: float | None) -> None:
+        transport = self.transport
+        if self.lost or transport is None or transport.is_closing():
+            raise httpx.WriteError("the connection is closed")
+        transport.write(data)
+        if self.write_paused:
+            loop = asyncio.get_running_loop()
+            waiter = self.write_waiter = loop.create_future()
+            handle = None if timeout is None else loop.call_later(timeout, _expire_write, waiter)
+            try:
+                await waiter
+            finally:
+                self.write_waiter = None
+                if handle is not None:
+                    handle.cancel()
+        if self.error is not None:
+            raise httpx.WriteError(str(self.error) or type(self.error).__name__)
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(httpx.ReadTimeout("timed out waiting for the upstream"))
+
+
+def _expire_write(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(httpx.WriteTimeout("timed out writing the request"))
+
+
+def _parse_head(
+    block: bytes,
+) -> tuple[int, int, bytes, list[tuple[bytes, bytes]]]:
+    """(minor version, status, reason, headers) of a response head (without its blank line)."""
+    lines = block.split(b"\n")
+    match = _STATUS_LINE.fullmatch(lines[0])
+    if match is None or match.group(1) != b"1":
+        raise httpx.RemoteProtocolError(f"malformed status line {lines[0][:100]!r}")
+    headers: list[tuple[bytes, bytes]] = []
+    for line in lines[1:]:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if line[:1] in (b" ", b"\t"):
+            # An obsolete line folding: the continuation of the previous value.
+            if not headers:
+                raise httpx.RemoteProtocolError("malformed response header")
+            name, value = headers[-1]
+            headers[-1] = (name, value + b" " + line.strip(b" \t"))
+            continue
+        name, colon, value = line.partition(b":")
+        if not colon or _TOKEN.fullmatch(name) is None:
+            raise httpx.RemoteProtocolError(f"malformed response header {line[:100]!r}")
+        headers.append((name, value.strip(b" \t")))
+    minor = int(match.group(2))
+    return minor, int(match.group(3)), match.group(4) or b"", headers
+
+
+def _framing(
+    method: bytes, status: int, headers: list[tuple[bytes, bytes]]
+) -> tuple[int, int, bool]:
+    """(framing, content length, close requested) of a response."""
+    length: int | None = None
+    chunked = False
+    close = False
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered == b"content-length":
+            for item in value.split(b","):
+                item = item.strip(b" \t")
+                if not item.isdigit() or len(item) > 18:
+                    raise httpx.RemoteProtocolError(f"bad Content-Length {value[:40]!r}")
+                if length is not None and int(item) != length:
+                    raise httpx.RemoteProtocolError("conflicting Content-Length headers")
+                length = int(item)
+        elif lowered == b"transfer-encoding":
+            if value.strip(b" \t").lower() != b"chunked" or chunked:
+                raise httpx.RemoteProtocolError(f"unsupported Transfer-Encoding {value[:40]!r}")
+            chunked = True
+        elif lowered == b"connection" and any(
+            t.strip(b" \t").lower() == b"close" for t in value.split(b",")
+        ):
+            close = True
+    if method == b"HEAD" or status in (204, 304) or 100 <= status < 200:
+        return _NONE, 0, close
+    if chunked:
+        return _CHUNKED, 0, close
+    if length is not None:
+        return (_LENGTH, length, close) if length else (_NONE, 0, close)
+    return _CLOSE, 0, True
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response body, parsed from the connection's reads as they come."""
+
+    def __init__(
+        self,
+        transport: AsyncH1Transport,
+        conn: _Connection,
+        framing: int,
+        length: int,
+        keep: bool,
+        timeout: float | None,
+    ) -> None:
+        self._transport = transport
+        self._conn: _Connection | None = conn
+        self._framing = framing
+        self._remaining = length
+        self._keep = keep
+        self._timeout = timeout
+        self._state = _SIZE
+        self._pending = b""
+        self._trailer = 0
+        self._ended = False
+        self._started = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._started:
+            raise httpx.StreamConsumed()
+        self._started = True
+        while True:
+            data = await self._next()
+            if not data:
+                return
+            yield data
+
+    async def _next(self) -> bytes:
+        """The next body bytes; ``b""`` at the end of the body."""
+        while True:
+            if self._ended:
+                return b""
+            conn = self._conn
+            if conn is None:
+                raise httpx.StreamClosed()
+            try:
+                data = await conn.read(self._timeout)
+            except BaseException:
+                self._close()
+                raise
+            if not data:
+                if self._framing == _CLOSE:
+                    self._finish(b"")
+                    return b""
+                self._close()
+                raise httpx.RemoteProtocolError(
+                    "peer closed connection without sending complete message body"
+                )
+            framing = self._framing
+            if framing == _CHUNKED:
+                try:
+                    out = self._chunked(data)
+                except httpx.RemoteProtocolError:
+                    self._close()
+                    raise
+            elif framing == _LENGTH:
+                remaining = self._remaining
+                if len(data) >= remaining:
+                    out = data[:remaining] if len(data) > remaining else data
+                    self._remaining = 0
+                    self._finish(data[remaining:])
+                else:
+                    out = data
+                    self._remaining = remaining - len(data)
+            else:
+                out = data
+            if out:
+                return out
+
+    def _chunked(self, data: bytes) -> bytes:
+        """Every body byte of a chunked read at once (the state carries partial chunks)."""
+        if self._pending:
+            data = self._pending + data
+            self._pending = b""
+        out: list[bytes] = []
+        pos = 0
+        end = len(data)
+        state = self._state
+        remaining = self._remaining
+        while pos < end:
+            if state == _DATA:
+                stop = pos + remaining
+                if stop <= end:
+                    out.append(data[pos:stop])
+                    pos = stop
+                    state = _DATA_END
+                else:
+                    out.append(data[pos:])
+                    remaining -= end - pos
+                    pos = end
+            elif state == _SIZE:
+                match = _CHUNK_LINE.match(data, pos)
+                if match is None:
+                    if data.find(b"\n", pos) >= 0 or end - pos > MAX_LINE_BYTES:
+                        line = data[pos : pos + 40]
+                        raise httpx.RemoteProtocolError(f"bad chunk size line {line!r}")
+                    break
+                remaining = int(match.group(1), 16)
+                pos = match.end()
+                state = _DATA if remaining else _TRAILER
+            elif state == _DATA_END:
+                if end - pos < 2:
+                    if data[pos:] != b"\r":
+                        raise httpx.RemoteProtocolError("missing CRLF after a chunk")
+                    break
+                if data[pos : pos + 2] != b"\r\n":
+                    raise httpx.RemoteProtocolError("missing CRLF after a chunk")
+                pos += 2
+                state = _SIZE
+            else:  # _TRAILER: header lines up to a blank line, which are dropped
+                eol = data.find(b"\n", pos)
+                if eol < 0:
+                    if end - pos > MAX_LINE_BYTES:
+                        raise httpx.RemoteProtocolError("chunked trailer line too long")
+                    break
+                line = data[pos:eol]
+                pos = eol + 1
+                if line in (b"", b"\r"):
+                    state = _END
+                    break
+                self._trailer += len(line)
+                if self._trailer > MAX_HEAD_BYTES:
+                    raise httpx.RemoteProtocolError("chunked trailers too long")
+        self._state = state
+        self._remaining = remaining
+        if state == _END:
+            self._finish(data[pos:])
+        elif pos < end:
+            self._pending = data[pos:]
+        if not out:
+            return b""
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def _finish(self, extra: bytes) -> None:
+        """The body ended: the connection goes back to the pool when it can be reused."""
+        self._ended = True
+        conn = self._conn
+        self._conn = None
+        if conn is not None:
+            self._transport._release(conn, self._keep and not extra)
+
+    def _close(self) -> None:
+        conn = self._conn
+        self._conn = None
+        if conn is not None:
+            self._transport._release(conn, False)
+
+    async def aclose(self) -> None:
+        if self._conn is not None and not self._ended:
+            drain = self._transport._drain
+            if self._keep and drain is not None and drain():
+                # A finished reply's tail (a terminator the reader did not wait for):
+                # read it, for a bounded time and size, so that the connection is kept.
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(_DRAIN_SECONDS):
+                        size = 0
+                        while size <= _DRAIN_BYTES:
+                            data = await self._next()
+                            if not data:
+                                break
+                            size += len(data)
+        self._close()
+
+
+class AsyncH1Transport(httpx.AsyncBaseTransport):
+    """An HTTP/1.1 ``httpx`` transport over asyncio, with a keep-alive pool.
+
+    Args:
+        max_connections: Connections open at once (None: no bound); a request waits
+            for one up to its ``pool`` timeout, then raises ``httpx.PoolTimeout``.
+        max_keepalive_connections: Idle connections kept for reuse (all hosts).
+        keepalive_expiry: Seconds an idle connection is kept.
+        ssl_context: For ``https`` (default: httpx's, ``httpx.create_ssl_context()``).
+        tcp_quickack: Acknowledge every read at once (Linux ``TCP_QUICKACK``), so that an
+            upstream writing one small segment per event is never held by delayed ACKs.
+        drain: Called when a response is closed before its end; when it returns True,
+            the rest of the body (at most 64 KiB, for at most 0.1 s) is read so that the
+            connection can be reused.
+        trust_env: Honour proxy environment variables (by handing the request to
+            httpx's own transport).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_connections: int | None = None,
+        max_keepalive_connections: int = 256,
+        keepalive_expiry: float = 5.0,
+        ssl_context: ssl.SSLContext | None = None,
+        tcp_quickack: bool = False,
+        drain: Callable[[], bool] | None = None,
+        trust_env: bool = True,
+    ) -> None:
+        self._max = max_connections
+        self._max_idle = max_keepalive_connections
+        self._expiry = keepalive_expiry
+        self._ssl = ssl_context
+        self._quickack = tcp_quickack
+        self._drain = drain
+        self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        self._idle_count = 0
+        self._open = 0
+        self._slots: list[asyncio.Future[None]] = []
+        self._closed = False
+        self._proxies: dict[str, str] = {}
+        if trust_env:
+            self._proxies = {
+                k: v
+                for k, v in urllib.request.getproxies_environment().items()
+                if k in ("http", "https", "all")
+            }
+        self._bypass: dict[str, bool] = {}
+        self._fallback: dict[str, httpx.AsyncHTTPTransport] = {}
+
+    # -- the pool -----------------------------------------------------------------------
+
+    def _discard(self, conn: _Connection) -> None:
+        """Drop an idle connection (closed by the server, expired, or over the bound)."""
+        if conn.idle:
+            conn.idle = False
+            idle = self._idle.get(conn.key)
+            if idle is not None:
+                with contextlib.suppress(ValueError):
+                    idle.remove(conn)
+            self._idle_count -= 1
+        self._close_conn(conn)
+
+    def _close_conn(self, conn: _Connection) -> None:
+        transport = conn.transport
+        if transport is not None:
+            conn.transport = None
+            conn.eof = True
+            transport.close()
+            self._open -= 1
+            self._wake_slot()
+
+    def _release(self, conn: _Connection, keep: bool) -> None:
+        if (
+            keep
+            and not self._closed
+            and not conn.eof
+            and not conn.chunks
+            and self._max_idle > 0
+            and conn.transport is not None
+        ):
+            if self._idle_count >= self._max_idle:
+                self._evict()
+            conn.idle = True
+            conn.idle_since = time.monotonic()
+            self._idle.setdefault(conn.key, []).append(conn)
+            self._idle_count += 1
+            self._wake_slot()
+            return
+        self._close_conn(conn)
+
+    def _evict(self) -> None:
+        oldest: _Connection | None = None
+        for idle in self._idle.values():
+            if idle and (oldest is None or idle[0].idle_since < oldest.idle_since):
+                oldest = idle[0]
+        if oldest is not None:
+            self._discard(oldest)
+
+    def _wake_slot(self) -> None:
+        while self._slots:
+            waiter = self._slots.pop(0)
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def _pooled(self, key: tuple[str, str, int]) -> _Connection | None:
+        """An idle connection to ``key`` that is still usable, or None."""
+        idle = self._idle.get(key)
+        now = time.monotonic()
+        while idle:
+            conn = idle.pop()
+            conn.idle = False
+            self._idle_count -= 1
+            if conn.eof or now - conn.idle_since > self._expiry:
+                self._close_conn(conn)
+                continue
+            conn.reused = True
+            return conn
+        return None
+
+    async def _acquire(
+        self, key: tuple[str, str, int], timeouts: dict[str, Any], request: httpx.Request
+    ) -> _Connection:
+        conn = self._pooled(key)
+        if conn is not None:
+            return conn
+        if self._max is not None and self._open >= self._max:
+            loop = asyncio.get_running_loop()
+            pool = timeouts.get("pool")
+            deadline = None if pool is None else loop.time() + pool
+            while self._open >= self._max:
+                if self._idle_count:
+                    self._evict()  # an idle connection to another host makes room
+                    continue
+                waiter = loop.create_future()
+                self._slots.append(waiter)
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        await waiter
+                except BaseException as exc:
+                    if waiter.done() and not waiter.cancelled():
+                        self._wake_slot()  # handed a slot it will not use: pass it on
+                    if isinstance(exc, TimeoutError):
+                        raise httpx.PoolTimeout("no connection available in time") from None
+                    raise
+                finally:
+                    with contextlib.suppress(ValueError):
+                        self._slots.remove(waiter)
+                conn = self._pooled(key)
+                if conn is not None:
+                    return conn
+        return await self._connect(key, timeouts, request)
+
+    async def _connect(
+        self, key: tuple[str, str, int], timeouts: dict[str, Any], request: httpx.Request
+    ) -> _Connection:
+        scheme, host, port = key
+        loop = asyncio.get_running_loop()
+        context: ssl.SSLContext | None = None
+        server_hostname: str | None = None
+        if scheme == "https":
+            if self._ssl is None:
+                self._ssl = httpx.create_ssl_context()
+            context = self._ssl
+            sni = request.extensions.get("sni_hostname")
+            server_hostname = sni.decode() if isinstance(sni, bytes) else (sni or host)
+        conn = _Connection(self, key)
+        self._open += 1
+        try:
+            async with asyncio.timeout(timeouts.get("connect")):
+                await loop.create_connection(
+                    lambda: conn,
+                    host.strip("[]"),
+                    port,
+                    ssl=context,
+                    server_hostname=server_hostname,
+                )
+        except BaseException as exc:
+            if conn.transport is not None:
+                self._close_conn(conn)
+            else:
+                self._open -= 1
+                self._wake_slot()
+            if isinstance(exc, TimeoutError):
+                raise httpx.ConnectTimeout(f"connecting to {host}:{port} timed out") from None
+            if isinstance(exc, OSError | ssl.CertificateError):
+                raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+            raise
+        return conn
+
+    # -- a request ------------------------------------------------------------------------
+
+    def _proxy_for(self, url: httpx.URL) -> str | None:
+        proxy = self._proxies.get(url.scheme) or self._proxies.get("all")
+        if proxy is None:
+            return None
+        host = url.host
+        bypass = self._bypass.get(host)
+        if bypass is None:
+            bypass = self._bypass[host] = bool(
+                urllib.request.proxy_bypass_environment(host)  # type: ignore[attr-defined]
+            )
+        return None if bypass else proxy
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        if self._proxies:
+            proxy = self._proxy_for(url)
+            if proxy is not None:
+                fallback = self._fallback.get(proxy)
+                if fallback is None:
+                    fallback = self._fallback[proxy] = httpx.AsyncHTTPTransport(
+                        proxy=proxy,
+                        limits=httpx.Limits(
+                            max_connections=self._max,
+                            max_keepalive_connections=self._max_idle,
+                            keepalive_expiry=self._expiry,
+                        ),
+                    )
+                return await fallback.handle_async_request(request)
+        if self._closed:
+            raise RuntimeError("the transport is closed")
+        scheme = url.scheme
+        if scheme not in _DEFAULT_PORTS:
+            raise httpx.UnsupportedProtocol(f"unsupported URL scheme {scheme!r}")
+        host = url.host
+        port = url.port or _DEFAULT_PORTS[scheme]
+        key = (scheme, host, port)
+        timeouts: dict[str, Any] = request.extensions.get("timeout") or {}
+        method = request.method.encode("ascii")
+        head, body, stream = _request_head(request, method, url)
+        for attempt in (0, 1):
+            conn = await self._acquire(key, timeouts, request)
+            try:
+                return await self._exchange(
+                    conn, method, head, body, stream, timeouts, retry=attempt == 0
+                )
+            except _Stale:
+                continue
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _exchange(
+        self,
+        conn: _Connection,
+        method: bytes,
+        head: bytes,
+        body: bytes | None,
+        stream: Any,
+        timeouts: dict[str, Any],
+        *,
+        retry: bool,
+    ) -> httpx.Response:
+        # Resent on a new connection only if nothing of the reply came back on a reused
+        # one, and then a POST only when the failure is the first read's.
+        retry = retry and conn.reused and body is not None
+        try:
+            if retry and conn.eof:
+                raise _Stale()  # closed by the server since it was pooled: nothing sent
+            try:
+                if body is not None:
+                    await conn.write(head + body if body else head, timeouts.get("write"))
+                else:
+                    await _write_stream(conn, head, stream, timeouts.get("write"))
+            except httpx.WriteError:
+                if retry and method in _SAFE_METHODS:
+                    raise _Stale() from None
+                raise
+            read_timeout = timeouts.get("read")
+            buffer: bytes | bytearray = b""
+            scanned = 0
+            while True:
+                match = _HEAD_END.search(buffer, max(0, scanned - 2)) if buffer else None
+                if match is None:
+                    if len(buffer) > MAX_HEAD_BYTES:
+                        raise httpx.RemoteProtocolError("response head too long")
+                    scanned = len(buffer)
+                    try:
+                        data = await conn.read(read_timeout)
+                    except httpx.ReadError:
+                        if retry:
+                            raise _Stale() from None
+                        raise
+                    if not data:
+                        if retry:
+                            raise _Stale()
+                        if not buffer:
+                            raise httpx.RemoteProtocolError(
+                                "Server disconnected without sending a response."
+                            )
+                        raise httpx.RemoteProtocolError(
+                            "peer closed connection in the response head"
+                        )
+                    retry = False
+                    if not buffer:
+                        buffer = data
+                    else:
+                        if isinstance(buffer, bytes):
+                            buffer = bytearray(buffer)
+                        buffer += data
+                    continue
+                if match.start() > MAX_HEAD_BYTES:
+                    raise httpx.RemoteProtocolError("response head too long")
+                minor, status, reason, headers = _parse_head(bytes(buffer[: match.start()]))
+                rest = bytes(buffer[match.end() :])
+                if 100 <= status < 200 and status != 101:
+                    # An interim reply (100 Continue, 103 Early Hints): the real one follows.
+                    buffer = rest
+                    scanned = 0
+                    continue
+                break
+            framing, length, close = _framing(method, status, headers)
+        except BaseException:
+            self._release(conn, False)
+            raise
+        keep = not close and minor == 1 and status != 101 and b"close" not in _conn_tokens(head)
+        extensions = {"http_version": b"HTTP/1.%d" % minor, "reason_phrase": reason}
+        if framing == _NONE:
+            self._release(conn, keep and not rest)
+            return httpx.Response(status, headers=headers, extensions=extensions)
+        conn.unread(rest)
+        stream_body = _Body(self, conn, framing, length, keep, read_timeout)
+        return httpx.Response(status, headers=headers, stream=stream_body, extensions=extensions)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for idle in list(self._idle.values()):
+            for conn in list(idle):
+                self._discard(conn)
+        self._idle.clear()
+        for fallback in self._fallback.values():
+            await fallback.aclose()
+        self._fallback.clear()
+
+
+def _conn_tokens(head: bytes) -> bytes:
+    """The request's ``Connection`` header value, lowered (b"" when absent)."""
+    lowered = head.lower()
+    start = lowered.find(b"\r\nconnection:")
+    if start < 0:
+        return b""
+    end = lowered.find(b"\r\n", start + 2)
+    return lowered[start + 13 : end]
+
+
+def _request_head(
+    request: httpx.Request, method: bytes, url: httpx.URL
+) -> tuple[bytes, bytes | None, Any]:
+    """(head, body bytes or None, body stream) of a request."""
+    try:
+        body: bytes | None = request.content
+    except httpx.RequestNotRead:
+        body = None
+    parts = [method, b" ", url.raw_path, b" HTTP/1.1\r\n"]
+    has_host = has_length = has_te = False
+    for name, value in request.headers.raw:
+        if b"\r" in value or b"\n" in value or _TOKEN.fullmatch(name) is None:
+            raise httpx.LocalProtocolError(f"invalid request header {name!r}")
+        lowered = name.lower()
+        if lowered == b"host":
+            has_host = True
+        elif lowered == b"content-length":
+            has_length = True
+        elif lowered == b"transfer-encoding":
+            has_te = True
+        parts += (name, b": ", value, b"\r\n")
+    if not has_host:
+        parts[4:4] = (b"Host: ", url.netloc, b"\r\n")
+    if body is not None:
+        if body and not has_length and not has_te:
+            parts += (b"Content-Length: ", str(len(body)).encode(), b"\r\n")
+    elif not has_length and not has_te:
+        parts.append(b"Transfer-Encoding: chunked\r\n")
+        has_te = True
+    parts.append(b"\r\n")
+    return b"".join(parts), body, (request.stream, has_te and not has_length)
+
+
+async def _write_stream(conn: _Connection, head: bytes, stream: Any, timeout: float | None) -> None:
+    """Write a streamed request body (chunked unless its length was given)."""
+    source, chunked = stream
+    await conn.write(head, timeout)
+    if hasattr(source, "__aiter__"):
+        async for part in source:
+            if part:
+                await conn.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part, timeout)
+    else:
+        for part in source:
+            if part:
+                await conn.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part, timeout)
+    if chunked:
+        await conn.write(b"0\r\n\r\n", timeout)
