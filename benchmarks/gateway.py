@@ -14,7 +14,8 @@ directly and through the gateway, so that the difference is the gateway:
   complete response and the time to the first content delta. Added latency is
   via - direct (medians and p99s of both distributions, and their differences). Routes:
   pass-through (same dialect in and out) and transcoding (the client speaks Chat, the
-  upstream Anthropic Messages; its direct baseline is the emulator answering in Chat).
+  upstream Anthropic Messages; its direct baseline is the emulator answering in Anthropic
+  Messages, so both sides get the same upstream wire events at the same pace).
   Two upstream paces: *paced* (the emulator sends a delta every 2 ms, faster than any
   model streams: what a client of a real model sees), and *unpaced* (all 300 deltas at
   once: the gateway's throughput, where every event's processing adds up).
@@ -82,6 +83,10 @@ class Route:
     gateway_model: str
     first: re.Pattern[bytes]
     """Matches the first content delta in the client's dialect."""
+    baseline: Route | None = None
+    """What the direct call is, when not this route itself: for a transcoding route,
+    the emulator answering in the upstream's dialect, so that both sides get the same
+    upstream wire events at the same pace."""
 
 
 _CHAT_FIRST = re.compile(rb'"content":"[^"]')
@@ -111,6 +116,14 @@ ROUTES = (
         CHAT_MODEL,
         "bench-claude",
         _CHAT_FIRST,
+        baseline=Route(
+            "messages (direct)",
+            "anthropic_messages",
+            "/anthropic/v1/messages",
+            CLAUDE_MODEL,
+            "bench-claude",
+            _MESSAGES_FIRST,
+        ),
     ),
 )
 
@@ -476,10 +489,12 @@ async def measure_latency(
     (``keyword`` picks the scenario: ``latency`` unpaced, ``paced``)."""
     paced = keyword == "paced"
     requests = settings.paced_requests if paced else settings.requests
+    direct = route.baseline or route
     targets = {
-        "direct": (emulator.port, _body(route, route.direct_model, keyword)),
+        "direct": (emulator.port, _body(direct, direct.direct_model, keyword)),
         "gateway": (gateway.port, _body(route, route.gateway_model, keyword)),
     }
+    routes = {"direct": direct, "gateway": route}
     connections = {k: await Connection.open(port) for k, (port, _) in targets.items()}
     cpu: dict[str, float] = {}
     samples: dict[str, dict[str, list[float]]] = {k: {"total": [], "first": []} for k in targets}
@@ -492,7 +507,8 @@ async def measure_latency(
             order = ("direct", "gateway") if i % 2 == 0 else ("gateway", "direct")
             for kind in order:
                 _, body = targets[kind]
-                reply = await connections[kind].post(route.path, body, route.first)
+                way = routes[kind]
+                reply = await connections[kind].post(way.path, body, way.first)
                 if i < settings.warmup:
                     continue
                 replies[kind].append(reply)
@@ -504,7 +520,7 @@ async def measure_latency(
             await connection.close()
     for kind, done in replies.items():
         for reply in done:
-            problem = check(reply, route.dialect, expected)
+            problem = check(reply, routes[kind].dialect, expected)
             if problem is not None:
                 errors[kind].append(problem)
     out: dict[str, Any] = {
