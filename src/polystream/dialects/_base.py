@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
+from polystream.dialects._usage_fold import BATCH as USAGE_BATCH
 from polystream.errors import LocalProtocolError, RemoteProtocolError, StreamTruncated
 from polystream.events import (
     ErrorEvent,
@@ -28,6 +29,7 @@ from polystream.events import (
     FinishReason,
     KeepAlive,
     Raw,
+    Usage,
     Warning,
 )
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
@@ -414,6 +416,9 @@ class DialectEncoder(abc.ABC):
     def __init__(self) -> None:
         self.losses: list[Loss] = []
         self.event_index = 0  # index of the unified event being encoded
+        # Another dialect's usage updates kept back, to be folded in one go by
+        # ``_fold_usage`` (encoders that write usage only at the end use it).
+        self._usage_batch: list[Usage] = []
 
     def encode(self, event: Event) -> bytes:
         """Encode one unified event; returns the bytes to send now (maybe none)."""
@@ -430,6 +435,29 @@ class DialectEncoder(abc.ABC):
         parts = [self.encode(event) for event in events]
         parts.append(self.close())
         return b"".join(parts)
+
+    def _keep_usage(self, usage: Usage) -> bytes:
+        """Keep a usage update back (nothing is written for it now); the batch is
+        folded once full, or by :meth:`_encode_pending` before any other event."""
+        batch = self._usage_batch
+        batch.append(usage)
+        if len(batch) >= USAGE_BATCH:
+            self._fold_usage()
+        self.event_index += 1
+        return b""
+
+    def _encode_pending(self, event: Event) -> bytes:
+        """The general path of an ``encode`` override: fold the usage kept back, then
+        encode ``event``."""
+        if self._usage_batch:
+            self._fold_usage()
+        data = self._encode(event)
+        self.event_index += 1
+        return data
+
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back (encoders that keep any override this)."""
+        self._usage_batch.clear()
 
     def lose(self, what: str, event: Event, reason: str, *, carried: bool = False) -> None:
         """Record a loss (or a carrier use) for the event being encoded."""

@@ -71,7 +71,7 @@ from polystream.dialects._chat.wire import (
     EXTRA_KEY,
     apply,
 )
-from polystream.dialects._usage_fold import BATCH, fold
+from polystream.dialects._usage_fold import fold
 from polystream.events import (
     BlockEnd,
     BlockKind,
@@ -188,7 +188,6 @@ class ChatEncoder(DialectEncoder):
         self._error_written = False
         self._usage_written = False  # a usage object went out with a Chat stream's chunk
         self._fast = True  # the byte-template delta paths (False: always the general path)
-        self._usage_batch: list[Usage] = []  # another dialect's usage, not folded yet
         # Another dialect's deltas: (candidate, field or tool index) -> the chunk's bytes
         # around the delta value, for the envelope in ``_templates_env``.
         self._templates: dict[tuple[int, Any], tuple[bytes, bytes] | None] = {}
@@ -254,17 +253,8 @@ class ChatEncoder(DialectEncoder):
             and (event.extra is None or not isinstance(event.extra.get(EXTRA_KEY), dict))
         ):
             # Another dialect's usage: kept for the usage chunk at the end.
-            usage: Usage = event.usage  # type: ignore[union-attr,assignment]
-            self._usage_batch.append(usage)
-            if len(self._usage_batch) >= BATCH:
-                self._fold_usage()
-            self.event_index += 1
-            return b""
-        if self._usage_batch:
-            self._fold_usage()
-        data = self._encode(event)
-        self.event_index += 1
-        return data
+            return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
+        return self._encode_pending(event)
 
     def _fast_foreign(self, event: TextDelta | ToolInputDelta | ReasoningDelta) -> bytes | None:
         """Another dialect's delta as its own chunk (the delta branches of

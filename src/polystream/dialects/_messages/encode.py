@@ -55,7 +55,7 @@ from polystream.dialects._messages.wire import (
     apply_diff,
     skeleton,
 )
-from polystream.dialects._usage_fold import BATCH, fold
+from polystream.dialects._usage_fold import fold
 from polystream.errors import LocalProtocolError
 from polystream.events import (
     BlockEnd,
@@ -190,7 +190,6 @@ class MessagesEncoder(DialectEncoder):
         self._pinged = False
         self._done = False
         self._fast = True  # the byte-template delta path (False: always the general path)
-        self._usage_batch: list[Usage] = []  # another dialect's usage, not folded yet
         # (delta type, provider index) -> the bytes of a content_block_delta up to the value
         self._heads: dict[tuple[bool, int], bytes] = {}
         # The events that write bytes, by type (the rest are handled in _encode).
@@ -238,17 +237,8 @@ class MessagesEncoder(DialectEncoder):
             and (not self._family or event.extra is None or "delta" not in event.extra)
         ):
             # Usage without a message_delta of its own: sent in the final one.
-            usage: Usage = event.usage  # type: ignore[union-attr,assignment]
-            self._usage_batch.append(usage)
-            if len(self._usage_batch) >= BATCH:
-                self._fold_usage()
-            self.event_index += 1
-            return b""
-        if self._usage_batch:
-            self._fold_usage()
-        data = self._encode(event)
-        self.event_index += 1
-        return data
+            return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
+        return self._encode_pending(event)
 
     def _fold_usage(self) -> None:
         """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""

@@ -32,7 +32,7 @@ from polystream.dialects._responses.finish_reason import FINISH_REASONS, to_inco
 from polystream.dialects._responses.quirks import Quirks
 from polystream.dialects._responses.result import Assembler, IdFactory, Out
 from polystream.dialects._responses.wire import ENCODER, encode_payload
-from polystream.dialects._usage_fold import BATCH, fold
+from polystream.dialects._usage_fold import fold
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -51,7 +51,6 @@ from polystream.events import (
     TextDelta,
     ToolInputDelta,
     Unknown,
-    Usage,
     UsageUpdate,
     Warning,
 )
@@ -78,7 +77,6 @@ class ResponsesEncoder(DialectEncoder):
         self._lost_blocks: set[int] = set()
         self._args_streamed: set[int] = set()
         self._fast = True  # the byte-template paths below (False: always the general path)
-        self._usage_batch: list[Usage] = []  # usage updates the assembler has not seen yet
         # unified index -> (the block's (Out, content index), head before the sequence
         # number, head from after it up to the delta, tail) of its delta event
         self._heads: dict[int, tuple[tuple[Out, int | None], bytes, bytes, bytes]] = {}
@@ -134,16 +132,8 @@ class ResponsesEncoder(DialectEncoder):
             and not (self._asm.native and event.extra is not None)
         ):
             # What the assembler does with it (the usage goes into the terminal Response).
-            self._usage_batch.append(event.usage)  # type: ignore[union-attr,arg-type]
-            if len(self._usage_batch) >= BATCH:
-                self._fold_usage()
-            self.event_index += 1
-            return b""
-        if self._usage_batch:
-            self._fold_usage()
-        data = self._encode(event)
-        self.event_index += 1
-        return data
+            return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
+        return self._encode_pending(event)
 
     def _fold_usage(self) -> None:
         """Fold the usage updates kept back into the assembler's (see

@@ -218,7 +218,6 @@ class GeminiGenerateEncoder(DialectEncoder):
         self._wrote_calls = False  # a functionCall part was written (STOP means tool_calls)
         self._refusal: list[str] = []  # another dialect's refusal text (-> finishMessage)
         self._fast = True  # the byte-template paths (False: always the general path)
-        self._usage_batch: list[Usage] = []  # another dialect's usage, not folded yet
         # Another dialect's text parts: (candidate, thought) -> the chunk's bytes around
         # the text (for the StreamStart seen last: the chunk names its model and id).
         self._templates: dict[tuple[int, bool], tuple[bytes, bytes] | None] = {}
@@ -306,11 +305,7 @@ class GeminiGenerateEncoder(DialectEncoder):
             if data is not None:
                 self.event_index += 1
                 return data
-        if self._usage_batch:
-            self._fold_usage()
-        data = self._encode(event)
-        self.event_index += 1
-        return data
+        return self._encode_pending(event)
 
     def _fold_usage(self) -> None:
         """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""

@@ -47,7 +47,7 @@ import msgspec
 
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import CARRIER_PREFIX, origin, wrap
-from polystream.dialects._usage_fold import BATCH, fold
+from polystream.dialects._usage_fold import fold
 from polystream.errors import LocalProtocolError
 from polystream.events import (
     BlockEnd,
@@ -139,7 +139,6 @@ class Encoder(DialectEncoder):
         self._last_code_id: str | None = None
         self._code_names: dict[int, str] = {}  # code step index -> foreign tool name
         self._fast = True  # the byte-template delta path (False: always the general path)
-        self._usage_batch: list[Usage] = []  # usage updates, not folded yet
         # (unified index, delta type) -> (its block, the step.delta bytes before the
         # value, the bytes after it up to the event id)
         self._heads: dict[tuple[int, bool], tuple[_Block, bytes, bytes]] = {}
@@ -162,17 +161,8 @@ class Encoder(DialectEncoder):
         elif kind is StreamStart:
             self._heads.clear()  # the event names may change (the legacy schema)
         elif kind is UsageUpdate and self._fast and (not self._native or event.extra is None):
-            usage: Usage = event.usage  # type: ignore[union-attr,assignment]
-            self._usage_batch.append(usage)
-            if len(self._usage_batch) >= BATCH:
-                self._fold_usage()
-            self.event_index += 1
-            return b""
-        if self._usage_batch:
-            self._fold_usage()
-        data = self._encode(event)
-        self.event_index += 1
-        return data
+            return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
+        return self._encode_pending(event)
 
     def _fold_usage(self) -> None:
         """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
