@@ -89,11 +89,12 @@ from polystream.dialects._chat.wire import (
     DONE,
     ENCODER,
     EXTRA_KEY,
-    FAST_DECODER,
     FAST_TAIL_DECODER,
     FastChoice,
     FastChunk,
     FastTail,
+    decode_fast_chunk,
+    decode_fast_tail,
     diff,
 )
 from polystream.errors import StreamTruncated
@@ -419,24 +420,17 @@ class ChatDecoder(FramedDecoder):
             prefix = self._fast_prefix
             if prefix is not None and data.startswith(prefix):
                 # The envelope is the text of the last one: decode the tail alone.
-                try:
-                    tail = FAST_TAIL_DECODER.decode("{" + data[len(prefix) :])
-                except msgspec.DecodeError:
-                    pass  # anything else after the choices: the full decode below decides
-                else:
+                tail = decode_fast_tail("{" + data[len(prefix) :])
+                if tail is not None:
                     env = self._fast_env
                     assert env is not None
                     if tail.usage is env[-1] and self._fast_choice(
                         tail.choices, tail.obfuscation, data, event.event, out
                     ):
                         return
-            try:
-                fast = FAST_DECODER.decode(data)
-            except msgspec.DecodeError:
-                pass  # not the common shape (or not JSON): the general path decides
-            else:
-                if self._fast(fast, data, event.event, out):
-                    return
+            fast = decode_fast_chunk(data)
+            if fast is not None and self._fast(fast, data, event.event, out):
+                return
         self._fast_env = None
         self._fast_prefix = None
         try:
@@ -1186,9 +1180,7 @@ def _envelope_text(data: str) -> str | None:
     prefix = data[:cut]
     if '"usage":' in prefix or '"obfuscation":' in prefix:
         return None
-    try:
-        FAST_TAIL_DECODER.decode("{" + data[cut:])
-    except msgspec.DecodeError:
+    if decode_fast_tail("{" + data[cut:]) is None:
         return None
     return prefix
 

@@ -62,6 +62,8 @@ __all__ = [
     "FastTail",
     "PromptTokensDetails",
     "apply",
+    "decode_fast_chunk",
+    "decode_fast_tail",
     "diff",
 ]
 
@@ -179,6 +181,24 @@ class FastTail(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 FAST_TAIL_DECODER: Final = msgspec.json.Decoder(FastTail)
 """Decodes ``{`` + the tail of a chunk whose envelope text is known."""
+
+
+def decode_fast_chunk(data: str) -> FastChunk | None:
+    """The chunk as a :class:`FastChunk`, or None when it has another shape (or is not
+    JSON): the general path then decides, and reports what is wrong."""
+    try:
+        return FAST_DECODER.decode(data)
+    except msgspec.DecodeError:
+        return None
+
+
+def decode_fast_tail(text: str) -> FastTail | None:
+    """``text`` (``{`` + a chunk's members from ``choices`` on) as a :class:`FastTail`,
+    or None when anything else follows the choices (or it is not JSON)."""
+    try:
+        return FAST_TAIL_DECODER.decode(text)
+    except msgspec.DecodeError:
+        return None
 
 
 class PromptTokensDetails(msgspec.Struct, kw_only=True):
