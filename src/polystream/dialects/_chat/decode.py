@@ -339,30 +339,30 @@ class ChatDecoder(FramedDecoder):
                                 reasoning = delta.reasoning_content
                                 text = state.text
                                 name = frame.event
+                                extra = {
+                                    EXTRA_KEY: {"env": change}
+                                    if name is None
+                                    else {"env": change, "ev": name}
+                                }
                                 if calls is UNSET:
-                                    if text is None:
-                                        pass
-                                    elif reasoning is UNSET:
-                                        if content is not UNSET and content and text[1] == "text":
-                                            hot = TextDelta(
-                                                index=text[0],
-                                                delta=content,
-                                                extra={
-                                                    EXTRA_KEY: {"env": change}
-                                                    if name is None
-                                                    else {"env": change, "ev": name}
-                                                },
+                                    if text is not None:
+                                        if reasoning is UNSET:
+                                            if (
+                                                content is not UNSET
+                                                and content
+                                                and text[1] == "text"
+                                            ):
+                                                hot = TextDelta(
+                                                    index=text[0], delta=content, extra=extra
+                                                )
+                                        elif (
+                                            reasoning
+                                            and content is UNSET
+                                            and text[1] == "reasoning"
+                                        ):
+                                            hot = ReasoningDelta(
+                                                index=text[0], delta=reasoning, extra=extra
                                             )
-                                    elif reasoning and content is UNSET and text[1] == "reasoning":
-                                        hot = ReasoningDelta(
-                                            index=text[0],
-                                            delta=reasoning,
-                                            extra={
-                                                EXTRA_KEY: {"env": change}
-                                                if name is None
-                                                else {"env": change, "ev": name}
-                                            },
-                                        )
                                 elif (
                                     content is UNSET
                                     and reasoning is UNSET
@@ -374,13 +374,7 @@ class ChatDecoder(FramedDecoder):
                                     tool = state.tools.get(call.index)
                                     if args and tool is not None:
                                         hot = ToolInputDelta(
-                                            index=tool.block,
-                                            delta=args,
-                                            extra={
-                                                EXTRA_KEY: {"env": change}
-                                                if name is None
-                                                else {"env": change, "ev": name}
-                                            },
+                                            index=tool.block, delta=args, extra=extra
                                         )
                                         frag = tool.block
                             if hot is not None:
