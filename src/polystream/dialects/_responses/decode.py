@@ -96,6 +96,23 @@ _REASONING_RUN: Final = 3
 _NO_RUN: Final = object()  # equal to no event name
 
 
+def _reasoning(
+    block: int, delta: str, cursor: Any, payload: dict[str, Any], summary: bool
+) -> ReasoningDelta:
+    """A reasoning delta (of the summary, or of the full reasoning text) from its native
+    payload, which becomes its ``extra``: the part is the payload's ``summary_index`` or
+    ``content_index``."""
+    part = payload.get("summary_index" if summary else "content_index")
+    return ReasoningDelta(
+        index=block,
+        delta=delta,
+        part=part if type(part) is int else None,
+        summary=summary,
+        cursor=cursor,
+        extra=payload,
+    )
+
+
 class _Item:
     """One output item while it streams."""
 
@@ -224,16 +241,7 @@ class ResponsesDecoder(FramedDecoder):
                                 index=block, delta=delta, cursor=cursor, extra=payload
                             )
                         else:
-                            summary = what == _SUMMARY_RUN
-                            part = payload.get("summary_index" if summary else "content_index")
-                            hot = ReasoningDelta(
-                                index=block,
-                                delta=delta,
-                                part=part if type(part) is int else None,
-                                summary=summary,
-                                cursor=cursor,
-                                extra=payload,
-                            )
+                            hot = _reasoning(block, delta, cursor, payload, what == _SUMMARY_RUN)
                         if hot is not None:
                             del payload["sequence_number"]
                             del payload["delta"]
@@ -312,23 +320,16 @@ class ResponsesDecoder(FramedDecoder):
                         self._text = True
                 else:
                     block = item.block
-                    if block is None or block in self._ended:
-                        pass
-                    elif kind == _ARGUMENTS_DELTA:
-                        hot = ToolInputDelta(index=block, delta=delta, cursor=seq, extra=payload)
-                        what = _ARGUMENTS_RUN
-                    else:
-                        summary = kind == _SUMMARY_DELTA
-                        part = payload.get("summary_index" if summary else "content_index")
-                        hot = ReasoningDelta(
-                            index=block,
-                            delta=delta,
-                            part=part if type(part) is int else None,
-                            summary=summary,
-                            cursor=seq,
-                            extra=payload,
-                        )
-                        what = _SUMMARY_RUN if summary else _REASONING_RUN
+                    if block is not None and block not in self._ended:
+                        if kind == _ARGUMENTS_DELTA:
+                            hot = ToolInputDelta(
+                                index=block, delta=delta, cursor=seq, extra=payload
+                            )
+                            what = _ARGUMENTS_RUN
+                        else:
+                            summary = kind == _SUMMARY_DELTA
+                            hot = _reasoning(block, delta, seq, payload, summary)
+                            what = _SUMMARY_RUN if summary else _REASONING_RUN
                 if hot is not None:
                     assert block is not None
                     # The extra is the payload less the cursor and the modelled delta.
@@ -730,19 +731,8 @@ class ResponsesDecoder(FramedDecoder):
         kind = payload["type"]
         block = self._block_of(payload, kind)
         delta = self._pop_str(payload, "delta", kind)
-        summary = kind == "response.reasoning_summary_text.delta"
-        part = payload.get("summary_index" if summary else "content_index")
         self._output = True
-        out.append(
-            ReasoningDelta(
-                index=block,
-                delta=delta,
-                part=part if type(part) is int else None,
-                summary=summary,
-                cursor=seq,
-                extra=payload,
-            )
-        )
+        out.append(_reasoning(block, delta, seq, payload, kind == _SUMMARY_DELTA))
 
     def _tool_delta(self, payload: dict[str, Any], seq: Any, out: list[Event]) -> None:
         kind = payload["type"]
