@@ -89,6 +89,9 @@ class StreamCall:
         max_resumes: How many times one call may resume.
         keep_events: Keep delivered events so that :meth:`native` can rebuild the
             provider's own final object.
+        keep_result: Accumulate delivered events so that :meth:`result` can build the
+            unified result. Off, the call holds no state that grows with the stream
+            (a gateway re-encodes each event as it comes and never reads the result).
         framing: For ``gemini_generate``: ``sse`` or ``json_array``.
         rng: Randomness for backoff jitter.
 
@@ -114,6 +117,7 @@ class StreamCall:
         resume: bool = True,
         max_resumes: int = 5,
         keep_events: bool = True,
+        keep_result: bool = True,
         framing: str = "sse",
         rng: Callable[[], float] = random.random,
         extra_headers: Mapping[str, str] | None = None,
@@ -130,7 +134,7 @@ class StreamCall:
         self.framing = framing
         self.resumes = 0
         self.attempts = 0
-        self.accumulator = Accumulator()
+        self.accumulator: Accumulator | None = Accumulator() if keep_result else None
         self.events: list[Event] | None = [] if keep_events else None
         self.headers: dict[str, str] = {}
         self.request_id: str | None = None
@@ -400,9 +404,11 @@ class StreamCall:
         # decoder's own cursor is the authority on what has been consumed.
         if self._decoder is not None and self._decoder.last_cursor is not None:
             self._cursor = self._decoder.last_cursor
+        accumulator = self.accumulator
         for event in out:
             if type(event) is not Warning or event.code not in ("retry", "resume"):
-                self.accumulator.feed(event)
+                if accumulator is not None:
+                    accumulator.feed(event)
                 if self.events is not None:
                     self.events.append(event)
             if type(event) is Finish:
@@ -412,7 +418,10 @@ class StreamCall:
     # -- results --------------------------------------------------------------------------
 
     def result(self) -> Result:
-        """The unified result (final once the Finish was delivered)."""
+        """The unified result (final once the Finish was delivered; needs
+        ``keep_result``)."""
+        if self.accumulator is None:
+            raise ValueError("result() needs keep_result=True")
         return self.accumulator.result()
 
     def native(self) -> dict[str, Any]:
@@ -431,5 +440,6 @@ class StreamCall:
             error=ErrorInfo(kind="cancelled", message="the consumer cancelled the stream"),
         )
         self.finished = True
-        self.accumulator.feed(finish)
+        if self.accumulator is not None:
+            self.accumulator.feed(finish)
         return [finish]

@@ -137,9 +137,22 @@ def test_signal_wakes_its_waiter_or_times_out() -> None:
     assert asyncio.run(scenario()) == [False, False, True, True, False]
 
 
-def test_the_gateway_keeps_no_running_result() -> None:
-    result = gateway_module._NoResult()
-    assert result.feed(TextDelta(index=0, delta="x")) is None
+def test_the_gateway_keeps_no_running_result(
+    stack: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[Any] = []
+    real = gateway_module.StreamCall
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        calls.append(real(*args, **kwargs))
+        return calls[-1]
+
+    monkeypatch.setattr(gateway_module, "StreamCall", recording)
+    _, gateway = stack("openai_chat", [{"reply": {"text": ["a", "b"]}}])
+    response = _post(gateway, _messages_body())
+    assert polystream.decode(response.content, "anthropic_messages").text == "ab"
+    assert len(calls) == 1
+    assert calls[0].accumulator is None and calls[0].events is None
 
 
 def test_sequential_requests_reuse_one_upstream_connection(stack: Callable[..., Any]) -> None:

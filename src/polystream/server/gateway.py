@@ -175,17 +175,6 @@ class _Signal:
         return True
 
 
-class _NoResult:
-    """Stands in for a :class:`~polystream.call.StreamCall`'s running result, which the
-    gateway never reads (it re-encodes each event as it comes): a stream's memory then
-    stays the same whatever its length."""
-
-    __slots__ = ()
-
-    def feed(self, event: Event) -> None:
-        pass
-
-
 class _Gateway:
     def __init__(
         self,
@@ -426,6 +415,7 @@ class _Gateway:
                 base_url=upstream.base_url,
                 policy=self.retry,
                 keep_events=False,
+                keep_result=False,
             )
         except RequestError as exc:
             await self._error(
@@ -439,7 +429,6 @@ class _Gateway:
             return
         options: dict[str, Any] = {"framing": framing} if dialect == "gemini_generate" else {}
         encoder = get_dialect(dialect).encoder(**options)
-        call.accumulator = _NoResult()  # type: ignore[assignment]
         _UPSTREAM_CALL.set(call)  # this request's task (and its producer, created below)
         stream_id = uuid.uuid4().hex
         events = AsyncEventStream(self.http, call).__aiter__()
