@@ -561,21 +561,23 @@ class JSONArrayDecoder:
             try:
                 value = self._decode(element)
             except msgspec.DecodeError:
-                pass
+                # Not the element's end (a "\n," inside a string) or not valid: the
+                # scanner goes on from where it stands.
+                self._cont_missed = True
+                return 0
+            if self._keep_value:
+                out.append(JSONElement(element, self._elem_start, self._count, value))
             else:
-                if self._keep_value:
-                    out.append(JSONElement(element, self._elem_start, self._count, value))
-                else:
-                    out.append(JSONElement(element, self._elem_start, self._count))
-                self._count += 1
-                self._parts = []
-                self._parts_size = 0
-                self._stack.clear()
-                self._in_string = False
-                self._pending_escape = False
-                self._state = _AFTER
-                return end
-        self._cont_missed = True
+                out.append(JSONElement(element, self._elem_start, self._count))
+            self._count += 1
+            self._parts = []
+            self._parts_size = 0
+            self._stack.clear()
+            self._in_string = False
+            self._pending_escape = False
+            self._state = _AFTER
+            return end
+        self._cont_missed = True  # deeper than the limit: the scanner reports it
         return 0
 
     def _scan_element(self, data: bytes, pos: int, base: int, out: list[JSONElement]) -> int:
