@@ -5,6 +5,7 @@ proxies)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import gzip
 import ipaddress
@@ -102,17 +103,15 @@ class _Server:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         n = self.connections
-        try:
+        # A client that goes away mid-exchange ends this connection, as for any server.
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
             while not writer.is_closing():
                 exchange = _Exchange(reader, writer, n)
                 if not await exchange.receive():
                     break
                 self.requests.append(exchange)
                 await self.handler(exchange)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
+        writer.close()
 
 
 def _answer(reply: Reply, pause: float = 0.0, close: bool = False) -> Handler:
