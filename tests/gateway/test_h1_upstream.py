@@ -19,7 +19,8 @@ import pytest
 
 import polystream
 from polystream.client import _h1
-from polystream.client._h1 import AsyncH1Transport
+from polystream.client._h1 import AsyncH1Transport, DirectClient
+from polystream.proxy import load_config
 from polystream.scenario import Emulator, parse_scenarios
 from polystream.server import ServerThread
 from polystream.server import gateway as gateway_module
@@ -54,6 +55,26 @@ def test_the_gateway_calls_upstreams_over_the_h1_transport(stack: Callable[..., 
     transport = gateway.app.http._transport
     assert isinstance(transport, AsyncH1Transport)
     assert transport._quickack and transport._drain is gateway_module._call_finished
+    # Upstream calls skip httpx's client layer; proxied URLs fall back to the client.
+    upstream = gateway.app.upstream
+    assert isinstance(upstream, DirectClient)
+    assert upstream._transport is transport and upstream._fallback is gateway.app.http
+    assert upstream.timeout == gateway.app.http.timeout
+    response = _post(gateway)
+    assert response.status_code == 200
+    assert upstream._targets  # the upstream URL went through the direct client
+
+
+def test_an_injected_transport_is_used_through_httpx() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(500)
+
+    config = load_config(
+        b'{"upstreams": {"u": {"dialect": "openai_chat", "base_url": "http://u.test/v1"}},'
+        b' "routes": [{"model": "m", "upstream": "u"}]}'
+    )
+    app = gateway_module.create_gateway(config, transport=httpx.MockTransport(handler))
+    assert app.upstream is app.http  # type: ignore[attr-defined]
 
 
 @pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="Linux only")

@@ -7,7 +7,7 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import httpx
 
@@ -24,6 +24,9 @@ from polystream.request import (
     provider_of,
 )
 from polystream.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from polystream.client._h1 import DirectClient
 
 __all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream", "Shortcuts"]
 
@@ -261,7 +264,7 @@ class Client(_Base):
 class AsyncEventStream:
     """A streaming call in progress (async): ``async for`` it for unified events."""
 
-    def __init__(self, http: httpx.AsyncClient, call: StreamCall) -> None:
+    def __init__(self, http: httpx.AsyncClient | DirectClient, call: StreamCall) -> None:
         self._http = http
         self.call = call
         self._iterator: AsyncIterator[Event] | None = None

@@ -30,9 +30,10 @@ from urllib.parse import parse_qsl
 import httpx
 import msgspec
 
+from polystream import __version__
 from polystream.call import StreamCall
 from polystream.client import AsyncEventStream
-from polystream.client._h1 import AsyncH1Transport
+from polystream.client._h1 import AsyncH1Transport, DirectClient
 from polystream.dialects import get_dialect
 from polystream.errors import APIStatusError, PolystreamError, TransportError
 from polystream.events import (
@@ -194,13 +195,17 @@ class _Gateway:
         pool = httpx.Limits(max_connections=None, max_keepalive_connections=256)
         if transport is None:
             transport = _upstream_transport()
-        self.http = httpx.AsyncClient(
-            transport=transport,
-            timeout=httpx.Timeout(
-                connect=10.0, read=self.limits.idle_timeout, write=30.0, pool=10.0
-            ),
-            limits=pool,
-        )
+        timeout = httpx.Timeout(connect=10.0, read=self.limits.idle_timeout, write=30.0, pool=10.0)
+        self.http = httpx.AsyncClient(transport=transport, timeout=timeout, limits=pool)
+        # On the gateway's own transport, upstream calls skip httpx's client layer.
+        self.upstream: httpx.AsyncClient | DirectClient = self.http
+        if isinstance(transport, AsyncH1Transport):
+            self.upstream = DirectClient(
+                transport,
+                timeout=timeout,
+                fallback=self.http,
+                user_agent=f"polystream-gateway/{__version__}",
+            )
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -431,7 +436,7 @@ class _Gateway:
         encoder = get_dialect(dialect).encoder(**options)
         _UPSTREAM_CALL.set(call)  # this request's task (and its producer, created below)
         stream_id = uuid.uuid4().hex
-        events = AsyncEventStream(self.http, call).__aiter__()
+        events = AsyncEventStream(self.upstream, call).__aiter__()
         if not streaming:
             await self._unary(send, dialect, options, encoder, events)
             return
