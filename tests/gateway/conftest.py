@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -16,6 +17,7 @@ from polystream.proxy import GatewayConfig, Limits, Route, Upstream
 from polystream.retry import RetryPolicy
 from polystream.scenario import Emulator, parse_scenarios
 from polystream.server import ServerThread
+from polystream.server._h1server import H1Server, ServerLimits
 from polystream.server.gateway import create_gateway
 
 GATEWAY_KEY = "gw-test-key-123456"
@@ -30,21 +32,44 @@ PREFIX = {"openai": "/openai/v1", "xai": "/xai/v1", "anthropic": "/anthropic", "
 
 
 class AppThread:
-    """Any ASGI app served by uvicorn on a free loopback port, in a thread."""
+    """Any ASGI app served on a free loopback port, in a thread: by polystream's own
+    HTTP/1.1 server (what ``polystream gateway`` runs) or by uvicorn."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, server: str = "polystream") -> None:
         self._socket = socket.socket()
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
         self.port = self._socket.getsockname()[1]
         self.app = app
-        config = uvicorn.Config(
-            app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=1
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
-        )
+        self.server = server
+        self._started = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        if server == "uvicorn":
+            config = uvicorn.Config(
+                app,
+                log_level="warning",
+                lifespan="off",
+                access_log=False,
+                timeout_graceful_shutdown=1,
+            )
+            self._uvicorn = uvicorn.Server(config)
+            target: Callable[[], None] = lambda: self._uvicorn.run(sockets=[self._socket])  # noqa: E731
+        else:
+            target = lambda: asyncio.run(self._serve())  # noqa: E731
+        self._thread = threading.Thread(target=target, daemon=True)
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        self._socket.listen(1024)
+        server = H1Server(self.app, limits=ServerLimits(shutdown_timeout=1.0))
+        await server.start(sock=self._socket)
+        self._started.set()
+        try:
+            await self._stop.wait()
+        finally:
+            await server.shutdown()
 
     @property
     def base_url(self) -> str:
@@ -53,20 +78,32 @@ class AppThread:
     def start(self) -> AppThread:
         self._thread.start()
         deadline = time.monotonic() + 10
-        while not self._server.started and time.monotonic() < deadline:
+        while not self._running() and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert self._server.started
+        assert self._running()
         return self
 
+    def _running(self) -> bool:
+        if self.server == "uvicorn":
+            return bool(self._uvicorn.started)
+        return self._started.is_set()
+
     def stop(self) -> None:
-        self._server.should_exit = True
+        if self.server == "uvicorn":
+            self._uvicorn.should_exit = True
+        elif self._loop is not None and self._stop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(5)
         self._socket.close()
 
 
-@pytest.fixture
-def stack() -> Iterator[Callable[..., tuple[ServerThread, AppThread]]]:
-    """``stack(upstream_dialect, scenarios, **limits)`` -> (emulator, gateway)."""
+@pytest.fixture(params=["polystream", "uvicorn"])
+def stack(
+    request: pytest.FixtureRequest,
+) -> Iterator[Callable[..., tuple[ServerThread, AppThread]]]:
+    """``stack(upstream_dialect, scenarios, **limits)`` -> (emulator, gateway), the
+    gateway served by polystream's own server and by uvicorn (the app is an ASGI app:
+    it must behave the same under any server)."""
     running: list[Any] = []
 
     def start(
@@ -100,7 +137,8 @@ def stack() -> Iterator[Callable[..., tuple[ServerThread, AppThread]]]:
                 config,
                 journal=journal,
                 retry=RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.02),
-            )
+            ),
+            server=request.param,
         ).start()
         running.append(gateway)
         return emulator, gateway

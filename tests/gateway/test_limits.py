@@ -3,6 +3,8 @@ readers, the config file and the command line."""
 
 from __future__ import annotations
 
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -14,7 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
+from polystream import decode
 from polystream.proxy import load_config
+from polystream.scenario import Emulator, parse_scenarios
+from polystream.server import ServerThread
 from polystream.wire.sse import SSEComment, SSEDecoder
 
 from .conftest import GATEWAY_KEY
@@ -156,3 +161,48 @@ def test_slow_reader_is_disconnected(stack: Callable[..., Any]) -> None:
     while time.monotonic() < deadline and not emulator.stats.cancelled:
         time.sleep(0.05)
     assert emulator.stats.cancelled == 1
+
+
+@pytest.mark.parametrize("server", ["polystream", "uvicorn"])
+def test_the_command_serves_and_stops_cleanly(tmp_path: Path, server: str) -> None:
+    """``polystream gateway`` with either HTTP server: a streamed request through it,
+    then SIGTERM ends it gracefully."""
+    with ServerThread(Emulator(parse_scenarios([{"reply": {"text": ["via ", "cli"]}}]))) as up:
+        config = tmp_path / "gateway.json"
+        config.write_text(
+            '{"upstreams": {"u": {"dialect": "openai_chat", '
+            f'"base_url": "{up.base_url}/openai/v1", "api_key": "k"}}}}, '
+            '"routes": [{"model": "*", "upstream": "u", "rewrite": "gpt-5.4-nano"}]}'
+        )
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        argv = ["gateway", "--listen", f"127.0.0.1:{port}", "--config", str(config)]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "polystream", *argv, "--server", server],
+            stderr=subprocess.PIPE,
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline and proc.poll() is None
+                    time.sleep(0.05)
+            response = httpx.post(
+                f"http://127.0.0.1:{port}/anthropic/v1/messages",
+                json=BODY,
+                timeout=30,
+            )
+            assert response.status_code == 200
+            assert decode(response.content, "anthropic_messages").text == "via cli"
+            proc.send_signal(signal.SIGTERM)
+            # uvicorn shuts down, then raises the signal again (a signal's exit status).
+            assert proc.wait(15) == (0 if server == "polystream" else -signal.SIGTERM)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stderr.close()  # type: ignore[union-attr]

@@ -14,7 +14,6 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     import msgspec
-    import uvicorn
 
     from polystream.journal import Journal, MemoryJournal
     from polystream.proxy import GatewayConfig, Limits, load_config, parse_upstream_spec
@@ -66,7 +65,14 @@ def _run(args: argparse.Namespace) -> int:
     app = create_gateway(config, journal=journal)
     names = ", ".join(f"{u.name} ({u.dialect})" for u in config.upstreams.values())
     print(f"polystream gateway on http://{host}:{port} -> {names}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host or "127.0.0.1", port=int(port), log_level="warning")
+    if args.server == "uvicorn":
+        import uvicorn
+
+        uvicorn.run(app, host=host or "127.0.0.1", port=int(port), log_level="warning")
+    else:
+        from polystream.server._h1server import run
+
+        run(app, host or "127.0.0.1", int(port))
     return 0
 
 
@@ -106,4 +112,11 @@ def register(sub: Any) -> None:
         help="keep reading the upstream this long after a client disconnects",
     )
     parser.add_argument("--max-concurrency", type=int, metavar="N")
+    parser.add_argument(
+        "--server",
+        choices=("polystream", "uvicorn"),
+        default="polystream",
+        help="the HTTP server: polystream's own HTTP/1.1 server (default, the lowest "
+        "added latency) or uvicorn",
+    )
     parser.set_defaults(run=_run)

@@ -435,12 +435,11 @@ class _Gateway:
         options: dict[str, Any] = {"framing": framing} if dialect == "gemini_generate" else {}
         encoder = get_dialect(dialect).encoder(**options)
         _UPSTREAM_CALL.set(call)  # this request's task (and its producer, created below)
-        stream_id = uuid.uuid4().hex
         events = AsyncEventStream(self.upstream, call).__aiter__()
         if not streaming:
             await self._unary(send, dialect, options, encoder, events)
             return
-        await self._stream(send, receive, dialect, framing, encoder, events, stream_id)
+        await self._stream(send, receive, dialect, framing, encoder, events)
 
     async def _unary(
         self,
@@ -496,14 +495,8 @@ class _Gateway:
         framing: str,
         encoder: Any,
         events: AsyncIterator[Event],
-        stream_id: str,
     ) -> None:
-        sse = framing == "sse"
-        splitter = SSECursorSplitter(dialect, stream_id) if sse else None
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
-        journal_id: str | None = None
-        started = False
-        aborted = False
 
         async def produce() -> None:
             first = True
@@ -542,6 +535,15 @@ class _Gateway:
 
         ready = _Signal()
         producer = asyncio.create_task(produce())
+        # The producer sends the upstream request at its first step: let it take that
+        # step now, and prepare the rest while the upstream answers.
+        await asyncio.sleep(0)
+        sse = framing == "sse"
+        stream_id = uuid.uuid4().hex
+        splitter = SSECursorSplitter(dialect, stream_id) if sse else None
+        journal_id: str | None = None
+        started = False
+        aborted = False
         disconnected = asyncio.Event()
 
         async def watch() -> None:
