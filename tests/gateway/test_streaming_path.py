@@ -122,21 +122,6 @@ def test_many_streams_at_once_stay_separate(stack: Callable[..., Any]) -> None:
 # -- the pieces --------------------------------------------------------------------------
 
 
-def test_signal_wakes_its_waiter_or_times_out() -> None:
-    async def scenario() -> list[Any]:
-        signal = gateway_module._Signal()
-        out: list[Any] = [signal.set()]  # nobody waits
-        out.append(await signal.wait(0.01))  # nobody sets
-        waiter = asyncio.ensure_future(signal.wait(5))
-        await asyncio.sleep(0)
-        out.append(signal.set())
-        out.append(await waiter)
-        out.append(signal.set())  # the waiter is gone
-        return out
-
-    assert asyncio.run(scenario()) == [False, False, True, True, False]
-
-
 def test_the_gateway_keeps_no_running_result(
     stack: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,6 +124,28 @@ def test_memory_retention_bounds() -> None:
     with pytest.raises(JournalMiss):
         journal.meta("b")
     assert journal.meta("d") == {}
+
+
+def test_memory_create_looks_at_a_bounded_number_of_streams() -> None:
+    """Creating a stream checks the 16 oldest for expiry, not every stream kept (its
+    cost must not grow with the number of streams the journal holds)."""
+    visited: list[str] = []
+
+    class Counting(OrderedDict):  # type: ignore[type-arg]
+        def __iter__(self) -> Iterator[str]:
+            for key in super().__iter__():
+                visited.append(key)
+                yield key
+
+    journal = MemoryJournal(Retention(ttl_seconds=10))
+    journal._streams = Counting()
+    for i in range(1000):
+        journal.create(f"s{i}", {}, now=5)
+    visited.clear()
+    journal.create("new", {}, now=16)  # the 16 oldest are past the TTL now
+    assert len(visited) <= 16
+    assert "s0" not in journal._streams and "s15" not in journal._streams
+    assert "s16" in journal._streams and "new" in journal._streams
 
 
 def test_sqlite_survives_reopen(tmp_path: Path) -> None:

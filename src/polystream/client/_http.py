@@ -262,16 +262,36 @@ class Client(_Base):
 
 
 class AsyncEventStream:
-    """A streaming call in progress (async): ``async for`` it for unified events."""
+    """A streaming call in progress (async): ``async for`` it for unified events, or
+    iterate :meth:`batches` for them a network read at a time."""
 
     def __init__(self, http: httpx.AsyncClient | DirectClient, call: StreamCall) -> None:
         self._http = http
         self.call = call
-        self._iterator: AsyncIterator[Event] | None = None
+        self._iterator: AsyncIterator[Any] | None = None
+        self._batched = False
 
     def __aiter__(self) -> AsyncIterator[Event]:
         if self._iterator is None:
-            self._iterator = self._run()
+            self._batched = False
+            self._iterator = self._events()
+        elif self._batched:
+            raise RuntimeError("this stream is iterated by batches()")
+        return self._iterator
+
+    def batches(self) -> AsyncIterator[list[Event]]:
+        """The events a batch at a time: those of one network read (or of one decision:
+        a retry warning, the end of the stream). Never an empty batch. A stream is
+        iterated one way only (this, or ``async for``).
+
+        Raises:
+            RuntimeError: The stream is already iterated event by event.
+        """
+        if self._iterator is None:
+            self._batched = True
+            self._iterator = self._batches()
+        elif not self._batched:
+            raise RuntimeError("this stream is iterated event by event")
         return self._iterator
 
     async def __aenter__(self) -> AsyncEventStream:
@@ -280,22 +300,28 @@ class AsyncEventStream:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _run(self) -> AsyncIterator[Event]:
+    async def _events(self) -> AsyncIterator[Event]:
+        async for batch in self._batches():
+            for event in batch:
+                yield event
+
+    async def _batches(self) -> AsyncIterator[list[Event]]:
         call = self.call
         request = call.next_request()
         while request is not None:
             try:
-                async for event in self._attempt(request):
-                    yield event
+                async for batch in self._attempt(request):
+                    yield batch
             except _CONNECT as exc:
-                for event in call.on_connect_error(str(exc) or type(exc).__name__):
-                    yield event
+                events = call.on_connect_error(str(exc) or type(exc).__name__)
+                if events:
+                    yield events
             if not call.pending:
                 return
             await asyncio.sleep(call.pending_delay)
             request = call.next_request()
 
-    async def _attempt(self, request: HttpRequest) -> AsyncIterator[Event]:
+    async def _attempt(self, request: HttpRequest) -> AsyncIterator[list[Event]]:
         call = self.call
         ended: list[Event] = []
         async with self._http.stream(
@@ -310,8 +336,9 @@ class AsyncEventStream:
                 call.on_open(response.status_code, response.headers)
                 try:
                     async for chunk in response.aiter_bytes():
-                        for event in call.feed(chunk):
-                            yield event
+                        events = call.feed(chunk)
+                        if events:
+                            yield events
                         if call.pending or call.finished:
                             break
                     else:
@@ -321,8 +348,8 @@ class AsyncEventStream:
                 except _DROPS as exc:
                     ended = call.on_disconnect(f"connection dropped: {exc or type(exc).__name__}")
         # Yielded only after the connection is closed (see the sync twin).
-        for event in ended:
-            yield event
+        if ended:
+            yield ended
 
     async def aclose(self) -> None:
         """Stop now: close the upstream connection; the result says ``cancelled``."""

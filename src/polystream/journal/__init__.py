@@ -20,6 +20,7 @@ than growing without bound.
 from __future__ import annotations
 
 import abc
+import itertools
 from collections import OrderedDict
 from typing import Any
 
@@ -141,8 +142,8 @@ class MemoryJournal(Journal):
         self._streams.move_to_end(stream_id)
         while len(self._streams) > self.retention.max_streams:
             self._streams.popitem(last=False)
-        # Expire streams idle past the TTL (oldest first).
-        for key in list(self._streams)[:16]:
+        # Expire streams idle past the TTL (the 16 oldest; a bounded cost per stream).
+        for key in list(itertools.islice(self._streams, 16)):
             if now - self._streams[key].touched > self.retention.ttl_seconds:
                 del self._streams[key]
 

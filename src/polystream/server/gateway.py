@@ -23,7 +23,7 @@ import contextvars
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 from urllib.parse import parse_qsl
 
@@ -37,13 +37,6 @@ from polystream.client._h1 import AsyncH1Transport, DirectClient
 from polystream.dialects import get_dialect
 from polystream.errors import APIStatusError, PolystreamError, TransportError
 from polystream.events import (
-    DataDelta,
-    ErrorEvent,
-    Event,
-    Finish,
-    ReasoningDelta,
-    TextDelta,
-    ToolInputDelta,
     Warning,
 )
 from polystream.journal import Journal, JournalMiss, MemoryJournal
@@ -64,11 +57,6 @@ _SSE_HEADERS: Final = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
-_DONE: Final = object()
-_FIRST_OUTPUT: Final = frozenset(
-    {TextDelta, ReasoningDelta, ToolInputDelta, DataDelta, Finish, ErrorEvent}
-)
-"""Events that end the opening of a stream (see ``_stream``)."""
 
 
 def _match(method: str, path: str) -> tuple[str, str, dict[str, str]] | None:
@@ -146,34 +134,24 @@ def _upstream_transport() -> httpx.AsyncBaseTransport:
     return AsyncH1Transport(max_keepalive_connections=256, tcp_quickack=True, drain=_call_finished)
 
 
-class _Signal:
-    """Wakes the one task waiting on it (a future per wait; no task, no queue getter)."""
+def _cancel_later(task: asyncio.Task[None], seconds: float) -> None:
+    """Cancel ``task`` in ``seconds`` unless it ends before."""
+    handle = asyncio.get_running_loop().call_later(seconds, task.cancel)
+    task.add_done_callback(lambda _: handle.cancel())
 
-    __slots__ = ("_waiter",)
+
+class _StreamState:
+    """What the pump and the watcher of one stream share."""
+
+    __slots__ = ("aborted", "gone", "journal_id", "sending", "started", "stream_id")
 
     def __init__(self) -> None:
-        self._waiter: asyncio.Future[None] | None = None
-
-    def set(self) -> bool:
-        """Wake the waiter; True when one was waiting."""
-        waiter = self._waiter
-        if waiter is None or waiter.done():
-            return False
-        waiter.set_result(None)
-        return True
-
-    async def wait(self, timeout: float) -> bool:
-        """Wait for :meth:`set`; False after ``timeout`` seconds."""
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiter = waiter
-        try:
-            async with asyncio.timeout(timeout):
-                await waiter
-        except TimeoutError:
-            return False
-        finally:
-            self._waiter = None
-        return True
+        self.started = False  # the response (a stream, or an error) has begun
+        self.gone = False  # the client disconnected
+        self.aborted = False  # the client was too slow: the response stays incomplete
+        self.sending = False  # a write to the client is in progress
+        self.journal_id: str | None = None
+        self.stream_id = ""
 
 
 class _Gateway:
@@ -435,11 +413,11 @@ class _Gateway:
         options: dict[str, Any] = {"framing": framing} if dialect == "gemini_generate" else {}
         encoder = get_dialect(dialect).encoder(**options)
         _UPSTREAM_CALL.set(call)  # this request's task (and its producer, created below)
-        events = AsyncEventStream(self.upstream, call).__aiter__()
+        stream = AsyncEventStream(self.upstream, call)
         if not streaming:
-            await self._unary(send, dialect, options, encoder, events)
+            await self._unary(send, dialect, options, encoder, stream)
             return
-        await self._stream(send, receive, dialect, framing, encoder, events)
+        await self._stream(send, receive, dialect, framing, encoder, stream)
 
     async def _unary(
         self,
@@ -447,7 +425,7 @@ class _Gateway:
         dialect: str,
         options: dict[str, Any],
         encoder: Any,
-        events: AsyncIterator[Event],
+        events: AsyncEventStream,
     ) -> None:
         parts: list[bytes] = []
         try:
@@ -456,7 +434,7 @@ class _Gateway:
                     continue
                 parts.append(encoder.encode(event))
         except APIStatusError as exc:
-            await events.aclose()  # type: ignore[attr-defined]
+            await events.aclose()
             await self._upstream_error(send, dialect, exc)
             return
         except TransportError as exc:
@@ -494,184 +472,164 @@ class _Gateway:
         dialect: str,
         framing: str,
         encoder: Any,
-        events: AsyncIterator[Event],
+        stream: AsyncEventStream,
     ) -> None:
-        queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
+        """Stream the upstream's events to the client, transcoded.
 
-        async def produce() -> None:
-            first = True
+        One task (the pump) reads the upstream a network read at a time, encodes that
+        read's events and writes them to the client in one write: nothing waits on a
+        hand-over between tasks. This request's task watches the client: when it goes
+        away, the pump is cancelled, or (with a resume grace period and a journal to
+        feed) keeps feeding the journal for a bounded time while this task returns.
+        During upstream silences it sends keep-alive comments.
+        """
+        sse = framing == "sse"
+        state = _StreamState()
+        batches = stream.batches()
+
+        async def pump() -> None:
+            splitter: SSECursorSplitter | None = None
             try:
-                async for event in events:
-                    if type(event) is Warning and event.code in ("retry", "resume"):
-                        logger.info(
-                            "upstream %s: %s", event.code, scrub(event.message, self.secrets)
+                async for batch in batches:
+                    parts: list[bytes] = []
+                    for event in batch:
+                        if type(event) is Warning and event.code in ("retry", "resume"):
+                            logger.info(
+                                "upstream %s: %s", event.code, scrub(event.message, self.secrets)
+                            )
+                            continue
+                        data = encoder.encode(event)
+                        if data:
+                            parts.append(data)
+                    if not state.started:
+                        if state.gone:
+                            continue
+                        state.started = True
+                        headers = [(b"content-type", encoder.content_type.encode()), *_SSE_HEADERS]
+                        if sse:
+                            state.stream_id = uuid.uuid4().hex
+                            splitter = SSECursorSplitter(dialect, state.stream_id)
+                            headers.append((b"x-polystream-stream-id", state.stream_id.encode()))
+                        await send(
+                            {"type": "http.response.start", "status": 200, "headers": headers}
                         )
-                        continue
-                    data = encoder.encode(event)
-                    if queue.full():
-                        await queue.put(data)  # the client is behind: wait for it
-                    else:
-                        queue.put_nowait(data)
-                    if first:
-                        # Until the first output, the idle consumer sends each event at
-                        # once; later events go out together whenever the upstream pauses.
-                        first = type(event) not in _FIRST_OUTPUT
-                        if ready.set():
-                            await asyncio.sleep(0)
-                    else:
-                        ready.set()
-                await queue.put(encoder.close())
-                await queue.put(_DONE)
-                ready.set()
+                    if parts and not await self._out(send, state, splitter, dialect, parts):
+                        return
+                tail = encoder.close()
+                if tail and not await self._out(send, state, splitter, dialect, [tail]):
+                    return
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # the consumer must always get a terminal item
+            except Exception as exc:
                 if not isinstance(exc, PolystreamError):
                     logger.error(
                         "upstream failure: %s", scrub(f"{type(exc).__name__}: {exc}", self.secrets)
                     )
-                await queue.put(exc)
-                ready.set()
+                if not state.started and not state.gone:
+                    state.started = True
+                    if isinstance(exc, APIStatusError):
+                        await self._upstream_error(send, dialect, exc)
+                    elif isinstance(exc, PolystreamError):
+                        await self._error(send, dialect, 502, str(exc), kind="server")
+                    else:
+                        await self._error(
+                            send, dialect, 502, "the upstream call failed", kind="server"
+                        )
+                    return
+                # After the stream began: end it; the encoder already wrote what it could.
+            finally:
+                # Finalize the upstream call here, in this task, not in a GC finalizer.
+                with contextlib.suppress(BaseException):
+                    await stream.aclose()
+                if state.journal_id is not None:
+                    with contextlib.suppress(Exception):
+                        await self._journal("finish", state.journal_id, now=time.time())
+                self._loss_headers(encoder)
+            if state.started and not state.gone and not state.aborted:
+                with contextlib.suppress(Exception):
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-        ready = _Signal()
-        producer = asyncio.create_task(produce())
-        # The producer sends the upstream request at its first step: let it take that
-        # step now, and prepare the rest while the upstream answers.
+        pumping = asyncio.create_task(pump())
+        # The pump sends the upstream request at its first step: let it take that step
+        # before this task does anything else.
         await asyncio.sleep(0)
-        sse = framing == "sse"
-        stream_id = uuid.uuid4().hex
-        splitter = SSECursorSplitter(dialect, stream_id) if sse else None
-        journal_id: str | None = None
-        started = False
-        aborted = False
-        disconnected = asyncio.Event()
 
         async def watch() -> None:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
-                    disconnected.set()
-                    ready.set()
                     return
 
         watcher = asyncio.create_task(watch())
+        handed_over = False
         try:
-            while not disconnected.is_set():
-                if queue.empty():
-                    # Nothing to send: wait for the upstream, a disconnect, or the
-                    # keep-alive period.
-                    if not await ready.wait(self.limits.keepalive_seconds) and started and sse:
-                        await self._send(send, b": keep-alive\n\n")
-                    continue
-                batch = [queue.get_nowait()]
-                # Whatever else is ready already leaves with it, in one write (nothing
-                # waits for more: each event still leaves as soon as it is transcoded).
-                while not queue.empty():
-                    batch.append(queue.get_nowait())
-                parts: list[bytes] = []
-                end = False
-                for item in batch:
-                    if isinstance(item, APIStatusError) and not started:
-                        await self._upstream_error(send, dialect, item)
-                        return
-                    if isinstance(item, PolystreamError) and not started:
-                        await self._error(send, dialect, 502, str(item), kind="server")
-                        return
-                    if isinstance(item, Exception) and not started:
-                        await self._error(
-                            send, dialect, 502, "the upstream call failed", kind="server"
-                        )
-                        return
-                    if isinstance(item, Exception):
-                        # After the stream began: end it; the encoder already wrote what
-                        # it could.
-                        end = True
-                        break
-                    if not started:
-                        started = True
-                        start_headers = [
-                            (b"content-type", encoder.content_type.encode()),
-                            *_SSE_HEADERS,
-                        ]
-                        if splitter is not None:
-                            start_headers.append((b"x-polystream-stream-id", stream_id.encode()))
-                        await send(
-                            {"type": "http.response.start", "status": 200, "headers": start_headers}
-                        )
-                    if item is _DONE:
-                        end = True
-                        break
-                    if item:
-                        parts.append(item)
-                data = parts[0] if len(parts) == 1 else b"".join(parts)
-                if splitter is not None and data:
-                    entries = splitter.split(data)
-                    if journal_id is None and entries:
-                        journal_id = splitter.native_id or stream_id
-                        await self._journal(
-                            "create", journal_id, {"dialect": dialect}, now=time.time()
-                        )
-                        if journal_id != stream_id:
-                            await self._journal(
-                                "create",
-                                stream_id,
-                                {"dialect": dialect, "alias": journal_id},
-                                now=time.time(),
-                            )
-                    if entries and journal_id is not None:
-                        await self._journal("append", journal_id, entries, now=time.time())
-                        data = b"".join([entry for _, entry in entries])
-                    else:
-                        data = b""
-                if data and not await self._send(send, data):
-                    aborted = True  # a reader too slow to keep up: drop the connection
-                    break
-                if end:
-                    break
+            while True:
+                done, _ = await asyncio.wait(
+                    (pumping, watcher),
+                    timeout=self.limits.keepalive_seconds,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if pumping in done:
+                    return
+                if watcher in done:
+                    state.gone = True
+                    grace = self.limits.resume_grace_seconds
+                    if grace > 0 and state.journal_id is not None:
+                        # Keep feeding the journal for a resuming client, for a bounded time.
+                        _cancel_later(pumping, grace)
+                        self._background.add(pumping)
+                        pumping.add_done_callback(self._background.discard)
+                        handed_over = True
+                    return
+                if state.started and sse and not state.sending and not state.aborted:
+                    # A silence: a comment keeps proxies and clients from timing out.
+                    await self._send(send, b": keep-alive\n\n")
         finally:
             watcher.cancel()
-            if disconnected.is_set() and self.limits.resume_grace_seconds > 0 and journal_id:
-                # Keep feeding the journal for a resuming client, for a bounded time.
-                task = asyncio.create_task(self._drain(producer, queue, splitter, journal_id))
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
-            else:
-                producer.cancel()
+            if not handed_over and not pumping.done():
+                pumping.cancel()
                 with contextlib.suppress(BaseException):
-                    await producer
-                # Finalize the upstream call here, in this task, not in a GC finalizer.
-                with contextlib.suppress(BaseException):
-                    await events.aclose()  # type: ignore[attr-defined]
-                if journal_id is not None:
-                    await self._journal("finish", journal_id, now=time.time())
-                self._loss_headers(encoder)
-            if started and not disconnected.is_set() and not aborted:
-                with contextlib.suppress(Exception):
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    await pumping
             # An aborted response returns without completing: the server closes the
             # connection, and the client sees a broken transfer, never a clean end.
 
-    async def _drain(
+    async def _out(
         self,
-        producer: asyncio.Task[None],
-        queue: asyncio.Queue[Any],
+        send: Send,
+        state: _StreamState,
         splitter: SSECursorSplitter | None,
-        journal_id: str,
-    ) -> None:
-        deadline = time.monotonic() + self.limits.resume_grace_seconds
+        dialect: str,
+        parts: list[bytes],
+    ) -> bool:
+        """Journal encoded events and write them to the client (unless it has gone);
+        False when the client does not keep up (the stream is then dropped)."""
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        if splitter is not None:
+            entries = splitter.split(data)
+            if not entries:
+                return True
+            if state.journal_id is None:
+                journal_id = state.journal_id = splitter.native_id or splitter.stream_id
+                await self._journal("create", journal_id, {"dialect": dialect}, now=time.time())
+                if journal_id != splitter.stream_id:
+                    await self._journal(
+                        "create",
+                        splitter.stream_id,
+                        {"dialect": dialect, "alias": journal_id},
+                        now=time.time(),
+                    )
+            await self._journal("append", state.journal_id, entries, now=time.time())
+            data = entries[0][1] if len(entries) == 1 else b"".join([e for _, e in entries])
+        if state.gone:
+            return True
+        state.sending = True
         try:
-            while time.monotonic() < deadline:
-                try:
-                    item = await asyncio.wait_for(queue.get(), deadline - time.monotonic())
-                except TimeoutError:
-                    break
-                if item is _DONE or isinstance(item, PolystreamError):
-                    break
-                if splitter is not None and item:
-                    await self._journal("append", journal_id, splitter.split(item), now=time.time())
+            sent = await self._send(send, data)
         finally:
-            producer.cancel()
-            await self._journal("finish", journal_id, now=time.time())
+            state.sending = False
+        if not sent:
+            state.aborted = True  # a reader too slow to keep up: drop the connection
+        return sent
 
     async def _send(self, send: Send, data: bytes) -> bool:
         """Send body bytes; a client that does not read within the limit is dropped."""
