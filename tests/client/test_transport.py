@@ -3,12 +3,14 @@ the stream (request id, rate limits), and typed errors with the request id."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
+import msgspec
 import pytest
 
-from polystream.client import Client
+from polystream.client import AsyncClient, Client
 from polystream.errors import APIStatusError
 from polystream.retry import RetryPolicy
 from tests.helpers import FIXTURES
@@ -117,3 +119,74 @@ def test_gemini_request_uses_alt_sse_and_the_key_header() -> None:
     assert url.path == "/v1beta/models/gemini-3.5-flash-lite:streamGenerateContent"
     assert url.params["alt"] == "sse"
     assert seen[0].headers["x-goog-api-key"] == "g-key"
+
+
+def _events_of(body: bytes, batched: bool) -> list[list[bytes]]:
+    """A streaming call over a mock transport that sends ``body`` in one piece: the
+    events by batch (``batches()``), or each in its own list (``async for``)."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    async def main() -> list[list[bytes]]:
+        async with AsyncClient(api_key="k", transport=httpx.MockTransport(handler)) as client:
+            stream = client.stream("anthropic_messages", model="m", prompt="hi", max_tokens=9)
+            if batched:
+                out = [[msgspec.json.encode(e) for e in b] async for b in stream.batches()]
+                with pytest.raises(RuntimeError, match="by batches"):
+                    stream.__aiter__()
+                return out
+            out = [[msgspec.json.encode(e)] async for e in stream]
+            with pytest.raises(RuntimeError, match="event by event"):
+                stream.batches()
+            return out
+
+    return asyncio.run(main())
+
+
+def test_batches_are_the_same_events_in_bounded_groups() -> None:
+    """A body read in one piece is decoded in batches of at most 32 KiB of it, and the
+    batches hold exactly the events of ``async for``."""
+
+    # Anthropic Messages wire events, written from the spec's event shapes.
+    def frame(name: str, data: str) -> bytes:
+        return f"event: {name}\ndata: {data}\n\n".encode()
+
+    body = b"".join(
+        [
+            frame(
+                "message_start",
+                '{"type":"message_start","message":{"id":"msg_1","type":"message",'
+                '"role":"assistant","model":"m","content":[],"stop_reason":null,'
+                '"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}',
+            ),
+            frame(
+                "content_block_start",
+                '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}',
+            ),
+            *[
+                frame(
+                    "content_block_delta",
+                    '{"type":"content_block_delta","index":0,'
+                    f'"delta":{{"type":"text_delta","text":"word{i} "}}}}',
+                )
+                for i in range(6000)
+            ],
+            frame("content_block_stop", '{"type":"content_block_stop","index":0}'),
+            frame(
+                "message_delta",
+                '{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},'
+                '"usage":{"output_tokens":6000}}',
+            ),
+            frame("message_stop", '{"type":"message_stop"}'),
+        ]
+    )
+    assert len(body) > 8 * 32 * 1024
+    batches = _events_of(body, batched=True)
+    singles = _events_of(body, batched=False)
+    assert [e for batch in batches for e in batch] == [e for (e,) in singles]
+    assert all(batches)
+    # Each batch holds the events of at most 32 KiB of the body (each delta's frame
+    # is about 100 bytes here): several batches, none near the whole body.
+    assert len(batches) >= len(body) // (32 * 1024)
+    assert max(len(batch) for batch in batches) < 32 * 1024 // 90

@@ -32,6 +32,8 @@ __all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream", "Shortcut
 
 _DROPS = (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError)
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_BATCH_BYTES = 32 * 1024
+"""Most body bytes decoded into one batch of :meth:`AsyncEventStream.batches`."""
 
 
 class Shortcuts(TypedDict, total=False):
@@ -336,9 +338,17 @@ class AsyncEventStream:
                 call.on_open(response.status_code, response.headers)
                 try:
                     async for chunk in response.aiter_bytes():
-                        events = call.feed(chunk)
-                        if events:
-                            yield events
+                        if len(chunk) <= _BATCH_BYTES:
+                            events = call.feed(chunk)
+                            if events:
+                                yield events
+                        else:
+                            # A large read (a reader that fell behind): batches of a
+                            # bounded size, so that what is held per batch stays small.
+                            for start in range(0, len(chunk), _BATCH_BYTES):
+                                events = call.feed(chunk[start : start + _BATCH_BYTES])
+                                if events:
+                                    yield events
                         if call.pending or call.finished:
                             break
                     else:
