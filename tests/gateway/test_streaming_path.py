@@ -14,7 +14,9 @@ import httpx
 import pytest
 
 import polystream
-from polystream.events import TextDelta
+import polystream.dialects
+from polystream.events import BlockEnd, BlockStart, Finish, FinishReason, StreamStart, TextDelta
+from polystream.proxy import load_config
 from polystream.scenario import Emulator, parse_scenarios
 from polystream.server import ServerThread
 from polystream.server import gateway as gateway_module
@@ -147,3 +149,55 @@ def test_sequential_requests_reuse_one_upstream_connection(stack: Callable[..., 
         assert polystream.decode(response.content, "anthropic_messages").status == "completed"
     transport = gateway.app.http._transport
     assert transport._open == 1 and transport._idle_count == 1
+
+
+class _OneRead:
+    """An upstream stream whose whole reply arrives in one read (one batch)."""
+
+    def __init__(self, events: list[Any]) -> None:
+        self.events = events
+        self.closed = False
+
+    def batches(self) -> Any:
+        async def run() -> Any:
+            yield self.events
+
+        return run()
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def test_the_first_output_of_a_read_leaves_at_once_and_the_rest_together() -> None:
+    """Opening events and the first delta leave in one write as soon as the delta is
+    encoded; the rest of the same read leaves in one more write; then the end."""
+    reply = [
+        StreamStart(dialect="openai_chat", id="c1", model="m"),
+        BlockStart(index=0, kind="text"),
+        *[TextDelta(index=0, delta=w) for w in ("one ", "two ", "three")],
+        BlockEnd(index=0),
+        Finish(status="completed", reason=FinishReason(unified="stop", raw="stop")),
+    ]
+    gateway = gateway_module.create_gateway(load_config(b'{"upstreams": {}}'))
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.sleep(10)
+        return {"type": "http.disconnect"}
+
+    upstream = _OneRead(reply)
+    encoder = polystream.dialects.get_dialect("anthropic_messages").encoder()
+    asyncio.run(
+        gateway._stream(send, receive, "anthropic_messages", "sse", encoder, upstream)  # type: ignore[attr-defined]
+    )
+    assert [m["type"] for m in sent] == ["http.response.start"] + ["http.response.body"] * 3
+    first, rest, end = (m["body"] for m in sent[1:])
+    first_text = polystream.decode(first, "anthropic_messages", strict=False)
+    assert first_text.text == "one "
+    assert [m.get("more_body") for m in sent[1:]] == [True, True, False]
+    assert end == b""
+    assert polystream.decode(first + rest, "anthropic_messages").text == "one two three"
+    assert upstream.closed

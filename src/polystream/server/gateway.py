@@ -37,6 +37,12 @@ from polystream.client._h1 import AsyncH1Transport, DirectClient
 from polystream.dialects import get_dialect
 from polystream.errors import APIStatusError, PolystreamError, TransportError
 from polystream.events import (
+    DataDelta,
+    ErrorEvent,
+    Finish,
+    ReasoningDelta,
+    TextDelta,
+    ToolInputDelta,
     Warning,
 )
 from polystream.journal import Journal, JournalMiss, MemoryJournal
@@ -57,6 +63,11 @@ _SSE_HEADERS: Final = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
+_FIRST_OUTPUT: Final = frozenset(
+    {TextDelta, ReasoningDelta, ToolInputDelta, DataDelta, Finish, ErrorEvent}
+)
+"""Events that end the opening of a stream: the first of them is written at once, not
+with the rest of its read."""
 
 
 def _match(method: str, path: str) -> tuple[str, str, dict[str, str]] | None:
@@ -487,8 +498,25 @@ class _Gateway:
         state = _StreamState()
         batches = stream.batches()
 
+        splitter: SSECursorSplitter | None = None
+
+        async def flush(parts: list[bytes]) -> bool:
+            """Write encoded events (the response head first); False to stop."""
+            nonlocal splitter
+            if not state.started:
+                if state.gone:
+                    return True
+                state.started = True
+                headers = [(b"content-type", encoder.content_type.encode()), *_SSE_HEADERS]
+                if sse:
+                    state.stream_id = uuid.uuid4().hex
+                    splitter = SSECursorSplitter(dialect, state.stream_id)
+                    headers.append((b"x-polystream-stream-id", state.stream_id.encode()))
+                await send({"type": "http.response.start", "status": 200, "headers": headers})
+            return not parts or await self._out(send, state, splitter, dialect, parts)
+
         async def pump() -> None:
-            splitter: SSECursorSplitter | None = None
+            first = True  # until the first output, it leaves as soon as it is encoded
             try:
                 async for batch in batches:
                     parts: list[bytes] = []
@@ -501,22 +529,15 @@ class _Gateway:
                         data = encoder.encode(event)
                         if data:
                             parts.append(data)
-                    if not state.started:
-                        if state.gone:
-                            continue
-                        state.started = True
-                        headers = [(b"content-type", encoder.content_type.encode()), *_SSE_HEADERS]
-                        if sse:
-                            state.stream_id = uuid.uuid4().hex
-                            splitter = SSECursorSplitter(dialect, state.stream_id)
-                            headers.append((b"x-polystream-stream-id", state.stream_id.encode()))
-                        await send(
-                            {"type": "http.response.start", "status": 200, "headers": headers}
-                        )
-                    if parts and not await self._out(send, state, splitter, dialect, parts):
+                        if first and type(event) in _FIRST_OUTPUT:
+                            first = False
+                            if not await flush(parts):
+                                return
+                            parts = []
+                    if not await flush(parts):
                         return
                 tail = encoder.close()
-                if tail and not await self._out(send, state, splitter, dialect, [tail]):
+                if tail and not await flush([tail]):
                     return
             except asyncio.CancelledError:
                 raise
