@@ -171,7 +171,8 @@ def test_reading_the_tail_is_bounded_in_bytes_and_time() -> None:
 class _Upstream:
     """A threaded HTTP/1.1 upstream answering every request with one canned stream;
     ``policy(connection, request_on_connection)`` says ``reply``, ``reply-close`` (close
-    after replying, without saying so) or ``close`` (close without replying)."""
+    after replying, without saying so), ``close`` (close without replying) or
+    ``late-terminator`` (the whole stream, then the chunked terminator 0.5 s later)."""
 
     def __init__(self, policy: Callable[[int, int], str]) -> None:
         self.connections = 0
@@ -203,6 +204,15 @@ class _Upstream:
                     action = policy(n, index)
                     if action == "close":
                         return
+                    if action == "late-terminator":
+                        sock.sendall(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                            b"transfer-encoding: chunked\r\n\r\n%x\r\n%s\r\n"
+                            % (len(SKELETON), SKELETON)
+                        )
+                        time.sleep(0.5)
+                        sock.sendall(b"0\r\n\r\n")
+                        continue
                     sock.sendall(
                         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                         b"content-length: %d\r\n\r\n%s" % (len(SKELETON), SKELETON)
@@ -268,6 +278,25 @@ def test_an_upstream_closing_a_pooled_connection_at_the_next_request(
     assert (server.connections, server.requests) == (2, 4)
     # Sent again by the transport, not retried by the call.
     assert not [r for r in caplog.records if "upstream retry" in r.getMessage()]
+
+
+def test_the_response_ends_with_the_terminal_event_not_the_upstream_terminator(
+    stack: Callable[..., Any], upstream: Callable[..., _Upstream], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tail of a finished reply may take this long: the connection is kept.
+    monkeypatch.setattr(_h1, "_DRAIN_SECONDS", 2.0)
+    server = upstream(lambda n, index: "late-terminator")
+    _, gateway = stack("anthropic_messages", emulator=server)
+    started = time.monotonic()
+    response = _post(gateway)
+    took = time.monotonic() - started
+    assert polystream.decode(response.content, "anthropic_messages").status == "completed"
+    assert took < 0.4  # not held until the upstream's terminator, 0.5 s later
+    deadline = time.monotonic() + 3
+    transport = gateway.app.http._transport
+    while transport._idle_count != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (transport._open, transport._idle_count) == (1, 1)  # then read, and pooled
 
 
 def test_every_dialect_through_the_gateway_reuses_one_connection(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -157,6 +158,7 @@ class _OneRead:
     def __init__(self, events: list[Any]) -> None:
         self.events = events
         self.closed = False
+        self.call = types.SimpleNamespace(finished=False)
 
     def batches(self) -> Any:
         async def run() -> Any:

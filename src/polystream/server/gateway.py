@@ -154,10 +154,11 @@ def _cancel_later(task: asyncio.Task[None], seconds: float) -> None:
 class _StreamState:
     """What the pump and the watcher of one stream share."""
 
-    __slots__ = ("aborted", "gone", "journal_id", "sending", "started", "stream_id")
+    __slots__ = ("aborted", "ended", "gone", "journal_id", "sending", "started", "stream_id")
 
     def __init__(self) -> None:
         self.started = False  # the response (a stream, or an error) has begun
+        self.ended = False  # the response is complete
         self.gone = False  # the client disconnected
         self.aborted = False  # the client was too slow: the response stays incomplete
         self.sending = False  # a write to the client is in progress
@@ -497,6 +498,7 @@ class _Gateway:
         sse = framing == "sse"
         state = _StreamState()
         batches = stream.batches()
+        call = stream.call
 
         splitter: SSECursorSplitter | None = None
 
@@ -536,9 +538,16 @@ class _Gateway:
                             parts = []
                     if not await flush(parts):
                         return
+                    if call.finished:
+                        # The terminal event is out: end the response now, and read the
+                        # rest of the upstream reply (its terminator) afterwards.
+                        break
                 tail = encoder.close()
                 if tail and not await flush([tail]):
                     return
+                if state.started and not state.gone and not state.aborted:
+                    state.ended = True
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -557,7 +566,6 @@ class _Gateway:
                             send, dialect, 502, "the upstream call failed", kind="server"
                         )
                     return
-                # After the stream began: end it; the encoder already wrote what it could.
             finally:
                 # Finalize the upstream call here, in this task, not in a GC finalizer.
                 with contextlib.suppress(BaseException):
@@ -566,7 +574,9 @@ class _Gateway:
                     with contextlib.suppress(Exception):
                         await self._journal("finish", state.journal_id, now=time.time())
                 self._loss_headers(encoder)
-            if state.started and not state.gone and not state.aborted:
+            if state.started and not state.gone and not state.aborted and not state.ended:
+                # The upstream failed after the stream began: end it; the encoder
+                # already wrote what it could.
                 with contextlib.suppress(Exception):
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
