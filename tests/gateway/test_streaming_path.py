@@ -15,7 +15,6 @@ import httpx
 import pytest
 
 import polystream
-import polystream.dialects
 from polystream.events import BlockEnd, BlockStart, Finish, FinishReason, StreamStart, TextDelta
 from polystream.proxy import load_config
 from polystream.scenario import Emulator, parse_scenarios
@@ -191,9 +190,8 @@ def test_the_first_output_of_a_read_leaves_at_once_and_the_rest_together() -> No
         return {"type": "http.disconnect"}
 
     upstream = _OneRead(reply)
-    encoder = polystream.dialects.get_dialect("anthropic_messages").encoder()
     asyncio.run(
-        gateway._stream(send, receive, "anthropic_messages", "sse", encoder, upstream)  # type: ignore[attr-defined]
+        gateway._stream(send, receive, "anthropic_messages", {}, upstream)  # type: ignore[attr-defined]
     )
     assert [m["type"] for m in sent] == ["http.response.start"] + ["http.response.body"] * 3
     first, rest, end = (m["body"] for m in sent[1:])

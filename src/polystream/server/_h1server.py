@@ -51,6 +51,9 @@ App = Callable[
 _HEAD_END: Final = re.compile(rb"\r?\n\r?\n")
 _REQUEST_LINE: Final = re.compile(rb"([-!#$%&'*+.^_`|~0-9A-Za-z]+) ([\x21-\x7e]+) HTTP/1\.([01])")
 _TOKEN: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
+_HEADER_LINE: Final = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+:[^\r\n\x00]*"
+_HEADER_BLOCK: Final = re.compile(_HEADER_LINE + rb"(?:\r?\n" + _HEADER_LINE + rb")*")
+"""The header lines of a head (a token, a colon, a value without CR or NUL, each)."""
 _CHUNK_LINE: Final = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?\n")
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 _REASONS: Final = {
@@ -118,26 +121,29 @@ def _parse_head(
     head: bytes, limits: ServerLimits
 ) -> tuple[str, bytes, int, list[tuple[bytes, bytes]]]:
     """(method, target, minor version, headers with lowered names) of a request head."""
-    lines = head.split(b"\n")
-    line = lines[0][:-1] if lines[0].endswith(b"\r") else lines[0]
+    end = head.find(b"\n")
+    line = head if end < 0 else head[:end]
+    if line.endswith(b"\r"):
+        line = line[:-1]
     match = _REQUEST_LINE.fullmatch(line)
     if match is None:
         raise _BadRequest(400, f"malformed request line {line[:100]!r}")
-    if len(lines) - 1 > limits.max_headers:
-        raise _BadRequest(431, f"more than {limits.max_headers} header lines")
     headers: list[tuple[bytes, bytes]] = []
-    for raw in lines[1:]:
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        name, colon, value = raw.partition(b":")
-        if not colon or _TOKEN.fullmatch(name) is None:
-            # Includes obsolete line folding (a line starting with a space), which a
-            # server may refuse (RFC 9112, 5.2).
-            raise _BadRequest(400, f"malformed header line {raw[:100]!r}")
-        value = value.strip(b" \t")
-        if b"\r" in value or b"\x00" in value:
-            raise _BadRequest(400, f"invalid character in header {name[:100]!r}")
-        headers.append((name.lower(), value))
+    if end >= 0:
+        block = head[end + 1 :]
+        # One pass checks every line (a token, a colon, a value without CR or NUL);
+        # obsolete line folding (a line starting with a space) is refused with the
+        # rest, as a server may (RFC 9112, 5.2).
+        lines = block.split(b"\n")
+        if _HEADER_BLOCK.fullmatch(block) is None:
+            for raw in lines:
+                if _HEADER_BLOCK.fullmatch(raw[:-1] if raw.endswith(b"\r") else raw) is None:
+                    raise _BadRequest(400, f"malformed header line {raw[:100]!r}")
+        if len(lines) > limits.max_headers:
+            raise _BadRequest(431, f"more than {limits.max_headers} header lines")
+        for raw in lines:
+            name, _, value = raw.partition(b":")
+            headers.append((name.lower(), value.strip(b" \t\r")))
     return match.group(1).decode("ascii"), match.group(2), int(match.group(3)), headers
 
 

@@ -316,9 +316,11 @@ class _Gateway:
             )
             return
         dialect, action, params = matched
+        raw_query = scope.get("query_string", b"")
+        query = dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {}
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        if not check_key(self.config.api_key, presented_key(dialect, headers, query)):
+        key = self.config.api_key
+        if key is not None and not check_key(key, presented_key(dialect, headers, query)):
             await self._error(
                 send, dialect, 401, "missing or invalid API key", kind="authentication"
             )
@@ -423,22 +425,21 @@ class _Gateway:
             )
             return
         options: dict[str, Any] = {"framing": framing} if dialect == "gemini_generate" else {}
-        encoder = get_dialect(dialect).encoder(**options)
         _UPSTREAM_CALL.set(call)  # this request's task (and its producer, created below)
         stream = AsyncEventStream(self.upstream, call)
         if not streaming:
-            await self._unary(send, dialect, options, encoder, stream)
+            await self._unary(send, dialect, options, stream)
             return
-        await self._stream(send, receive, dialect, framing, encoder, stream)
+        await self._stream(send, receive, dialect, options, stream)
 
     async def _unary(
         self,
         send: Send,
         dialect: str,
         options: dict[str, Any],
-        encoder: Any,
         events: AsyncEventStream,
     ) -> None:
+        encoder = get_dialect(dialect).encoder(**options)
         parts: list[bytes] = []
         try:
             async for event in events:
@@ -482,8 +483,7 @@ class _Gateway:
         send: Send,
         receive: Receive,
         dialect: str,
-        framing: str,
-        encoder: Any,
+        options: dict[str, Any],
         stream: AsyncEventStream,
     ) -> None:
         """Stream the upstream's events to the client, transcoded.
@@ -495,8 +495,16 @@ class _Gateway:
         feed) keeps feeding the journal for a bounded time while this task returns.
         During upstream silences it sends keep-alive comments.
         """
-        sse = framing == "sse"
+        sse = options.get("framing", "sse") == "sse"
         state = _StreamState()
+        made: list[Any] = []
+
+        def encoder_() -> Any:
+            """The client's encoder, made on first use."""
+            if not made:
+                made.append(get_dialect(dialect).encoder(**options))
+            return made[0]
+
         batches = stream.batches()
         call = stream.call
 
@@ -509,7 +517,7 @@ class _Gateway:
                 if state.gone:
                     return True
                 state.started = True
-                headers = [(b"content-type", encoder.content_type.encode()), *_SSE_HEADERS]
+                headers = [(b"content-type", encoder_().content_type.encode()), *_SSE_HEADERS]
                 if sse:
                     state.stream_id = uuid.uuid4().hex
                     splitter = SSECursorSplitter(dialect, state.stream_id)
@@ -521,6 +529,7 @@ class _Gateway:
             first = True  # until the first output, it leaves as soon as it is encoded
             try:
                 async for batch in batches:
+                    encoder = encoder_()
                     parts: list[bytes] = []
                     for event in batch:
                         if type(event) is Warning and event.code in ("retry", "resume"):
@@ -542,7 +551,7 @@ class _Gateway:
                         # The terminal event is out: end the response now, and read the
                         # rest of the upstream reply (its terminator) afterwards.
                         break
-                tail = encoder.close()
+                tail = encoder_().close()
                 if tail and not await flush([tail]):
                     return
                 if state.started and not state.gone and not state.aborted:
@@ -573,7 +582,8 @@ class _Gateway:
                 if state.journal_id is not None:
                     with contextlib.suppress(Exception):
                         await self._journal("finish", state.journal_id, now=time.time())
-                self._loss_headers(encoder)
+                if made:
+                    self._loss_headers(made[0])
             if state.started and not state.gone and not state.aborted and not state.ended:
                 # The upstream failed after the stream began: end it; the encoder
                 # already wrote what it could.
@@ -582,8 +592,10 @@ class _Gateway:
 
         pumping = asyncio.create_task(pump())
         # The pump sends the upstream request at its first step: let it take that step
-        # before this task does anything else.
+        # before this task does anything else (the encoder is needed only once the
+        # upstream answers).
         await asyncio.sleep(0)
+        encoder_()
 
         async def watch() -> None:
             while True:
