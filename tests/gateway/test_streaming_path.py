@@ -159,9 +159,13 @@ class _OneRead:
         self.closed = False
         self.call = types.SimpleNamespace(finished=False)
 
+    def _deliver(self) -> list[Any]:
+        self.call.finished = True  # as a StreamCall does once it delivers the Finish
+        return self.events
+
     def batches(self) -> Any:
         async def run() -> Any:
-            yield self.events
+            yield self._deliver()
 
         return run()
 
@@ -171,7 +175,8 @@ class _OneRead:
 
 def test_the_first_output_of_a_read_leaves_at_once_and_the_rest_together() -> None:
     """Opening events and the first delta leave in one write as soon as the delta is
-    encoded; the rest of the same read leaves in one more write; then the end."""
+    encoded; the rest of the same read, which holds the terminal event, leaves in one
+    more write that also ends the response."""
     reply = [
         StreamStart(dialect="openai_chat", id="c1", model="m"),
         BlockStart(index=0, kind="text"),
@@ -193,11 +198,10 @@ def test_the_first_output_of_a_read_leaves_at_once_and_the_rest_together() -> No
     asyncio.run(
         gateway._stream(send, receive, "anthropic_messages", {}, upstream)  # type: ignore[attr-defined]
     )
-    assert [m["type"] for m in sent] == ["http.response.start"] + ["http.response.body"] * 3
-    first, rest, end = (m["body"] for m in sent[1:])
+    assert [m["type"] for m in sent] == ["http.response.start"] + ["http.response.body"] * 2
+    first, rest = (m["body"] for m in sent[1:])
     first_text = polystream.decode(first, "anthropic_messages", strict=False)
     assert first_text.text == "one "
-    assert [m.get("more_body") for m in sent[1:]] == [True, True, False]
-    assert end == b""
+    assert [m.get("more_body") for m in sent[1:]] == [True, False]
     assert polystream.decode(first + rest, "anthropic_messages").text == "one two three"
     assert upstream.closed

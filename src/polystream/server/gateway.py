@@ -510,8 +510,9 @@ class _Gateway:
 
         splitter: SSECursorSplitter | None = None
 
-        async def flush(parts: list[bytes]) -> bool:
-            """Write encoded events (the response head first); False to stop."""
+        async def flush(parts: list[bytes], last: bool = False) -> bool:
+            """Write encoded events (the response head first; ``last``: and the end of
+            the response); False to stop."""
             nonlocal splitter
             if not state.started:
                 if state.gone:
@@ -523,14 +524,17 @@ class _Gateway:
                     splitter = SSECursorSplitter(dialect, state.stream_id)
                     headers.append((b"x-polystream-stream-id", state.stream_id.encode()))
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
-            return not parts or await self._out(send, state, splitter, dialect, parts)
+            if not parts and not last:
+                return True
+            return await self._out(send, state, splitter, dialect, parts, last)
 
         async def pump() -> None:
             first = True  # until the first output, it leaves as soon as it is encoded
+            parts: list[bytes] = []
             try:
                 async for batch in batches:
                     encoder = encoder_()
-                    parts: list[bytes] = []
+                    parts = []
                     for event in batch:
                         if type(event) is Warning and event.code in ("retry", "resume"):
                             logger.info(
@@ -545,18 +549,18 @@ class _Gateway:
                             if not await flush(parts):
                                 return
                             parts = []
+                    if call.finished:
+                        # The terminal event: the response ends with it, in one write;
+                        # the rest of the upstream reply (its terminator) is read later.
+                        break
                     if not await flush(parts):
                         return
-                    if call.finished:
-                        # The terminal event is out: end the response now, and read the
-                        # rest of the upstream reply (its terminator) afterwards.
-                        break
+                    parts = []
                 tail = encoder_().close()
-                if tail and not await flush([tail]):
+                if tail:
+                    parts.append(tail)
+                if not await flush(parts, last=True):
                     return
-                if state.started and not state.gone and not state.aborted:
-                    state.ended = True
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -643,15 +647,15 @@ class _Gateway:
         splitter: SSECursorSplitter | None,
         dialect: str,
         parts: list[bytes],
+        last: bool = False,
     ) -> bool:
-        """Journal encoded events and write them to the client (unless it has gone);
-        False when the client does not keep up (the stream is then dropped)."""
+        """Journal encoded events and write them to the client (unless it has gone),
+        ``last``: with the end of the response. False when the client does not keep up
+        (the stream is then dropped)."""
         data = parts[0] if len(parts) == 1 else b"".join(parts)
-        if splitter is not None:
+        if splitter is not None and data:
             entries = splitter.split(data)
-            if not entries:
-                return True
-            if state.journal_id is None:
+            if entries and state.journal_id is None:
                 journal_id = state.journal_id = splitter.native_id or splitter.stream_id
                 await self._journal("create", journal_id, {"dialect": dialect}, now=time.time())
                 if journal_id != splitter.stream_id:
@@ -661,24 +665,28 @@ class _Gateway:
                         {"dialect": dialect, "alias": journal_id},
                         now=time.time(),
                     )
-            await self._journal("append", state.journal_id, entries, now=time.time())
+            if entries:
+                await self._journal("append", state.journal_id, entries, now=time.time())
             data = entries[0][1] if len(entries) == 1 else b"".join([e for _, e in entries])
-        if state.gone:
+        if state.gone or (not data and not last):
             return True
         state.sending = True
         try:
-            sent = await self._send(send, data)
+            sent = await self._send(send, data, more=not last)
         finally:
             state.sending = False
         if not sent:
             state.aborted = True  # a reader too slow to keep up: drop the connection
+        elif last:
+            state.ended = True
         return sent
 
-    async def _send(self, send: Send, data: bytes) -> bool:
-        """Send body bytes; a client that does not read within the limit is dropped."""
+    async def _send(self, send: Send, data: bytes, more: bool = True) -> bool:
+        """Send body bytes (``more=False``: the last); a client that does not read
+        within the limit is dropped."""
         try:
             async with asyncio.timeout(self.limits.slow_client_seconds):
-                await send({"type": "http.response.body", "body": data, "more_body": True})
+                await send({"type": "http.response.body", "body": data, "more_body": more})
         except (TimeoutError, OSError):
             return False
         return True
