@@ -818,6 +818,13 @@ def _conn_tokens(head: bytes) -> bytes:
     return lowered[start + 13 : end]
 
 
+def _check_header(name: bytes, value: bytes) -> None:
+    """Refuse a header that would break the request head (a line break in the value,
+    a name that is not a token)."""
+    if b"\r" in value or b"\n" in value or _TOKEN.fullmatch(name) is None:
+        raise httpx.LocalProtocolError(f"invalid request header {name!r}")
+
+
 def _request_head(
     request: httpx.Request, method: bytes, url: httpx.URL
 ) -> tuple[bytes, bytes | None, Any]:
@@ -829,8 +836,7 @@ def _request_head(
     parts = [method, b" ", url.raw_path, b" HTTP/1.1\r\n"]
     has_host = has_length = has_te = False
     for name, value in request.headers.raw:
-        if b"\r" in value or b"\n" in value or _TOKEN.fullmatch(name) is None:
-            raise httpx.LocalProtocolError(f"invalid request header {name!r}")
+        _check_header(name, value)
         lowered = name.lower()
         if lowered == b"host":
             has_host = True
@@ -1094,8 +1100,7 @@ class DirectClient:
         for name, value in headers.items():
             raw_name = name.encode("latin-1")
             raw_value = value.encode("latin-1")
-            if b"\r" in raw_value or b"\n" in raw_value or _TOKEN.fullmatch(raw_name) is None:
-                raise httpx.LocalProtocolError(f"invalid request header {name!r}")
+            _check_header(raw_name, raw_value)
             lowered = raw_name.lower()
             if lowered in (b"host", b"content-length", b"transfer-encoding"):
                 continue  # the framing is this client's

@@ -111,6 +111,12 @@ class _Date:
         return cls.value
 
 
+def _resolve(waiter: asyncio.Future[None] | None) -> None:
+    """Wake the task waiting on ``waiter``, if one is."""
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
+
+
 class _BadRequest(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -283,9 +289,7 @@ class _Cycle:
         return b""
 
     def _wake(self) -> None:
-        waiter = self.app_waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        _resolve(self.app_waiter)
 
     async def receive(self) -> Message:
         conn = self.conn
@@ -477,18 +481,14 @@ class _Connection(asyncio.Protocol):
         cycle = self.cycle
         if cycle is not None:
             cycle._wake()
-        waiter = self.drain_waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        _resolve(self.drain_waiter)
 
     def pause_writing(self) -> None:
         self.write_paused = True
 
     def resume_writing(self) -> None:
         self.write_paused = False
-        waiter = self.drain_waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        _resolve(self.drain_waiter)
 
     # -- plumbing -----------------------------------------------------------------------
 
