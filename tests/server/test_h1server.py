@@ -545,6 +545,40 @@ def test_idle_and_slow_connections_are_closed(parts: list[bytes], option: str) -
     assert 0.15 < took < 2
 
 
+def test_a_stalled_request_body_is_a_disconnect() -> None:
+    app = Recorder()
+
+    async def scenario(server: H1Server) -> tuple[bytes, float]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        data = await _talk(
+            server.port, b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc", timeout=3
+        )
+        return data, loop.time() - started
+
+    data, took = _run(app, scenario, body_timeout=0.2)
+    assert data == b""
+    assert 0.15 < took < 2
+    assert app.messages == [
+        {"type": "http.request", "body": b"abc", "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+
+def test_a_slow_but_steady_request_body_is_read() -> None:
+    """The body timeout is a wait for the next byte, not for the whole body."""
+    app = Recorder(length=True)
+    body = b"0123456789"
+    head = b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\nConnection: close\r\n\r\n"
+    parts = [head] + [body[i : i + 2] for i in range(0, 10, 2)]
+
+    async def scenario(server: H1Server) -> bytes:
+        return await _talk(server.port, parts, pause=0.1, timeout=5)
+
+    data = _no_date(_run(app, scenario, body_timeout=0.3))
+    assert data.endswith(b"\r\n\r\nok:0123456789")
+
+
 def test_a_kept_alive_connection_is_closed_after_the_idle_timeout() -> None:
     async def scenario(server: H1Server) -> tuple[bytes, bytes]:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)

@@ -18,7 +18,8 @@ transfer coding other than chunked (501), both ``Content-Length`` and
 
 Connections are bounded in time: one idle between requests is closed after
 ``keepalive_timeout``; a request head must arrive whole within ``head_timeout`` of its
-first byte.
+first byte; a request body may not go ``body_timeout`` without a byte arriving (the app
+then sees a disconnect).
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ class ServerLimits:
         max_headers: Most header lines in a request.
         keepalive_timeout: Seconds an idle connection is kept between requests.
         head_timeout: Seconds a request head may take to arrive, from its first byte.
+        body_timeout: Seconds a request body may go without a byte arriving (while the
+            app is ready for more of it).
         max_buffered_bytes: Request bytes read ahead of the app (a body not yet
             received, a pipelined request) before reading pauses.
         shutdown_timeout: Seconds running requests get to finish at shutdown.
@@ -92,6 +95,7 @@ class ServerLimits:
     max_headers: int = 100
     keepalive_timeout: float = 5.0
     head_timeout: float = 10.0
+    body_timeout: float = 30.0
     max_buffered_bytes: int = 1024 * 1024
     shutdown_timeout: float = 5.0
 
@@ -514,12 +518,17 @@ class _Connection(asyncio.Protocol):
         if not self.reading and not self.closed and self.transport is not None:
             self.reading = True
             self.transport.resume_reading()
+            cycle = self.cycle
+            if cycle is not None and not cycle.body_done:
+                self._arm(self.server.limits.body_timeout)
 
     def _check_buffered(self) -> None:
         cycle = self.cycle
         held = len(self.buffer) + (cycle.body_size if cycle is not None else 0)
         if held > self.server.limits.max_buffered_bytes and self.reading:
             self.reading = False
+            if cycle is not None and not cycle.body_done:
+                self._disarm()  # the app is behind, not the client
             if self.transport is not None:
                 self.transport.pause_reading()
 
@@ -534,8 +543,12 @@ class _Connection(asyncio.Protocol):
 
     def _expire(self) -> None:
         self.timer = None
-        if self.cycle is None:
+        cycle = self.cycle
+        if cycle is None:
             self.close()  # idle too long, or a head too slow to arrive
+        elif not cycle.body_done:
+            logger.info("request body from %s stalled: connection closed", self.client)
+            self.close()  # the app sees a disconnect
 
     def _reject(self, status: int, message: str) -> None:
         body = message.encode("utf-8", "replace")
@@ -562,6 +575,10 @@ class _Connection(asyncio.Protocol):
             return
         if rest:
             self.buffer += rest
+        if cycle.body_done:
+            self._disarm()
+        elif self.reading:
+            self._arm(self.server.limits.body_timeout)  # progress: the wait starts again
 
     def _next_request(self) -> None:
         buffer = self.buffer
@@ -593,12 +610,13 @@ class _Connection(asyncio.Protocol):
             self._reject(exc.status, str(exc))
             return
         self.cycle = cycle
-        if rest:
-            if cycle.body_done:
-                self.buffer = rest
-            else:
-                self._feed_body(cycle, rest)
-            self._check_buffered()
+        if rest and cycle.body_done:
+            self.buffer = rest
+        elif rest:
+            self._feed_body(cycle, rest)
+        elif not cycle.body_done:
+            self._arm(self.server.limits.body_timeout)
+        self._check_buffered()
         server = self.server
         task = asyncio.get_running_loop().create_task(server.run_app(self, cycle))
         server.tasks.add(task)
