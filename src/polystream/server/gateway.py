@@ -106,6 +106,14 @@ def _match(method: str, path: str) -> tuple[str, str, dict[str, str]] | None:
     return None
 
 
+def _last_event_id(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The request's ``Last-Event-ID`` (ASGI header names are lowercase)."""
+    for name, value in headers:
+        if name == b"last-event-id":
+            return value.decode("latin-1")
+    return None
+
+
 def _prefix_dialect(path: str) -> str:
     prefix = path.strip("/").split("/")[0]
     return {
@@ -318,13 +326,15 @@ class _Gateway:
         dialect, action, params = matched
         raw_query = scope.get("query_string", b"")
         query = dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {}
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
         key = self.config.api_key
-        if key is not None and not check_key(key, presented_key(dialect, headers, query)):
-            await self._error(
-                send, dialect, 401, "missing or invalid API key", kind="authentication"
-            )
-            return
+        if key is not None:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
+            if not check_key(key, presented_key(dialect, headers, query)):
+                await self._error(
+                    send, dialect, 401, "missing or invalid API key", kind="authentication"
+                )
+                return
         body = await self._read_body(receive)
         if body is None:
             return
@@ -351,8 +361,8 @@ class _Gateway:
         try:
             if action == "resume":
                 await self._resume_native(send, receive, dialect, params["id"], query)
-            elif "last-event-id" in headers:
-                await self._resume_counter(send, receive, dialect, headers["last-event-id"])
+            elif (last_id := _last_event_id(raw_headers)) is not None:
+                await self._resume_counter(send, receive, dialect, last_id)
             else:
                 await self._create(send, receive, dialect, action, params, query, body)
         finally:
