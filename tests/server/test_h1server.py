@@ -8,7 +8,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import re
+import signal
+import socket
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -688,3 +693,49 @@ def test_shutdown_lets_running_requests_finish_and_closes_idle_connections() -> 
     busy, idle = asyncio.run(main())
     assert _no_date(busy).endswith(b"\r\n\r\nok:")
     assert idle == b""
+
+
+@pytest.mark.parametrize("loop_handlers", [True, False])
+def test_run_serves_until_sigterm(monkeypatch: pytest.MonkeyPatch, loop_handlers: bool) -> None:
+    """``run()`` stops on SIGTERM, through the loop's signal handlers or, where the loop
+    has none (Windows), through a plain handler."""
+    refused: list[Any] = []
+    if not loop_handlers:
+
+        def unsupported(self: Any, sig: Any, *args: Any) -> None:
+            refused.append(sig)
+            raise NotImplementedError
+
+        monkeypatch.setattr(asyncio.SelectorEventLoop, "add_signal_handler", unsupported)
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    replies: list[bytes] = []
+
+    def client() -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=2) as conn:
+                    conn.sendall(GET)
+                    replies.append(conn.makefile("rb").read())
+                break
+            except OSError:
+                time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            await Recorder()(scope, receive, send)
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    try:
+        _h1server.run(app, "127.0.0.1", port)
+    finally:
+        thread.join(10)
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    assert [_no_date(r) for r in replies] == [OK_CHUNKED]
+    assert refused == ([] if loop_handlers else [signal.SIGINT, signal.SIGTERM])

@@ -864,8 +864,11 @@ def run(app: App, host: str = "127.0.0.1", port: int = 8080, **options: Any) -> 
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
+            try:
                 loop.add_signal_handler(sig, stop.set)
+            except NotImplementedError:
+                # No loop signal handlers (Windows): a plain handler wakes the loop.
+                signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
         try:
             await stop.wait()
         finally:
