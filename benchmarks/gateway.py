@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import tables
 from benchmarks.workloads import _rng, _token_stream
 
 __all__ = ["main", "run_gateway_bench"]
@@ -798,13 +799,7 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def add(name: str, ok: bool | None, figure: str) -> None:
-        out.append(
-            {
-                "target": name,
-                "status": "N/A" if ok is None else "PASS" if ok else "FAIL",
-                "figure": figure,
-            }
-        )
+        out.append(tables.target(name, ok, figure))
 
     for pace in ("paced", "latency"):
         for name, cell in data.get(pace, {}).items():
@@ -891,15 +886,6 @@ def _mib(size: float | None) -> str:
     return "-" if size is None else f"{size / 1048576:.2f} MiB"
 
 
-def _markdown(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [
-        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
-    ]
-    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    return "\n".join(lines)
-
-
 def report(data: dict[str, Any]) -> str:
     """The tables, as text."""
     parts: list[str] = []
@@ -950,7 +936,7 @@ def report(data: dict[str, Any]) -> str:
         parts.append(
             f"Gateway latency: {any_cell['requests']} sequential requests per route, "
             f"{any_cell['events']} text deltas each sent {pacing}, keep-alive, direct and "
-            "gateway interleaved (wall clock):\n\n" + _markdown(rows)
+            "gateway interleaved (wall clock):\n\n" + tables.markdown(rows)
         )
     if data.get("concurrency"):
         rows = [
@@ -987,7 +973,7 @@ def report(data: dict[str, Any]) -> str:
         parts.append(
             f"Concurrent streams (each {data['settings']['overlap_events']} deltas paced at "
             f"{data['settings']['overlap_delay'] * 1000:.0f} ms: "
-            f"{first['nominal_stream_seconds']:.2f} s alone):\n\n" + _markdown(rows)
+            f"{first['nominal_stream_seconds']:.2f} s alone):\n\n" + tables.markdown(rows)
         )
     if data.get("memory"):
         rows = [["journal", "events", "stream bytes", "time", "peak RSS growth", "retained"]]
@@ -1005,7 +991,7 @@ def report(data: dict[str, Any]) -> str:
                 )
         parts.append(
             "Gateway process memory per pass-through stream (RSS sampled every 2 ms):\n\n"
-            + _markdown(rows)
+            + tables.markdown(rows)
         )
     return "\n\n".join(parts)
 

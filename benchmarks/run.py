@@ -43,7 +43,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks import gateway, harness, peers, workloads
+from benchmarks import gateway, harness, peers, tables, workloads
 
 __all__ = ["main"]
 
@@ -399,16 +399,7 @@ def table(results: dict[str, Any], works: list[workloads.Workload], levels: list
             cells.append(_fmt_ratio(_ratio(_median(row.get("generic")), ps)))
             cells.append(_fmt_ratio(_ratio(ps, _median(row.get("minimal")))))
             rows.append(cells)
-    return _markdown(rows)
-
-
-def _markdown(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [
-        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
-    ]
-    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    return "\n".join(lines)
+    return tables.markdown(rows)
 
 
 # -- targets -------------------------------------------------------------------------------
@@ -419,13 +410,7 @@ def targets(data: dict[str, Any], works: list[workloads.Workload]) -> list[dict[
     out: list[dict[str, Any]] = []
 
     def add(name: str, ok: bool | None, figure: str) -> None:
-        out.append(
-            {
-                "target": name,
-                "status": "N/A" if ok is None else "PASS" if ok else "FAIL",
-                "figure": figure,
-            }
-        )
+        out.append(tables.target(name, ok, figure))
 
     times = data["times"]
     for work in works:
@@ -673,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if first:
         print("\nTime to first delta through the HTTP client (median):\n")
-        print(_markdown([["workload", *[peers.PEERS[n].label for n in peers.PEERS]], *first]))
+        print(tables.markdown([["workload", *[peers.PEERS[n].label for n in peers.PEERS]], *first]))
     if data.get("memory"):
         rows = [["workload", "peer", "tracemalloc peak", "ru_maxrss growth", "final text", "limit"]]
         for name, cells in data["memory"].items():
@@ -696,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "\nPeak memory, result only kept (stream fed in 64 KiB chunks where the peer allows):\n"
         )
-        print(_markdown(rows))
+        print(tables.markdown(rows))
     if data.get("transcode"):
         rows = [["source workload", "minimal loop", *TRANSCODE_TARGETS]]
         for name, cell in data["transcode"].items():
@@ -715,7 +700,7 @@ def main(argv: list[str] | None = None) -> int:
             "\nTranscoding A -> unified -> B, per wire event of A (ratio to the minimal loop "
             "on A):\n"
         )
-        print(_markdown(rows))
+        print(tables.markdown(rows))
     if data.get("startup"):
         rows = [["what", "median wall"]]
         for module, cell in data["startup"]["imports"].items():
@@ -734,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         rows.append(["python -c pass", _ms(cli["python_bare"])])
         print("\nStart-up (fresh processes):\n")
-        print(_markdown(rows))
+        print(tables.markdown(rows))
     if data.get("gateway"):
         print("\n" + gateway.report(data["gateway"]))
     print("\nTargets:\n")
