@@ -16,7 +16,7 @@ from msgspec.structs import astuple
 
 from polystream.events import Usage
 
-__all__ = ["BATCH", "fold"]
+__all__ = ["BATCH", "FoldsUsage", "fold"]
 
 BATCH: Final = 64
 """Updates an encoder keeps before folding them (memory stays bounded)."""
@@ -74,3 +74,16 @@ def fold(usage: Usage | None, updates: list[Usage]) -> Usage | None:
             )
         values.append(last)
     return Usage(**dict(zip(_FIELDS, values, strict=True)))
+
+
+class FoldsUsage:
+    """For an encoder (a :class:`~polystream.dialects._base.DialectEncoder`) that keeps
+    the usage so far in ``_usage``: the updates kept back are folded into it."""
+
+    _usage: Usage | None
+    _usage_batch: list[Usage]
+
+    def _fold_usage(self) -> None:
+        """Fold the usage updates kept back into ``_usage``."""
+        self._usage = fold(self._usage, self._usage_batch)
+        self._usage_batch.clear()

@@ -71,7 +71,7 @@ from polystream.dialects._chat.wire import (
     EXTRA_KEY,
     apply,
 )
-from polystream.dialects._usage_fold import fold
+from polystream.dialects._usage_fold import FoldsUsage
 from polystream.events import (
     BlockEnd,
     BlockKind,
@@ -136,7 +136,7 @@ class _Block:
         self.written = False  # a decoder of the output has opened this block
 
 
-class ChatEncoder(DialectEncoder):
+class ChatEncoder(FoldsUsage, DialectEncoder):
     """Encoder for a Chat Completions stream; bound to a dialect by :class:`Quirks`.
 
     Args:
@@ -209,11 +209,6 @@ class ChatEncoder(DialectEncoder):
         if event_name is None:
             return b"data: " + body + b"\n\n"
         return _SSE.event(body.decode(), event=event_name)
-
-    def _fold_usage(self) -> None:
-        """Fold the usage updates kept back (see :mod:`.._usage_fold`)."""
-        self._usage = fold(self._usage, self._usage_batch)
-        self._usage_batch.clear()
 
     def close(self) -> bytes:
         """End of the events. Without a Finish the stream ends without ``[DONE]``

@@ -55,7 +55,7 @@ from polystream.dialects._messages.wire import (
     apply_diff,
     skeleton,
 )
-from polystream.dialects._usage_fold import fold
+from polystream.dialects._usage_fold import FoldsUsage
 from polystream.errors import LocalProtocolError
 from polystream.events import (
     BlockEnd,
@@ -144,7 +144,7 @@ def _name(default: str, extra: dict[str, Any] | None) -> str | None:
     return default
 
 
-class MessagesEncoder(DialectEncoder):
+class MessagesEncoder(FoldsUsage, DialectEncoder):
     """Encoder for the Messages SSE stream; subclasses bind ``dialect`` and ``quirks``.
 
     Args:
@@ -239,11 +239,6 @@ class MessagesEncoder(DialectEncoder):
             # Usage without a message_delta of its own: sent in the final one.
             return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
         return self._encode_pending(event)
-
-    def _fold_usage(self) -> None:
-        """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
-        self._usage = fold(self._usage, self._usage_batch)
-        self._usage_batch.clear()
 
     def _fast_delta(self, event: TextDelta | ToolInputDelta) -> bytes | None:
         block = self._blocks.get(event.index)

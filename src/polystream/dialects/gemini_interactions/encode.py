@@ -47,7 +47,7 @@ import msgspec
 
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import CARRIER_PREFIX, origin, wrap
-from polystream.dialects._usage_fold import fold
+from polystream.dialects._usage_fold import FoldsUsage
 from polystream.errors import LocalProtocolError
 from polystream.events import (
     BlockEnd,
@@ -109,7 +109,7 @@ class _Block:
         self.value: Any = None
 
 
-class Encoder(DialectEncoder):
+class Encoder(FoldsUsage, DialectEncoder):
     """Encode unified events as a Gemini Interactions SSE stream (see the module docstring).
 
     Call :meth:`encode` per event and :meth:`close` once; ``losses`` lists what a foreign
@@ -163,11 +163,6 @@ class Encoder(DialectEncoder):
         elif kind is UsageUpdate and self._fast and (not self._native or event.extra is None):
             return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
         return self._encode_pending(event)
-
-    def _fold_usage(self) -> None:
-        """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
-        self._usage = fold(self._usage, self._usage_batch)
-        self._usage_batch.clear()
 
     def _fast_delta(self, event: TextDelta | ToolInputDelta) -> bytes | None:
         extra = event.extra
