@@ -175,6 +175,7 @@ class _Cycle:
         "minor",
         "out_framing",
         "out_remaining",
+        "partial",
         "pending_head",
         "remaining",
         "request_sent",
@@ -207,6 +208,7 @@ class _Cycle:
         self.body_done = framing == _NONE
         self.request_sent = False
         self.chunk_state = _SIZE
+        self.partial = b""
         self.trailer = 0
         self.app_waiter: asyncio.Future[None] | None = None
         self.started = False
@@ -238,8 +240,11 @@ class _Cycle:
         self.body_size += len(data)
 
     def _chunked(self, data: bytes) -> bytes:
-        """Parse chunked body bytes; the incomplete tail stays with the connection
-        (returned as a prefix marker via ``conn.partial``)."""
+        """Parse chunked body bytes; an incomplete size line, CRLF or trailer line is
+        kept for the next bytes."""
+        if self.partial:
+            data = self.partial + data
+            self.partial = b""
         pos = 0
         end = len(data)
         state = self.chunk_state
@@ -288,8 +293,7 @@ class _Cycle:
         self.chunk_state = state
         if state == _END:
             return data[pos:]
-        # An incomplete size line, CRLF or trailer line: kept for the next bytes.
-        self.conn.partial = data[pos:]
+        self.partial = data[pos:]
         return b""
 
     def _wake(self) -> None:
@@ -437,7 +441,6 @@ class _Connection(asyncio.Protocol):
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.buffer = b""
-        self.partial = b""
         self.cycle: _Cycle | None = None
         self.closed = False
         self.reading = True
@@ -563,9 +566,6 @@ class _Connection(asyncio.Protocol):
     # -- requests -------------------------------------------------------------------------
 
     def _feed_body(self, cycle: _Cycle, data: bytes) -> None:
-        if self.partial:
-            data = self.partial + data
-            self.partial = b""
         try:
             rest = cycle.feed(data)
         except _BadRequest as exc:

@@ -162,7 +162,7 @@ def _cancel_later(task: asyncio.Task[None], seconds: float) -> None:
 class _StreamState:
     """What the pump and the watcher of one stream share."""
 
-    __slots__ = ("aborted", "ended", "gone", "journal_id", "sending", "started", "stream_id")
+    __slots__ = ("aborted", "ended", "gone", "journal_id", "sending", "started")
 
     def __init__(self) -> None:
         self.started = False  # the response (a stream, or an error) has begun
@@ -171,7 +171,6 @@ class _StreamState:
         self.aborted = False  # the client was too slow: the response stays incomplete
         self.sending = False  # a write to the client is in progress
         self.journal_id: str | None = None
-        self.stream_id = ""
 
 
 class _Gateway:
@@ -507,13 +506,14 @@ class _Gateway:
         """
         sse = options.get("framing", "sse") == "sse"
         state = _StreamState()
-        made: list[Any] = []
+        encoder: Any = None
 
         def encoder_() -> Any:
             """The client's encoder, made on first use."""
-            if not made:
-                made.append(get_dialect(dialect).encoder(**options))
-            return made[0]
+            nonlocal encoder
+            if encoder is None:
+                encoder = get_dialect(dialect).encoder(**options)
+            return encoder
 
         batches = stream.batches()
         call = stream.call
@@ -530,9 +530,9 @@ class _Gateway:
                 state.started = True
                 headers = [(b"content-type", encoder_().content_type.encode()), *_SSE_HEADERS]
                 if sse:
-                    state.stream_id = uuid.uuid4().hex
-                    splitter = SSECursorSplitter(dialect, state.stream_id)
-                    headers.append((b"x-polystream-stream-id", state.stream_id.encode()))
+                    stream_id = uuid.uuid4().hex
+                    splitter = SSECursorSplitter(dialect, stream_id)
+                    headers.append((b"x-polystream-stream-id", stream_id.encode()))
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
             if not parts and not last:
                 return True
@@ -543,7 +543,7 @@ class _Gateway:
             parts: list[bytes] = []
             try:
                 async for batch in batches:
-                    encoder = encoder_()
+                    encode = encoder_().encode
                     parts = []
                     for event in batch:
                         if type(event) is Warning and event.code in ("retry", "resume"):
@@ -551,7 +551,7 @@ class _Gateway:
                                 "upstream %s: %s", event.code, scrub(event.message, self.secrets)
                             )
                             continue
-                        data = encoder.encode(event)
+                        data = encode(event)
                         if data:
                             parts.append(data)
                         if first and type(event) in _FIRST_OUTPUT:
@@ -596,8 +596,8 @@ class _Gateway:
                 if state.journal_id is not None:
                     with contextlib.suppress(Exception):
                         await self._journal("finish", state.journal_id, now=time.time())
-                if made:
-                    self._loss_headers(made[0])
+                if encoder is not None:
+                    self._loss_headers(encoder)
             if state.started and not state.gone and not state.aborted and not state.ended:
                 # The upstream failed after the stream began: end it; the encoder
                 # already wrote what it could.
