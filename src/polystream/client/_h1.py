@@ -997,10 +997,11 @@ class _Exchange:
     async def __aenter__(self) -> Any:
         client = self._client
         method, url, headers, content = self._request
-        if client._transport.proxied(url):
+        key, target, host, proxied = client._target(url)
+        if proxied:
             self._reply = client._fallback.stream(method, url, headers=headers, content=content)
             return await self._reply.__aenter__()
-        key, head = client._head(method, url, headers, content)
+        head = client._head(method, target, host, headers, content)
         status, reason, minor, raw, body = await client._transport._send(
             key, method.encode("ascii"), head, content or b"", None, client._timeouts
         )
@@ -1050,7 +1051,7 @@ class DirectClient:
         self._timeouts: dict[str, Any] = timeout.as_dict()
         self._fallback = fallback
         self._user_agent = user_agent.encode("latin-1")
-        self._targets: dict[str, tuple[tuple[str, str, int], bytes, bytes]] = {}
+        self._targets: dict[str, tuple[tuple[str, str, int], bytes, bytes, bool]] = {}
 
     def stream(
         self,
@@ -1063,8 +1064,8 @@ class DirectClient:
         """Send a request; the reply's body streams (use as ``async with``)."""
         return _Exchange(self, (method, url, headers, content))
 
-    def _target(self, url: str) -> tuple[tuple[str, str, int], bytes, bytes]:
-        """(pool key, request target, Host value) of a URL."""
+    def _target(self, url: str) -> tuple[tuple[str, str, int], bytes, bytes, bool]:
+        """(pool key, request target, Host value, whether it is proxied) of a URL."""
         cached = self._targets.get(url)
         if cached is not None:
             return cached
@@ -1085,16 +1086,26 @@ class DirectClient:
         netloc = f"[{host}]" if ":" in host else host
         if parts.port is not None and parts.port != _DEFAULT_PORTS[scheme]:
             netloc += f":{parts.port}"
-        entry = ((scheme, host, port), target.encode("ascii"), netloc.encode("idna"))
+        entry = (
+            (scheme, host, port),
+            target.encode("ascii"),
+            netloc.encode("idna"),
+            self._transport.proxied(url),
+        )
         if len(self._targets) >= _TARGETS_CACHED:
             self._targets.clear()
         self._targets[url] = entry
         return entry
 
     def _head(
-        self, method: str, url: str, headers: Mapping[str, str], content: bytes | None
-    ) -> tuple[tuple[str, str, int], bytes]:
-        key, target, host = self._target(url)
+        self,
+        method: str,
+        target: bytes,
+        host: bytes,
+        headers: Mapping[str, str],
+        content: bytes | None,
+    ) -> bytes:
+        """The request head (the framing headers are this client's)."""
         parts = [method.encode("ascii"), b" ", target, b" HTTP/1.1\r\nHost: ", host, b"\r\n"]
         agent = encoding = False
         for name, value in headers.items():
@@ -1116,4 +1127,4 @@ class DirectClient:
         if content or method not in ("GET", "HEAD"):
             parts += (b"Content-Length: ", b"%d" % len(content or b""), b"\r\n")
         parts.append(b"\r\n")
-        return key, b"".join(parts)
+        return b"".join(parts)
