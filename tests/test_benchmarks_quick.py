@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks import gateway, peers, run, workloads
+from benchmarks import floor, gateway, peers, run, workloads
 
 from polystream.dialects import get_dialect
 from polystream.errors import LocalProtocolError
@@ -217,3 +217,43 @@ def test_gateway_client_checks_the_stream() -> None:
     assert gateway.check(cut, "openai_chat", text) is not None
     assert gateway.check(gateway.Reply(503, b"{}", 0.0, None, 0.1), "openai_chat", "") is not None
     assert gateway._max_overlap([(0, 2), (1, 3), (2.5, 4), (5, 6)]) == 2
+
+
+def test_floor_quick_mode_measures_every_step(tmp_path: Path) -> None:
+    out = tmp_path / "floor.json"
+    assert floor.main(["--quick", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["chunks"] == 200
+    sse = data["workloads"]["gemini_sse"]
+    array = data["workloads"]["gemini_array"]
+    assert list(sse) == list(floor.STEPS)
+    # The JSON array has no incremental-framing step (its general framer is no floor).
+    assert list(array) == [s for s in floor.STEPS if s != "+ incremental framing"]
+    for steps in (sse, array):
+        assert steps["minimal"]["ratio"] == 1.0
+        assert all(cell["seconds"] > 0 for cell in steps.values())
+
+
+@pytest.mark.parametrize("maker", [workloads.gemini_sse, workloads.gemini_array])
+def test_floor_steps_compute_what_polystream_does(maker: Any) -> None:
+    work = maker("w", chunks=50)
+    steps = floor.steps_for(work)
+    result = {name: step() for name, step in steps.items()}
+    text, usage = result["polystream"]
+    assert text == work.text
+    assert usage.output_tokens == 50 * 4 + 23  # the last chunk's counts
+    for name, (step_text, _usage) in result.items():
+        assert step_text == work.text, name
+    assert result["minimal"][1] is None
+    # The usage dict step keeps the provider's object; the later steps its conversion,
+    # equal to the usage polystream's whole decode ends with.
+    assert result["+ usage dict"][1] == usage.raw
+    for name in ("+ counts", "+ checked counts", "+ events"):
+        assert result[name][1] == usage, name
+
+
+def test_floor_rejects_a_step_that_loses_text() -> None:
+    work = workloads.gemini_sse("w", chunks=20)
+    broken = workloads.Workload(**{**work.__dict__, "text": work.text + "!"})
+    with pytest.raises(AssertionError, match="gave another text"):
+        floor.measure(broken, 1)

@@ -1,0 +1,259 @@
+"""The floor under Gemini decoding: the minimal loop, plus only what the unified model
+requires of every chunk, on the same bytes: ``python -m benchmarks.floor [--quick]``.
+
+The decode target is "no more than 2x the minimal loop". The minimal loop (see
+:mod:`benchmarks.peers`) decodes each Gemini chunk into a Struct that holds only the
+candidates' text and skips ``usageMetadata``. polystream's contract does not let it
+skip it: Gemini restates cumulative usage on every chunk, and each chunk ends with a
+:class:`~polystream.events.UsageUpdate` whose usage has the canonical counts and, as
+``raw``, the provider's object. This benchmark adds those requirements to the minimal
+loop one at a time, each step as tight as it can be written (so each is a lower bound
+of what any implementation keeping the contract costs), and prints what each step
+costs per chunk and its ratio to the minimal loop:
+
+1. ``minimal``: the minimal loop itself (whole JSON array decoded in one call; SSE
+   split on the blank line), as in the main suite.
+2. ``+ usage dict``: the chunk Struct also keeps ``usageMetadata`` as the dict that
+   becomes ``Usage.raw``.
+3. ``+ counts``: the canonical :class:`~polystream.events.Usage` built from it with
+   the arithmetic only, no check of what the fields hold (a lower bound; unsafe on
+   real input).
+4. ``+ checked counts``: the same with polystream's converter
+   (:func:`polystream.dialects.gemini_generate.usage.convert`), which checks the types
+   of what it reads, as input from a network must be.
+5. ``+ events``: the chunk's two unified events (:class:`~polystream.events.TextDelta`
+   and :class:`~polystream.events.UsageUpdate`) built.
+6. ``polystream``: :func:`polystream.decode`, which also frames the stream
+   incrementally (any chunking), keeps block state, checks every chunk's fields and
+   accumulates the result.
+
+Everything runs in this process, CPU time, the steps interleaved in each repetition;
+medians are printed. Steps 1-5 never frame incrementally, keep no block state and
+accumulate nothing beyond joining the text: what they cost is a floor, not a design.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+import polystream
+from benchmarks.peers import _Collect, _GCandidate, _minimal_blocks, _separator, _typed_handler
+from benchmarks.tables import markdown
+from benchmarks.workloads import Workload, gemini_array, gemini_sse
+from polystream.dialects.gemini_generate.usage import convert
+from polystream.events import TextDelta, Usage, UsageUpdate
+from polystream.wire.sse import ServerSentEvent, SSEDecoder
+
+__all__ = ["STEPS", "main", "measure", "steps_for"]
+
+clock = time.process_time
+_SLICE = 64 * 1024  # what polystream.decode feeds at a time
+
+
+class _GUsagePayload(msgspec.Struct):
+    """A chunk: the candidates' text, and ``usageMetadata`` as sent (a dict)."""
+
+    candidates: list[_GCandidate] = []
+    usageMetadata: dict[str, Any] | None = None
+
+
+def _bare_usage(meta: dict[str, Any]) -> Usage:
+    """The canonical usage by arithmetic alone (the shape of the benchmark's chunks)."""
+    thoughts = meta.get("thoughtsTokenCount")
+    candidates = meta["candidatesTokenCount"]
+    return Usage(
+        input_tokens=meta["promptTokenCount"],
+        output_tokens=candidates if thoughts is None else candidates + thoughts,
+        reasoning_tokens=thoughts,
+        total_tokens=meta["totalTokenCount"],
+        raw=meta,
+    )
+
+
+Step = Callable[[], tuple[str, Any]]
+Handler = Callable[[Any, _Collect], None]
+
+
+def _handlers() -> dict[str, Handler]:
+    """The per-chunk work of steps 2-5: the minimal loop's, plus the usage."""
+
+    def with_usage(mode: int) -> Handler:
+        def handle(chunk: Any, acc: _Collect) -> None:
+            # The minimal loop's handler, then what the step adds.
+            pieces = []
+            for candidate in chunk.candidates:
+                if candidate.content is not None:
+                    for part in candidate.content.parts:
+                        if part.text and not part.thought:
+                            acc.text.append(part.text)
+                            pieces.append(part.text)
+            meta = chunk.usageMetadata
+            if meta is None or mode == 0:
+                acc.names[0] = meta  # the last usage is what the result keeps
+                return
+            usage = _bare_usage(meta) if mode == 1 else convert(meta)[0]
+            if mode == 3:
+                for piece in pieces:
+                    TextDelta(index=0, delta=piece)
+                UsageUpdate(usage=usage)
+            acc.names[0] = usage
+
+        return handle
+
+    return {
+        "+ usage dict": with_usage(0),
+        "+ counts": with_usage(1),
+        "+ checked counts": with_usage(2),
+        "+ events": with_usage(3),
+    }
+
+
+def steps_for(work: Workload) -> dict[str, Step]:
+    """One runner per step for ``work``; each returns the joined text and the usage
+    it kept last (the ``usageMetadata`` dict for ``+ usage dict``, None for
+    ``minimal``)."""
+    body = work.body
+    array = work.framing == "json_array"
+    sep = b"" if array else _separator(work)
+
+    def loop(decoder: msgspec.json.Decoder[Any], handle: Handler) -> Step:
+        """The minimal loop's own shape, with another chunk type and handler."""
+        whole = msgspec.json.Decoder(list[decoder.type])  # type: ignore[name-defined]
+
+        def run() -> tuple[str, Any]:
+            acc = _Collect()
+            if array:
+                for element in whole.decode(body):
+                    handle(element, acc)
+            else:
+                _minimal_blocks(body.split(sep), decoder, handle, acc)
+            return "".join(acc.text), acc.names.get(0)
+
+        return run
+
+    plain_decoder, plain_handle = _typed_handler(work.family)
+    usage_decoder = msgspec.json.Decoder(_GUsagePayload)
+    steps = {"minimal": loop(plain_decoder, plain_handle)}
+    for name, handle in _handlers().items():
+        steps[name] = loop(usage_decoder, handle)
+
+    events = _handlers()["+ events"]
+
+    def framed() -> tuple[str, Any]:
+        """``+ events`` with the SSE body framed incrementally, 64 KiB at a time, by
+        polystream's SSE parser (as ``polystream.decode`` feeds it)."""
+        acc = _Collect()
+        sse = SSEDecoder()
+        decode = usage_decoder.decode
+        for pos in range(0, len(body), _SLICE):
+            for frame in sse.feed(body[pos : pos + _SLICE]):
+                if type(frame) is ServerSentEvent:
+                    events(decode(frame.data), acc)
+        sse.close()
+        return "".join(acc.text), acc.names.get(0)
+
+    if not array:
+        # (For the JSON array, polystream's general element framer is no floor: the
+        # decoder's template finds its usual elements without it; see the docstring.)
+        steps["+ incremental framing"] = framed
+
+    def decode() -> tuple[str, Any]:
+        result = polystream.decode(body, work.dialect, framing=work.framing)
+        return result.text, result.usage
+
+    steps["polystream"] = decode
+    return steps
+
+
+STEPS = (
+    "minimal",
+    "+ usage dict",
+    "+ counts",
+    "+ checked counts",
+    "+ events",
+    "+ incremental framing",
+    "polystream",
+)
+
+
+def measure(work: Workload, repeat: int) -> dict[str, float]:
+    """Median CPU seconds of each step on ``work`` (steps interleaved per repetition).
+
+    Raises:
+        AssertionError: A step's text differs from the workload's.
+    """
+    steps = steps_for(work)
+    for name, step in steps.items():  # warm-up, and every step gives the same text
+        if step()[0] != work.text:
+            raise AssertionError(f"{work.name}: step {name!r} gave another text")
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(repeat):
+        for name, step in steps.items():
+            # Each step starts from a collected heap: a step's garbage is not another's.
+            gc.collect()
+            start = clock()
+            step()
+            times[name].append(clock() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.floor", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="200 chunks, one repetition")
+    parser.add_argument("--repeat", type=int, default=15, help="repetitions (default 15)")
+    parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
+    args = parser.parse_args(argv)
+    chunks = 200 if args.quick else 5_000
+    repeat = 1 if args.quick else args.repeat
+    rows = []
+    report: dict[str, Any] = {"chunks": chunks, "repeat": repeat, "workloads": {}}
+    for work in (
+        gemini_sse("gemini_sse", chunks=chunks),
+        gemini_array("gemini_array", chunks=chunks),
+    ):
+        medians = measure(work, repeat)
+        base = medians["minimal"]
+        report["workloads"][work.name] = {
+            name: {
+                "seconds": seconds,
+                "per_chunk_us": seconds / chunks * 1e6,
+                "ratio": seconds / base,
+            }
+            for name, seconds in medians.items()
+        }
+        for name in STEPS:
+            if name not in medians:
+                rows.append([work.name, name, "-", "-", "-"])
+                continue
+            seconds = medians[name]
+            rows.append(
+                [
+                    work.name,
+                    name,
+                    f"{seconds * 1e3:.2f}",
+                    f"{seconds / chunks * 1e6:.2f}",
+                    f"{seconds / base:.2f}x",
+                ]
+            )
+    print(
+        f"Gemini decoding floor: {chunks:,} chunks, median CPU time of {repeat} "
+        "interleaved repetitions; ratio to the minimal loop (the target is 2x).\n"
+    )
+    print(markdown([["workload", "step", "ms", "us/chunk", "/ minimal"], *rows]))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(report, out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
