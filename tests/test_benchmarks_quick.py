@@ -232,6 +232,10 @@ def test_floor_quick_mode_measures_every_step(tmp_path: Path) -> None:
     for steps in (sse, array):
         assert steps["minimal"]["ratio"] == 1.0
         assert all(cell["seconds"] > 0 for cell in steps.values())
+    for name in ("gemini_sse", "gemini_array"):
+        cells = data["transcoding"][name]
+        assert list(cells) == list(floor.TARGETS)
+        assert all(cell["encode"] > 0 and cell["transcode"] > 0 for cell in cells.values())
 
 
 @pytest.mark.parametrize("maker", [workloads.gemini_sse, workloads.gemini_array])
@@ -257,3 +261,20 @@ def test_floor_rejects_a_step_that_loses_text() -> None:
     broken = workloads.Workload(**{**work.__dict__, "text": work.text + "!"})
     with pytest.raises(AssertionError, match="gave another text"):
         floor.measure(broken, 1)
+
+
+def test_floor_transcoding_checks_what_it_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    work = workloads.gemini_sse("w", chunks=20)
+    assert set(floor.transcoding(work, 1)) == set(floor.TARGETS)
+    # An encoder that loses the text is caught, not timed.
+    from polystream.dialects import anthropic_messages
+
+    original = anthropic_messages.Encoder.encode
+
+    def lossy(self: Any, event: Any) -> bytes:
+        data: bytes = original(self, event)
+        return data.replace(b'"text_delta","text":"', b'"text_delta","text":"x')
+
+    monkeypatch.setattr(anthropic_messages.Encoder, "encode", lossy)
+    with pytest.raises(AssertionError, match="did not survive"):
+        floor.transcoding(work, 1)
