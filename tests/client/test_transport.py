@@ -10,6 +10,7 @@ import httpx
 import msgspec
 import pytest
 
+from polystream import StreamDecoder
 from polystream.client import AsyncClient, Client
 from polystream.errors import APIStatusError
 from polystream.retry import RetryPolicy
@@ -190,3 +191,15 @@ def test_batches_are_the_same_events_in_bounded_groups() -> None:
     # is about 100 bytes here): several batches, none near the whole body.
     assert len(batches) >= len(body) // (32 * 1024)
     assert max(len(batch) for batch in batches) < 32 * 1024 // 90
+    # The first batch holds the events of the body's first KiB, and each batch the
+    # events of twice the bytes of the one before, up to 32 KiB: the reply's first
+    # events are handed over before the rest of the read is decoded.
+    decoder = StreamDecoder("anthropic_messages")
+    expected = []
+    start, step = 0, 1024
+    while start < len(body):
+        expected.append(len(decoder.feed(body[start : start + step])))
+        start += step
+        step = min(step * 2, 32 * 1024)
+    assert [len(batch) for batch in batches] == expected
+    assert expected[0] < 12 and expected[5] > 32 * 1024 // 130

@@ -34,6 +34,11 @@ _DROPS = (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError)
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _BATCH_BYTES = 32 * 1024
 """Most body bytes decoded into one batch of :meth:`AsyncEventStream.batches`."""
+_FIRST_BATCH_BYTES = 1024
+"""Most body bytes in the first batch of a reply; each later batch may be twice the one
+before, up to :data:`_BATCH_BYTES`. So the first events of a reply are handed over
+before the rest of a large first read is decoded (an upstream that sent its whole
+reply at once), for a handful of extra batches per reply."""
 
 
 class Shortcuts(TypedDict, total=False):
@@ -336,17 +341,26 @@ class AsyncEventStream:
                 )
             else:
                 call.on_open(response.status_code, response.headers)
+                step = _FIRST_BATCH_BYTES  # the most bytes of the next batch
                 try:
                     async for chunk in response.aiter_bytes():
-                        if len(chunk) <= _BATCH_BYTES:
+                        if len(chunk) <= step:
+                            if step < _BATCH_BYTES:
+                                step *= 2
                             events = call.feed(chunk)
                             if events:
                                 yield events
                         else:
-                            # A large read (a reader that fell behind): batches of a
-                            # bounded size, so that what is held per batch stays small.
-                            for start in range(0, len(chunk), _BATCH_BYTES):
-                                events = call.feed(chunk[start : start + _BATCH_BYTES])
+                            # A large read (an upstream that sent much at once, or a
+                            # reader that fell behind): batches of a bounded size, so
+                            # that what is held per batch stays small (and the first
+                            # events of the reply leave before the rest is decoded).
+                            start = 0
+                            while start < len(chunk):
+                                events = call.feed(chunk[start : start + step])
+                                start += step
+                                if step < _BATCH_BYTES:
+                                    step *= 2
                                 if events:
                                     yield events
                         if call.pending or call.finished:
