@@ -55,6 +55,7 @@ from typing import Any
 import msgspec
 
 import polystream
+from benchmarks import harness
 from benchmarks.peers import _Collect, _GCandidate, _minimal_blocks, _separator, _typed_handler
 from benchmarks.tables import markdown
 from benchmarks.workloads import Workload, gemini_array, gemini_sse
@@ -66,7 +67,7 @@ from polystream.wire.sse import ServerSentEvent, SSEDecoder
 __all__ = ["STEPS", "main", "measure", "steps_for"]
 
 clock = time.process_time
-_SLICE = 64 * 1024  # what polystream.decode feeds at a time
+_SLICE = harness.CHUNK  # what polystream.decode feeds at a time (64 KiB)
 
 
 class _GUsagePayload(msgspec.Struct):
@@ -246,16 +247,7 @@ def transcoding(work: Workload, repeat: int) -> dict[str, dict[str, float]]:
             return encoder.encode_all(events)
 
         def transcode(info: Any = info) -> bytes:
-            decoder = source.decoder(**options)
-            encoder = info.encoder()
-            encode = encoder.encode
-            feed = decoder.feed
-            parts: list[bytes] = []
-            for pos in range(0, len(body), _SLICE):
-                parts.extend([encode(event) for event in feed(body[pos : pos + _SLICE])])
-            parts.extend(encode(event) for event in decoder.close())
-            parts.append(encoder.close())
-            return b"".join(parts)
+            return harness.transcode(source, info, options, body)
 
         framing = {"framing": "sse"} if target == "gemini_generate" else {}
         for run in (transcode, encode_only):

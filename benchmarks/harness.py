@@ -24,7 +24,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_task"]
+__all__ = ["run_task", "transcode"]
 
 CHUNK = 64 * 1024
 """Read size when a stream is fed from memory in network-sized chunks."""
@@ -212,18 +212,7 @@ def _transcode(task: dict[str, Any]) -> dict[str, Any]:
             continue
 
         def once(info: Any = info) -> bytes:
-            # Fed in 64 KiB slices, as a transcoder meets a stream (and as decode()
-            # feeds a body): the events of one slice are encoded before the next.
-            decoder = source.decoder(**options)
-            encoder = info.encoder()
-            encode = encoder.encode
-            feed = decoder.feed
-            parts: list[bytes] = []
-            for at in range(0, len(body), 65536):
-                parts.extend([encode(event) for event in feed(body[at : at + 65536])])
-            parts.extend(encode(event) for event in decoder.close())
-            parts.append(encoder.close())
-            return b"".join(parts)
+            return transcode(source, info, options, body)
 
         try:
             produced = once()
@@ -251,6 +240,23 @@ def _transcode(task: dict[str, Any]) -> dict[str, Any]:
             "check": error,
         }
     return out
+
+
+def transcode(source: Any, target: Any, options: dict[str, Any], body: bytes) -> bytes:
+    """``body`` in dialect ``source`` re-encoded in dialect ``target`` (both
+    :class:`~polystream.dialects.DialectInfo`), fed in 64 KiB slices, as a transcoder
+    meets a stream (and as ``decode()`` feeds a body): the events of one slice are
+    encoded before the next."""
+    decoder = source.decoder(**options)
+    encoder = target.encoder()
+    encode = encoder.encode
+    feed = decoder.feed
+    parts: list[bytes] = []
+    for at in range(0, len(body), CHUNK):
+        parts.extend([encode(event) for event in feed(body[at : at + CHUNK])])
+    parts.extend(encode(event) for event in decoder.close())
+    parts.append(encoder.close())
+    return b"".join(parts)
 
 
 _KINDS = {"time": _time, "memory": _memory, "transcode": _transcode}
