@@ -613,7 +613,13 @@ def main(argv: list[str] | None = None) -> int:
             data["memory"] = measure_memory(works, folder, inprocess=inprocess, log=log)
             log("transcoding ...")
             data["transcode"] = measure_transcode(
-                works, folder, repeat=repeat if quick else 3, inprocess=inprocess, log=log
+                # 7: with 3, a cell moved by about 10% between runs, and one minimal
+                # loop measurement in 3 could set a whole row off.
+                works,
+                folder,
+                repeat=repeat if quick else 7,
+                inprocess=inprocess,
+                log=log,
             )
             log("start-up ...")
             data["startup"] = measure_startup(
