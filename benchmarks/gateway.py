@@ -228,6 +228,10 @@ class Server:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def run_delay(self) -> float | None:
+        """Seconds the process has waited for a core so far (see :func:`run_delay`)."""
+        return run_delay(self.proc.pid)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -237,6 +241,18 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         self._log_file.close()
+
+
+def run_delay(pid: int | str = "self") -> float | None:
+    """Seconds a process's threads have spent runnable but waiting for a core, from
+    Linux's ``/proc/PID/schedstat`` (None where there is none)."""
+    total = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            total += int((task / "schedstat").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return total / 1e9
 
 
 def _status_kib(pid: int, field: str) -> int:
@@ -501,6 +517,14 @@ async def measure_latency(
     connections = {k: await Connection.open(port) for k, (port, _) in targets.items()}
     cpu: dict[str, float] = {}
     samples: dict[str, dict[str, list[float]]] = {k: {"total": [], "first": []} for k in targets}
+    # Per request, the time each process spent waiting for a core (three busy processes
+    # on a 2-core machine: a wait shows in the latency without being the gateway's work).
+    processes: dict[str, Callable[[], float | None]] = {
+        "client": run_delay,
+        "emulator": emulator.run_delay,
+        "gateway": gateway.run_delay,
+    }
+    waits: dict[str, dict[str, list[float]]] = {k: {p: [] for p in processes} for k in targets}
     errors: dict[str, list[str]] = {k: [] for k in targets}
     replies: dict[str, list[Reply]] = {k: [] for k in targets}
     try:
@@ -511,9 +535,14 @@ async def measure_latency(
             for kind in order:
                 _, body = targets[kind]
                 way = routes[kind]
+                before = {name: read() for name, read in processes.items()}
                 reply = await connections[kind].post(way.path, body, way.first)
                 if i < settings.warmup:
                     continue
+                for name, read in processes.items():
+                    start, end = before[name], read()
+                    if start is not None and end is not None:
+                        waits[kind][name].append(end - start)
                 replies[kind].append(reply)
                 samples[kind]["total"].append(reply.end - reply.sent)
                 if reply.first is not None:
@@ -544,6 +573,11 @@ async def measure_latency(
             "errors": len(errors[kind]),
             "error_examples": errors[kind][:3],
             "bytes": len(replies[kind][0].body) if replies[kind] else 0,
+            # Mean seconds per request each process waited for a core (None off Linux).
+            "run_queue_wait": {
+                name: (sum(values) / len(values) if values else None)
+                for name, values in waits[kind].items()
+            },
         }
     for what in ("total", "first"):
         direct, via = out["direct"][what], out["gateway"][what]
@@ -884,6 +918,14 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.2f} ms"
 
 
+def _waits(cell: dict[str, Any], kind: str) -> str:
+    """``kind``'s mean run-queue wait per request of the three processes."""
+    waits = cell[kind].get("run_queue_wait") or {}
+    if not waits or any(value is None for value in waits.values()):
+        return "-"
+    return f"{kind}: " + ", ".join(_ms(waits[name]) for name in ("client", "emulator", "gateway"))
+
+
 def _mib(size: float | None) -> str:
     return "-" if size is None else f"{size / 1048576:.2f} MiB"
 
@@ -905,6 +947,7 @@ def report(data: dict[str, Any]) -> str:
                 "added median",
                 "added p99",
                 "CPU/request (emulator, gateway)",
+                "waiting for a core/request (client, emulator, gateway)",
             ]
         ]
         for name, cell in data[pace].items():
@@ -927,6 +970,7 @@ def report(data: dict[str, Any]) -> str:
                         )
                         if what == "total"
                         else "",
+                        _waits(cell, "direct" if what == "total" else "gateway"),
                     ]
                 )
         any_cell = next(iter(data[pace].values()))

@@ -18,6 +18,7 @@ from benchmarks import floor, gateway, peers, run, workloads
 from polystream.dialects import get_dialect
 from polystream.errors import LocalProtocolError
 
+SCHEDSTAT = Path("/proc/self/schedstat").exists()
 QUICK_PEERS = ("polystream", "polystream_client", "minimal", "generic", "sdk", "sdk_raw")
 
 
@@ -181,6 +182,10 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
             assert cell[side]["errors"] == 0, (name, side, cell[side]["error_examples"])
             assert cell[side]["total"]["median"] > 0
             assert cell[side]["first"]["median"] <= cell[side]["total"]["median"]
+            waits = cell[side]["run_queue_wait"]
+            assert set(waits) == {"client", "emulator", "gateway"}
+            if SCHEDSTAT:  # Linux reports each process's wait for a core
+                assert all(value is not None and value >= 0 for value in waits.values()), waits
         assert set(cell["added_total"]) == set(cell["added_first"]) == {"median", "p99"}
     streams = gateway.QUICK.concurrency[0]
     cells = {cell["target"]: cell for cell in bench["concurrency"]}
@@ -278,3 +283,14 @@ def test_floor_transcoding_checks_what_it_writes(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(anthropic_messages.Encoder, "encode", lossy)
     with pytest.raises(AssertionError, match="did not survive"):
         floor.transcoding(work, 1)
+
+
+@pytest.mark.skipif(not SCHEDSTAT, reason="run-queue waits come from Linux's schedstat")
+def test_run_delay_reads_this_process_and_fails_soft() -> None:
+    before = gateway.run_delay()
+    assert before is not None and before >= 0
+    # Busy work cannot make the wait go backwards.
+    sum(range(200_000))
+    after = gateway.run_delay()
+    assert after is not None and after >= before
+    assert gateway.run_delay(2**31 - 1) is None  # no such process
