@@ -154,10 +154,11 @@ def steps_for(work: Workload) -> dict[str, Step]:
     plain_decoder, plain_handle = _typed_handler(work.family)
     usage_decoder = msgspec.json.Decoder(_GUsagePayload)
     steps = {"minimal": loop(plain_decoder, plain_handle)}
-    for name, handle in _handlers().items():
+    handlers = _handlers()
+    for name, handle in handlers.items():
         steps[name] = loop(usage_decoder, handle)
 
-    events = _handlers()["+ events"]
+    events = handlers["+ events"]
 
     def framed() -> tuple[str, Any]:
         """``+ events`` with the SSE body framed incrementally, 64 KiB at a time, by

@@ -344,25 +344,21 @@ class AsyncEventStream:
                 step = _FIRST_BATCH_BYTES  # the most bytes of the next batch
                 try:
                     async for chunk in response.aiter_bytes():
-                        if len(chunk) <= step:
+                        # A read of at most ``step`` bytes is one batch (the slice is
+                        # the chunk itself). A larger one (an upstream that sent much at
+                        # once, or a reader that fell behind) is cut into batches of a
+                        # bounded size, so that what is held per batch stays small and
+                        # the first events of the reply leave before the rest is decoded.
+                        start = 0
+                        while True:
+                            events = call.feed(chunk[start : start + step])
+                            start += step
                             if step < _BATCH_BYTES:
                                 step *= 2
-                            events = call.feed(chunk)
                             if events:
                                 yield events
-                        else:
-                            # A large read (an upstream that sent much at once, or a
-                            # reader that fell behind): batches of a bounded size, so
-                            # that what is held per batch stays small (and the first
-                            # events of the reply leave before the rest is decoded).
-                            start = 0
-                            while start < len(chunk):
-                                events = call.feed(chunk[start : start + step])
-                                start += step
-                                if step < _BATCH_BYTES:
-                                    step *= 2
-                                if events:
-                                    yield events
+                            if start >= len(chunk):
+                                break
                         if call.pending or call.finished:
                             break
                     else:
