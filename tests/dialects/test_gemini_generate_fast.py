@@ -24,7 +24,7 @@ from polystream.dialects.gemini_generate.usage import _convert as general_conver
 from polystream.dialects.gemini_generate.usage import convert as convert_usage
 from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse
 from polystream.errors import PolystreamError
-from polystream.events import UsageUpdate, dump_event
+from polystream.events import ErrorEvent, TextDelta, UsageUpdate, dump_event
 from tests.helpers import split_at, stream_fixtures
 
 
@@ -154,6 +154,9 @@ def test_changes_between_chunks() -> None:
     ]
     for data in both(chunks):
         assert_same([data])
+    # Block by block: SSE blocks are read without the parser where they fit.
+    for newline in (b"\r\n", b"\n"):
+        assert_same([sse([chunk], newline) for chunk in chunks])
 
 
 def test_layout_variations_fall_back() -> None:
@@ -651,3 +654,199 @@ def test_a_subclass_hook_is_still_called() -> None:
         seen.clear()
         assert run(Watching, [data]) == run(Decoder, [data])
         assert seen == list(range(8))
+
+
+# -- SSE event blocks read without the parser ------------------------------------------------
+
+
+class Counting(Decoder):
+    """Counts the frames the SSE parser built."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.frames = 0
+
+    def _dispatch_sse(self, frames: list[Any], out: list[Any]) -> None:
+        self.frames += len(frames)
+        super()._dispatch_sse(frames, out)
+
+
+def pieces(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+@pytest.mark.parametrize("newline", [b"\r\n", b"\n"])
+def test_usual_blocks_are_read_without_the_parser(newline: bytes) -> None:
+    chunks = [usual(f" word{i}", i) for i in range(1, 40)] + [last(40)]
+    blocks = [sse([chunk], newline) for chunk in chunks]
+    decoder = Counting()
+    events = []
+    for block in blocks:
+        events += decoder.feed(block)
+    events += decoder.close()
+    # The parser built the frames until the template was found, and the last one's
+    # (which does not fit it); it was told of the others.
+    assert decoder.frames == 3
+    assert decoder._sse is not None
+    assert decoder._sse.events_dispatched == len(blocks)
+    assert decoder._sse.bytes_consumed == len(b"".join(blocks))
+    assert [dump_event(e) for e in events] == run(General, blocks)[0]
+    # A text with an escaped quote fits too.
+    decoder = Counting()
+    for block in blocks[:3] + [sse([usual('say "hi"\\', 9)], newline)] + blocks[3:]:
+        decoder.feed(block)
+    assert decoder.frames == 3
+    # Several blocks in one feed, the feed starting inside a block: the block under
+    # way ends in the parser, the whole ones after it are read here.
+    data = b"".join(blocks)
+    for size in (len(blocks[5]) * 3 + 17, 1000, 4096):
+        decoder = Counting()
+        for piece in pieces(data, size):
+            decoder.feed(piece)
+        assert decoder.frames < len(blocks) // 2
+        assert_same(pieces(data, size))
+
+
+def _with_usage_text(text: bytes, n: int = 1) -> bytes:
+    """A usual block (CRLF) whose usageMetadata is ``text`` as is."""
+    block = sse([usual(f"u{n}", usageMetadata={"x": 0})])
+    return block.replace(b'{"x": 0}', text)
+
+
+_SUF = b',"modelVersion": "gemini-3.8-flash","responseId": "resp-1"}'
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        # The usage object: raw line breaks (JSON whitespace, SSE line ends), at the
+        # length of the usage before it too; holding the text that follows it.
+        _with_usage_text(b'{"candidatesTokenCount":\n3}'),
+        _with_usage_text(b'{"candidatesTokenCount":\r3}'),
+        _with_usage_text(b'{"candidatesTokenCount":\r\n3}'),
+        _with_usage_text(b'{"note": "' + _SUF.replace(b'"', b'\\"') + b'"}'),
+        _with_usage_text(b'{"note": "}' + _SUF[1:].replace(b'"', b'\\"') + b'"}'),
+        _with_usage_text(b"{}"),
+        _with_usage_text(b"[]"),
+        _with_usage_text(b'{"a": 1} '),
+        # The text: a raw CR or LF, an escaped quote before the template's own text.
+        sse([usual("a")]).replace(b'"a"', b'"a\rb"'),
+        sse([usual("a")]).replace(b'"a"', b'"a\nb"'),
+        sse([usual('x\\"}],"role": "model"},"index": 0}],"usageMetadata": ')]),
+        # Another value where the template has its own text, at the same length.
+        sse([usual("a")]).replace(b'"role": "model"', b'"role": "modex"'),
+        sse([usual("a")]).replace(b'"index": 0', b'"index": 5'),
+        # Line ends and fields around the block.
+        sse([usual("a")]).replace(b"\r\n\r\n", b"\r\n\n"),
+        sse([usual("a")]).replace(b"\r\n\r\n", b"\n\r\n"),
+        sse([usual("a")]).replace(b"\r\n\r\n", b"\r\r"),
+        sse([usual("a")]).replace(b"\r\n\r\n", b" \r\n\r\n"),
+        sse([usual("a")]).replace(b"data: ", b"data:"),
+        sse([usual("a")]).replace(b"data: ", b"data:  "),
+        sse([usual("a")]).replace(b"data: ", b"id: 9\r\ndata: "),
+        sse([usual("a")]).replace(b"data: ", b"event: message\r\ndata: "),
+        sse([usual("a")]).replace(b"data: ", b": keep-alive\r\ndata: "),
+        sse([usual("a")]).replace(b"\r\n\r\n", b"\r\ndata: \r\n\r\n"),
+        sse([usual("a")]) + b"retry: 10\r\n\r\n",
+        sse([usual("a")]).replace(b"\r\n\r\n", b"\r\n"),  # no blank line: one event
+        b'{\n  "error": {"code": 503, "status": "UNAVAILABLE"}\n}\n',
+        sse([usual("a")])[:-1],
+    ],
+)
+def test_blocks_that_do_not_quite_fit(odd: bytes) -> None:
+    # Between usual blocks (the template found), in one feed, byte by byte and in
+    # pieces that start inside blocks: the events and errors of the general path.
+    before = sse([usual(f"b{i}", i) for i in range(1, 6)])
+    after = sse([usual(f"c{i}", i) for i in range(6, 9)] + [last(9)])
+    data = before + odd + after
+    for strict in (False, True):
+        assert_same([data], strict=strict)
+        assert_same(pieces(data, 1), strict=strict)
+        for size in (7, 64, 301, len(before) - 3, len(before) + 5):
+            assert_same(pieces(data, size), strict=strict)
+
+
+def test_blocks_over_the_line_limit() -> None:
+    chunks = [usual(f"w{i}", i) for i in range(1, 9)] + [last(9)]
+    chunks[6] = usual("a much longer text than the others " * 9, 7)
+    data = sse(chunks)
+    longest = len(b"data: " + dumps_sse(chunks[6]))
+    assert longest == max(len(b"data: " + dumps_sse(c)) for c in chunks)
+    for max_line in (longest, longest - 1):
+        for limits in ({"max_line_size": max_line}, {"max_event_size": max_line - 6}):
+            for strict in (False, True):
+                fast, error = assert_same([data], strict=strict, **limits)
+                assert (error is not None) is (max_line < longest)
+                assert_same(pieces(data, 1000), strict=strict, **limits)
+                # Block by block: the long one is read where the parser is idle.
+                blocks = [sse([chunk]) for chunk in chunks]
+                assert assert_same(blocks, strict=strict, **limits) == (fast, error)
+
+
+def test_errors_after_blocks_read_without_the_parser_are_located() -> None:
+    # A malformed chunk after blocks that were read here: its event index and byte
+    # offset are those the parser gives.
+    good = sse([usual(f"w{i}", i) for i in range(1, 30)])
+    data = good + b"data: {oops\r\n\r\n" + sse([last(30)])
+    (events, _), (_, error) = assert_same([data]), assert_same([data], strict=True)
+    assert error is not None
+    assert error[2:] == (29, len(good))
+
+
+def test_a_stream_cut_after_blocks_read_without_the_parser() -> None:
+    # No finishReason: the truncated Finish names the last event, read here.
+    blocks = [sse([usual(f"w{i}", i)]) for i in range(1, 20)]
+    events, _ = assert_same(blocks)
+    finish = msgspec.json.decode(events[-1])
+    assert finish["status"] == "truncated"
+    assert finish["error"]["event_index"] == 18
+
+
+def test_an_error_while_a_block_read_here_is_handled() -> None:
+    # Whatever goes wrong while such a block's events are made is located at that
+    # block; in strict mode the events before it come first, the error next call.
+    class Failing(Decoder):
+        def _matched(self, template: Any, text: str, meta: Any, out: list[Any]) -> bool:
+            if text == "w7":
+                raise self.protocol_error("no w7 here")
+            return super()._matched(template, text, meta, out)
+
+    blocks = [sse([usual(f"w{i}", i)]) for i in range(1, 10)]
+    offset = len(b"".join(blocks[:6]))
+    decoder = Failing()
+    events = [e for block in blocks for e in decoder.feed(block)]
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [(e.error.message, e.error.event_index, e.error.byte_offset) for e in errors] == [
+        ("no w7 here", 6, offset)
+    ]
+    strict = Failing(strict=True)
+    for block in blocks[:6]:
+        strict.feed(block)
+    data = b"".join(blocks[6:])
+    with pytest.raises(PolystreamError):
+        strict.feed(data)
+    strict = Failing(strict=True)
+    for block in blocks[:5]:
+        strict.feed(block)
+    early = strict.feed(b"".join(blocks[5:]))
+    assert [e.delta for e in early if isinstance(e, TextDelta)] == ["w6"]
+    with pytest.raises(PolystreamError) as caught:
+        strict.feed(b"")
+    assert (caught.value.event_index, caught.value.byte_offset) == (6, offset)
+
+
+def test_bare_text_after_blocks_read_without_the_parser() -> None:
+    # Google's bare error text among blocks read here: in its place, however fed.
+    blocks = [sse([usual(f"w{i}", i)]) for i in range(1, 8)]
+    bare = b'{\n  "error": {"code": 503, "message": "busy", "status": "UNAVAILABLE"}\n}\n'
+    for feeds in (
+        [*blocks, bare],
+        [*blocks[:3], b"".join(blocks[3:5]) + bare + b"".join(blocks[5:])],
+        [*blocks[:3], b"".join(blocks[3:]) + bare],
+    ):
+        events, error = assert_same(feeds)
+        assert error is None
+        kinds = [msgspec.json.decode(e)["type"] for e in events]
+        at = kinds.index("error")
+        assert kinds[at - 2 : at + 2] == ["text-delta", "usage", "error", "usage"]
+        assert kinds.count("text-delta") == 7

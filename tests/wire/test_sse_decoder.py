@@ -126,6 +126,70 @@ def test_offsets_are_absolute_across_chunks() -> None:
     assert decoder.bytes_consumed == 18
 
 
+# -- blocks read by the caller (idle, skip) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fed", "idle"),
+    [
+        ([], False),  # a BOM may still come
+        ([b"\xef"], False),  # part of one
+        ([b"data: a\n\n"], True),
+        ([b"data: a\r\n\r\n"], True),
+        ([b": ping\n"], True),  # a comment opens no event
+        ([b"data: a\n"], False),  # the event is open
+        ([b"id: 1\n"], False),
+        ([b"data: a\n\ndat"], False),  # a line under way
+        ([b"data: a\r\n\r"], False),  # a CR waiting for its LF
+        ([b"data: a\r\n\r", b"\n"], True),
+        ([b"data: a\n\n", b""], True),
+    ],
+)
+def test_idle_only_at_a_block_boundary(fed: list[bytes], idle: bool) -> None:
+    decoder = SSEDecoder()
+    for chunk in fed:
+        decoder.feed(chunk)
+    assert decoder.idle is idle
+
+
+def test_not_idle_after_close_or_a_limit() -> None:
+    closed = SSEDecoder()
+    closed.feed(b"data: a\n\n")
+    closed.close()
+    assert not closed.idle
+    failed = SSEDecoder(max_line_size=4)
+    with pytest.raises(BufferLimitExceeded):
+        failed.feed(b"data: long\n\n")
+    assert not failed.idle
+
+
+def test_skipped_blocks_count_as_if_fed() -> None:
+    # A caller takes the middle blocks itself: the frames after them have the
+    # offsets and indexes of a decoder fed everything, and the last ID carries on.
+    head = b"id: 7\ndata: a\n\n"
+    middle = b"data: b\r\n\r\ndata: c\n\n"
+    rest = b": x\ndata: d\n\n"
+    whole = feed_all(SSEDecoder, [head + middle + rest])
+    decoder = SSEDecoder()
+    frames = decoder.feed(head)
+    assert decoder.idle
+    decoder.skip(len(middle), 2)
+    assert decoder.events_dispatched == 3
+    assert decoder.bytes_consumed == len(head + middle)
+    frames += decoder.feed(rest)
+    assert frames == [f for f in whole if not (isinstance(f, ServerSentEvent) and f.data in "bc")]
+    assert frames[-1] == ServerSentEvent("d", None, "7", None, len(head + middle) + 4, 3)
+
+
+@pytest.mark.parametrize("fed", [b"", b"data: a\n", b"data: a\n\nda"])
+def test_skip_refused_unless_idle(fed: bytes) -> None:
+    decoder = SSEDecoder()
+    decoder.feed(fed)
+    with pytest.raises(LocalProtocolError, match="skip"):
+        decoder.skip(9, 1)
+    assert decoder.bytes_consumed == len(fed)
+
+
 def test_last_event_id_property() -> None:
     decoder = SSEDecoder()
     assert decoder.last_event_id is None

@@ -186,6 +186,37 @@ class SSEDecoder:
         """How many input bytes have been fed so far."""
         return self._offset + len(self._bom_buffer)
 
+    @property
+    def idle(self) -> bool:
+        """Whether the input so far ends at a block boundary with nothing pending: the
+        BOM decided, no line or event open, no CR waiting for its LF, no error, not
+        closed. Only then may a caller take blocks itself (see :meth:`skip`)."""
+        return (
+            self._bom_done
+            and self._event_start is None
+            and not self._tail
+            and not self._skip_lf
+            and self._failed is None
+            and not self._closed
+        )
+
+    def skip(self, size: int, events: int) -> None:
+        """Account for ``size`` bytes of input that the caller read itself, while
+        :attr:`idle`, as ``events`` whole blocks of this decoder's fast path's simplest
+        shape: each one ``data:`` line within both limits followed by a blank line
+        (LF or CRLF line ends), no other field. Those events have the indexes and
+        offsets this decoder would have given them; the last event ID does not change.
+        A caller that recognises most blocks of its stream by their exact bytes saves
+        building frames it would parse again.
+
+        Raises:
+            LocalProtocolError: The decoder is not idle.
+        """
+        if not self.idle:
+            raise LocalProtocolError("skip() with input pending", dialect="sse")
+        self._offset += size
+        self._count += events
+
     def feed(self, data: bytes | bytearray | memoryview) -> list[SSEFrame]:
         """Consume a chunk of the stream and return every frame it completed.
 

@@ -323,6 +323,12 @@ class _Template:
     """
 
     __slots__ = (
+        "block_head",
+        "block_meta",
+        "block_mid",
+        "block_suf",
+        "block_tail",
+        "block_usage",
         "break_at",
         "depth",
         "extra",
@@ -365,6 +371,15 @@ class _Template:
         # The UsageUpdate extra last found to be that of a chunk fitting the template
         # (see _matched).
         self.extra: dict[str, Any] | None = None
+        # For an SSE template (one line): the bytes of a whole event block that
+        # fits it, "data: " + pre, mid and suf, for _take_blocks; None otherwise.
+        # block_usage and block_meta are the usage cache of that way, in bytes.
+        self.block_head: bytes | None = None
+        self.block_mid = b""
+        self.block_suf = b""
+        self.block_tail = b""
+        self.block_usage = b""
+        self.block_meta: Any = None
 
 
 def _templates(index: int, model: str, rid: str) -> list[tuple[bytes, bytes, bytes]]:
@@ -593,6 +608,42 @@ class GeminiGenerateDecoder(FramedDecoder):
             if not head or head[:1] == b"[":
                 self._scan_offset += len(data)
                 return super().feed(data)
+        template = self._template
+        if template is None or template.block_head is None or self._closed:
+            return self._feed_frames(data)
+        # Whole event blocks that fit the template are read here (see _take_blocks),
+        # from the end of the block under way (up to the first blank line) on.
+        out: list[Event] = []
+        pos = 0
+        sse = self._sse
+        if sse is None or not sse.idle or not data.startswith(template.block_head):
+            lf = data.find(b"\n")
+            while lf >= 0:
+                if data.startswith(b"\n", lf + 1):
+                    pos = lf + 2
+                    break
+                if data.startswith(b"\r\n", lf + 1):
+                    pos = lf + 3
+                    break
+                lf = data.find(b"\n", lf + 1)
+            if not pos or pos == len(data):
+                return self._feed_frames(data)
+            out = self._feed_frames(data[:pos])
+            if self._deferred is not None:
+                return out
+        try:
+            pos = self._take_blocks(data, pos, out)
+            if pos < len(data):
+                out += self._feed_frames(data[pos:] if pos else data)
+        except RemoteProtocolError as exc:
+            if not out:
+                raise
+            # The events before the error are returned; the error comes next call.
+            self._deferred = exc
+        return out
+
+    def _feed_frames(self, data: bytes) -> list[Event]:
+        """:meth:`feed` through the framing's parser (after the bare-text scan)."""
         if self.framing != "json_array" and not self._closed:
             self._scan_bare(data)
         out = super().feed(data)
@@ -637,6 +688,118 @@ class GeminiGenerateDecoder(FramedDecoder):
                 self._chunk(data, out)
             except RemoteProtocolError as exc:
                 self._tolerate(exc, out)
+
+    def _take_blocks(self, data: bytes, pos: int, out: list[Event]) -> int:
+        """Read the SSE event blocks from ``data[pos]`` on that fit the template,
+        without the SSE parser: each ``data: `` + a chunk's JSON text that fits the
+        template (see :class:`_Template`) + a blank line, LF or CRLF line ends. Returns
+        where the first block that does not fit begins (the parser is told what was
+        read, see :meth:`~polystream.wire.sse.SSEDecoder.skip`); the rest of
+        ``data`` takes the usual way.
+
+        The events are those the parser's frames would give, chunk for chunk: a block
+        of that form is one event whose data is its JSON text, and the parser would
+        take it on its own fast path. Each piece is checked and both values must
+        parse: the text is a JSON string (no raw line break can be in it) and the
+        usage object must hold no raw CR or LF either (JSON whitespace, but a line end
+        for SSE). Only while nothing else is pending: the parser idle at a block
+        boundary, no bare text under way, the stream not finished, no error deferred.
+        """
+        template = self._template
+        sse = self._sse
+        if (
+            template is None
+            or template.block_head is None
+            or sse is None
+            or self.finished
+            or self._deferred is not None
+            or self._bare_parts
+            or self._bare_ready
+            or not self._at_line_start
+            or not self._inline_hooks
+            or not sse.idle
+            or not data.startswith(template.block_head, pos)
+        ):
+            return pos
+        # Each piece is compared as a slice: on bytes that is cheaper than a call
+        # with arguments (startswith), and a slice never raises.
+        head = template.block_head
+        head_size = len(head)
+        mid = template.block_mid
+        mid_size = len(mid)
+        suf = template.block_suf
+        suf_size = len(suf)
+        tail = template.block_tail  # suf and the block's line ends, last seen
+        tail_size = len(tail)
+        limit = min(self._max_line, self._max_event)  # the parser's own fast-path bound
+        find = data.find
+        base = sse.bytes_consumed - pos
+        count = sse.events_dispatched
+        first = pos
+        try:
+            while data[pos : pos + head_size] == head:
+                start = pos + head_size
+                # The text ends at its first quote unless that one is escaped; then at
+                # the first mid, and the string must still parse.
+                close = find(34, start + 1)  # '"'
+                if close < 0:
+                    break
+                if data[close - 1] == 92:  # a backslash
+                    close = find(mid, start + 1)
+                    if close < 0:
+                        break
+                elif data[close : close + mid_size] != mid:
+                    break
+                begin = close + mid_size
+                # The usage object is tried at the length of the last one, else it ends
+                # where suf first occurs (near: the work per block stays bounded).
+                end = begin + len(template.block_usage)
+                if end == begin or data[end : end + tail_size] != tail:
+                    end = find(suf, begin, begin + _USAGE_WINDOW + suf_size)
+                    if end < 0:
+                        break
+                    line_end = end + suf_size
+                    if data[line_end : line_end + 4] == b"\r\n\r\n":
+                        tail = suf + b"\r\n\r\n"
+                    elif data[line_end : line_end + 2] == b"\n\n":
+                        tail = suf + b"\n\n"
+                    else:
+                        break
+                    template.block_tail = tail
+                    tail_size = len(tail)
+                if end + suf_size - pos > limit:
+                    break  # the parser raises BufferLimitExceeded
+                usage = data[begin:end]
+                try:
+                    text = _TEXT_DECODER.decode(data[start : close + 1])
+                    if usage == template.block_usage:
+                        meta = template.block_meta
+                    else:
+                        if 10 in usage or 13 in usage:  # LF, CR: line ends for SSE
+                            break
+                        meta = _OBJECT_DECODER.decode(usage)
+                        template.block_usage = usage
+                        template.block_meta = meta
+                except msgspec.DecodeError:
+                    break
+                self.frame_index = count
+                self.frame_offset = base + pos
+                count += 1
+                taken = pos
+                pos = end + tail_size
+                try:
+                    if not self._matched(template, text, meta, out):
+                        # The state changed since the template was learned: the
+                        # general way, with the event data the parser would give.
+                        json_text = data[taken + 6 : end + suf_size]
+                        self._chunk(json_text.decode("utf-8", "replace"), out)
+                except RemoteProtocolError as exc:
+                    self._tolerate(exc, out)
+        finally:
+            if pos > first:
+                sse.skip(pos - first, count - sse.events_dispatched)
+                self._scan_offset += pos - first
+        return pos
 
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
         if self._bare_ready:
@@ -1121,6 +1284,11 @@ class GeminiGenerateDecoder(FramedDecoder):
         for pre, mid, suf in _templates(number, model, rid):
             if isinstance(data, str):
                 template = _Template(pre.decode(), mid.decode(), suf.decode(), number, model, rid)
+                if not any(c in piece for piece in (pre, mid, suf) for c in (b"\r", b"\n")):
+                    template.block_head = b"data: " + pre
+                    template.block_mid = mid
+                    template.block_suf = suf
+                    template.block_tail = suf + b"\r\n\r\n"  # Google's line ends
             else:
                 template = _Template(pre, mid, suf, number, model, rid)
             found = _match(template, data)
