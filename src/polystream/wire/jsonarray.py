@@ -448,15 +448,17 @@ class JSONArrayDecoder:
                     out.append(JSONElement(data[pos:end], base + pos, self._count, value))
                     self._count += 1
                     taken = True
-                    # The separator, as the scanner reads it.
-                    if data.startswith(b"\r\n,\r\n{", end):
+                    # The separator, as the scanner reads it (compared as a slice:
+                    # cheaper than startswith).
+                    separator = data[end : end + 6]
+                    if separator == b"\r\n,\r\n{":
                         # Google's, then the next object: try it at once (the checks
                         # below would find the same).
                         pos = end + 5
                         self._state = _NEXT
                         opener = 123
                         continue
-                    if data.startswith(b"\r\n,\r\n", end):
+                    if separator[:5] == b"\r\n,\r\n":
                         pos = end + 5
                     else:
                         m = _NOT_WS.search(data, end)
