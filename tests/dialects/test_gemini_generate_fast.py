@@ -693,9 +693,18 @@ def test_usual_blocks_are_read_without_the_parser(newline: bytes) -> None:
     assert [dump_event(e) for e in events] == run(General, blocks)[0]
     # A text with an escaped quote fits too.
     decoder = Counting()
-    for block in blocks[:3] + [sse([usual('say "hi"\\', 9)], newline)] + blocks[3:]:
+    for block in [*blocks[:3], sse([usual('say "hi"\\', 9)], newline), *blocks[3:]]:
         decoder.feed(block)
     assert decoder.frames == 3
+    # All in one feed: the parser takes the blocks in the first 2 KiB (the template
+    # is found there), and each block that does not fit (one in the middle here).
+    odd = sse([usual("x", 5, createTime="t")], newline)
+    data = b"".join(blocks[:30]) + odd + b"".join(blocks[30:])
+    decoder = Counting()
+    events = decoder.feed(data) + decoder.close()
+    assert [dump_event(e) for e in events] == run(General, [data])[0]
+    first = next(i for i in range(len(blocks)) if len(b"".join(blocks[: i + 1])) > 2048)
+    assert decoder.frames == first + 1 + 1 + 1
     # Several blocks in one feed, the feed starting inside a block: the block under
     # way ends in the parser, the whole ones after it are read here.
     data = b"".join(blocks)
@@ -788,7 +797,11 @@ def test_errors_after_blocks_read_without_the_parser_are_located() -> None:
     # offset are those the parser gives.
     good = sse([usual(f"w{i}", i) for i in range(1, 30)])
     data = good + b"data: {oops\r\n\r\n" + sse([last(30)])
-    (events, _), (_, error) = assert_same([data]), assert_same([data], strict=True)
+    events, _ = assert_same([data])
+    errors = [e for e in events if e.startswith(b'{"type":"error"')]
+    assert len(errors) == 1
+    assert b'"event_index":29,"byte_offset":%d' % len(good) in errors[0]
+    _, error = assert_same([data], strict=True)
     assert error is not None
     assert error[2:] == (29, len(good))
 
@@ -812,6 +825,8 @@ def test_an_error_while_a_block_read_here_is_handled() -> None:
             return super()._matched(template, text, meta, out)
 
     blocks = [sse([usual(f"w{i}", i)]) for i in range(1, 10)]
+    # After a chunk that does not fit, the next one's events are made the long way.
+    blocks[5] = sse([usual("w6", 6, createTime="t")])
     offset = len(b"".join(blocks[:6]))
     decoder = Failing()
     events = [e for block in blocks for e in decoder.feed(block)]
@@ -850,3 +865,35 @@ def test_bare_text_after_blocks_read_without_the_parser() -> None:
         at = kinds.index("error")
         assert kinds[at - 2 : at + 2] == ["text-delta", "usage", "error", "usage"]
         assert kinds.count("text-delta") == 7
+
+
+def test_usage_and_runs_changing_among_blocks_read_without_the_parser() -> None:
+    # A usage that drops a count the last one had (the merged usage keeps it), an
+    # empty one, a reasoning part between texts (the text run ends and restarts):
+    # the events and the final usage of the general path, block by block.
+    chunks = [usual(f"w{i}", i) for i in range(1, 25)]
+    chunks[8] = usual("w8", usageMetadata={"totalTokenCount": 30})
+    chunks[9] = usual("w9", usageMetadata={"totalTokenCount": 31})
+    chunks[12] = usual("w12", usageMetadata={})
+    chunks[13] = usual("w13", usageMetadata={"promptTokenCount": 5, "candidatesTokenCount": 2})
+    chunks[14] = usual("w14", usageMetadata={"promptTokenCount": 5, "candidatesTokenCount": 3})
+    thought = usual("hmm", 16)
+    thought["candidates"][0]["content"]["parts"][0]["thought"] = True
+    chunks[16] = thought
+    for chunk in chunks[20:]:  # only the total from here on
+        chunk["usageMetadata"] = {"totalTokenCount": 40}
+    chunks.append(last(30))
+    chunks[-1]["usageMetadata"] = {"totalTokenCount": 41}
+    blocks = [sse([chunk]) for chunk in chunks]
+    events, error = assert_same(blocks)
+    assert error is None
+    finish = msgspec.json.decode(events[-1])
+    assert {k: v for k, v in finish["usage"].items() if k != "raw"} == {
+        "input_tokens": 7,
+        "output_tokens": 23,  # the last full usage (w20: 20 + 3 thoughts)
+        "reasoning_tokens": 3,
+        "total_tokens": 41,
+    }
+    kinds = [msgspec.json.decode(e)["type"] for e in events]
+    assert kinds.count("block-start") == 3  # text, reasoning, text (signed by the last)
+    assert_same([b"".join(blocks)])

@@ -192,6 +192,8 @@ _TEMPLATE_TRIES: Final = 4
 # How far after the text _match_element looks for the end of usageMetadata (Google's
 # is a few hundred bytes): the work per element stays bounded whatever the input.
 _USAGE_WINDOW: Final = 4096
+# How much of a large SSE feed goes to the parser while no template is known.
+_FIRST_LOOK: Final = 2048
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
 _SSE_LINE_STARTS: Final = frozenset(b"deir:\r\n")
 # A line start (after LF) whose first byte is none of those.
@@ -406,6 +408,21 @@ def _templates(index: int, model: str, rid: str) -> list[tuple[bytes, bytes, byt
     return out
 
 
+def _after_blank_line(data: bytes, start: int) -> int:
+    """Where the first blank line at or after ``data[start]`` ends (after an LF that
+    ends a line, an LF or a CRLF), else -1."""
+    find = data.find
+    lf = find(b"\n", start)
+    while lf >= 0:
+        after = data[lf + 1 : lf + 3]
+        if after[:1] == b"\n":
+            return lf + 2
+        if after == b"\r\n":
+            return lf + 3
+        lf = find(b"\n", lf + 1)
+    return -1
+
+
 def _learnable(chunk: Any) -> bool:
     """Whether a chunk has the form :meth:`GeminiGenerateDecoder._learn` takes a
     template from (the usual chunk's, see ``_usual_chunk``), checked without state."""
@@ -608,33 +625,43 @@ class GeminiGenerateDecoder(FramedDecoder):
             if not head or head[:1] == b"[":
                 self._scan_offset += len(data)
                 return super().feed(data)
-        template = self._template
-        if template is None or template.block_head is None or self._closed:
+        if (
+            not data
+            or self._closed
+            or self.framing == "json_array"  # (None here: SSE, decided by this feed)
+            or not self._fast_paths
+            or self.keep_raw
+            or (self._template is None and not self._template_tries)
+        ):
             return self._feed_frames(data)
-        # Whole event blocks that fit the template are read here (see _take_blocks),
-        # from the end of the block under way (up to the first blank line) on.
+        # Event blocks that fit the template are read here (see _take_blocks); the
+        # parser takes the rest of the block under way, each block that does not fit,
+        # and, while there is no template, the first blocks (of a large feed, only
+        # those in its first _FIRST_LOOK bytes: the template found there, the rest of
+        # the feed can be read here too).
         out: list[Event] = []
         pos = 0
-        sse = self._sse
-        if sse is None or not sse.idle or not data.startswith(template.block_head):
-            lf = data.find(b"\n")
-            while lf >= 0:
-                if data.startswith(b"\n", lf + 1):
-                    pos = lf + 2
-                    break
-                if data.startswith(b"\r\n", lf + 1):
-                    pos = lf + 3
-                    break
-                lf = data.find(b"\n", lf + 1)
-            if not pos or pos == len(data):
-                return self._feed_frames(data)
-            out = self._feed_frames(data[:pos])
-            if self._deferred is not None:
-                return out
+        n = len(data)
         try:
-            pos = self._take_blocks(data, pos, out)
-            if pos < len(data):
-                out += self._feed_frames(data[pos:] if pos else data)
+            while pos < n:
+                template = self._template
+                if template is None or template.block_head is None:
+                    if template is not None or not self._template_tries:
+                        cut = n
+                    else:
+                        cut = _after_blank_line(data, pos + _FIRST_LOOK)
+                else:
+                    taken = self._take_blocks(data, pos, out)
+                    if taken > pos:
+                        pos = taken
+                        continue
+                    cut = _after_blank_line(data, pos)
+                if cut < 0:
+                    cut = n
+                out += self._feed_frames(data[pos:cut] if pos or cut < n else data)
+                pos = cut
+                if self._deferred is not None:
+                    break  # raised by the next call
         except RemoteProtocolError as exc:
             if not out:
                 raise
@@ -736,6 +763,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         base = sse.bytes_consumed - pos
         count = sse.events_dispatched
         first = pos
+        previous = self._previous
+        append = out.append
         try:
             while data[pos : pos + head_size] == head:
                 start = pos + head_size
@@ -769,16 +798,16 @@ class GeminiGenerateDecoder(FramedDecoder):
                     tail_size = len(tail)
                 if end + suf_size - pos > limit:
                     break  # the parser raises BufferLimitExceeded
-                usage = data[begin:end]
+                usage_text = data[begin:end]
                 try:
                     text = _TEXT_DECODER.decode(data[start : close + 1])
-                    if usage == template.block_usage:
+                    if usage_text == template.block_usage:
                         meta = template.block_meta
                     else:
-                        if 10 in usage or 13 in usage:  # LF, CR: line ends for SSE
+                        if 10 in usage_text or 13 in usage_text:  # LF, CR: SSE line ends
                             break
-                        meta = _OBJECT_DECODER.decode(usage)
-                        template.block_usage = usage
+                        meta = _OBJECT_DECODER.decode(usage_text)
+                        template.block_usage = usage_text
                         template.block_meta = meta
                 except msgspec.DecodeError:
                     break
@@ -787,6 +816,31 @@ class GeminiGenerateDecoder(FramedDecoder):
                 count += 1
                 taken = pos
                 pos = end + tail_size
+                extra = previous.extra
+                state = template.state
+                if (
+                    extra is not None
+                    and extra is template.extra
+                    and state is not None
+                    and state.open is not None
+                    and state.open_kind == "text"
+                ):
+                    # _matched, inlined for its most usual case: the chunk continues
+                    # the open text run, and its extra is the chunk before's.
+                    append(TextDelta(index=state.open, delta=text))
+                    usage = previous.usage
+                    if usage is None or meta is not previous.meta:
+                        usage, mask = convert_usage(meta)
+                        if mask:
+                            if self._usage_mask & ~mask:
+                                assert self._usage_last is not None
+                                self._usage_base = self._usage_base.merged(self._usage_last)
+                            self._usage_last = usage
+                            self._usage_mask = mask
+                        previous.meta = meta
+                        previous.usage = usage
+                    append(UsageUpdate(usage=usage, extra=extra))
+                    continue
                 try:
                     if not self._matched(template, text, meta, out):
                         # The state changed since the template was learned: the
