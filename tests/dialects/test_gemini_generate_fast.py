@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from typing import Any
 
 import msgspec
@@ -361,6 +362,22 @@ def streams(draw: st.DrawFn) -> bytes:
 def test_generated_streams(data: bytes, cuts: list[int], strict: bool, keep_raw: bool) -> None:
     assert_same([data], strict=strict, keep_raw=keep_raw)
     assert_same(split_at(data, cuts), strict=strict, keep_raw=keep_raw)
+
+
+def at_chunk_starts(data: bytes) -> list[bytes]:
+    """``data`` cut after each blank line and each comma line: the feeds start where
+    a chunk may, so that chunks are read without the framing once the template is
+    found."""
+    ends = rb"(?<=\n\r\n)|(?<=\n\n)|(?<=\n,\r\n)|(?<=\n,\n)"
+    return [piece for piece in re.split(ends, data) if piece]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=streams(), strict=st.booleans())
+def test_generated_streams_fed_chunk_by_chunk(data: bytes, strict: bool) -> None:
+    feeds = at_chunk_starts(data)
+    assert b"".join(feeds) == data
+    assert_same(feeds, strict=strict)
 
 
 def test_a_placeholder_inside_the_model_version() -> None:
@@ -897,3 +914,158 @@ def test_usage_and_runs_changing_among_blocks_read_without_the_parser() -> None:
     kinds = [msgspec.json.decode(e)["type"] for e in events]
     assert kinds.count("block-start") == 3  # text, reasoning, text (signed by the last)
     assert_same([b"".join(blocks)])
+
+
+# -- JSON-array elements read without the framing --------------------------------------------
+
+
+class CountingElements(Decoder):
+    """Counts the elements the JSON-array framing built."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.elements = 0
+
+    def _handle_element(self, element: Any, out: list[Any]) -> None:
+        self.elements += 1
+        super()._handle_element(element, out)
+
+
+def elements(chunks: list[Any], newline: bytes = b"\r\n") -> list[bytes]:
+    """The JSON array of ``chunks``, one piece per element (with what follows it)."""
+    data = array(chunks, newline)
+    separator = newline + b"," + newline
+    parts = data.split(separator)
+    return [part + separator for part in parts[:-1]] + [parts[-1]]
+
+
+@pytest.mark.parametrize("newline", [b"\r\n", b"\n"])
+def test_usual_elements_are_read_without_the_framing(newline: bytes) -> None:
+    chunks = [usual(f" word{i}", i) for i in range(1, 40)] + [last(40)]
+    feeds = elements(chunks, newline)
+    assert b"".join(feeds) == array(chunks, newline)
+    decoder = CountingElements()
+    events = []
+    for piece in feeds:
+        events += decoder.feed(piece)
+    events += decoder.close()
+    # The framing built the first element (the template is found while it is
+    # parsed) and the last one (not followed by a comma); it was told of the others.
+    assert decoder.elements == 2
+    assert decoder._array is not None
+    assert decoder._array.elements_decoded == len(chunks)
+    assert decoder._array.bytes_consumed == len(b"".join(feeds))
+    assert [dump_event(e) for e in events] == run(General, feeds)[0]
+    # All in one feed: the framing takes the elements in the first 2 KiB, and each
+    # one that does not fit (one in the middle here).
+    chunks[30] = usual("x", 30, createTime="t")
+    data = array(chunks, newline)
+    decoder = CountingElements()
+    events = decoder.feed(data) + decoder.close()
+    assert [dump_event(e) for e in events] == run(General, [data])[0]
+    element = len(elements(chunks, newline)[3])
+    assert decoder.elements == -(-2048 // element) + 1 + 1
+    for size in (element * 3 + 17, 1000, 4096):
+        assert_same(pieces(data, size))
+
+
+_ELEMENT_SUF = b'\r\n  },\r\n  "modelVersion": "gemini-3.8-flash",\r\n  "responseId": "resp-1"\r\n}'
+
+
+@pytest.mark.parametrize(
+    ("index", "old", "new"),
+    [
+        # The usage object: line breaks (JSON whitespace, in an array too), the text
+        # that follows it inside a string, another value there.
+        (5, b'"candidatesTokenCount": 6', b'"candidatesTokenCount":\r\n6'),
+        (5, b'"candidatesTokenCount": 6', b'"note": "' + _ELEMENT_SUF.replace(b'"', b'\\"') + b'"'),
+        (5, b'"candidatesTokenCount": 6', b'"x": [[[[[[1]]]]]]'),
+        # The text: an escaped quote, the template's own text after one.
+        (5, b'"w5"', b'"w\\"5"'),
+        (5, b'"w5"', b'"\\"\\r\\n          }\\r\\n        ],"'),
+        # Another value where the template has its own text, at the same length.
+        (5, b'"role": "model"', b'"role": "modex"'),
+        (5, b'"index": 0', b'"index": 5'),
+        # What follows the element.
+        (5, b"}\r\n,\r\n{", b"}\r\n,\n{"),
+        (5, b"}\r\n,\r\n{", b"} ,\r\n{"),
+        (5, b"}\r\n,\r\n{", b"}\r\n,\r\n\r\n{"),
+        (5, b"}\r\n,\r\n{", b"}\r\n,\r\n ,{"),
+        (5, b"}\r\n,\r\n{", b"}\r\n]\r\n,{"),
+        (5, b"}\r\n,\r\n{", b"}\r\n,\r\n]"),
+        (5, b"}\r\n,\r\n{", b"}\r\n\r\n{"),
+    ],
+)
+def test_elements_that_do_not_quite_fit(index: int, old: bytes, new: bytes) -> None:
+    # Among usual elements (the template found), fed one by one, whole, and in
+    # pieces that start inside elements: the events and errors of the general path.
+    chunks = [usual(f"w{i}", i + 1) for i in range(12)] + [last(13)]
+    feeds = elements(chunks)
+    at = feeds[index].find(old) if old != b"}\r\n,\r\n{" else len(feeds[index]) - 5
+    assert at >= 0
+    feeds[index] = feeds[index][:at] + new + feeds[index][at + len(old) :]
+    if old == b"}\r\n,\r\n{":  # the brace of the next element was part of this change
+        feeds[index + 1] = feeds[index + 1][1:]
+    data = b"".join(feeds)
+    for strict in (False, True):
+        assert_same(feeds, strict=strict)
+        assert_same([data], strict=strict)
+        for size in (7, 301, len(b"".join(feeds[:4])) + 5):
+            assert_same(pieces(data, size), strict=strict)
+
+
+def test_elements_over_the_limits() -> None:
+    chunks = [usual(f"w{i}", i) for i in range(1, 12)] + [last(12)]
+    chunks[7] = usual("a much longer text than the others " * 9, 7)
+    chunks[8] = usual("w8", usageMetadata={"deep": [[[[[[[[1]]]]]]]]})
+    feeds = elements(chunks)
+    longest = len(feeds[7]) - len(b"\r\n,\r\n")
+    assert longest == max(len(feed) for feed in feeds) - 5
+    for limits in (
+        {"max_event_size": longest},
+        {"max_event_size": longest - 1},
+    ):
+        for strict in (False, True):
+            fast, error = assert_same(feeds, strict=strict, **limits)
+            assert (error is not None) is (limits["max_event_size"] < longest)
+            assert assert_same([b"".join(feeds)], strict=strict, **limits) == (fast, error)
+
+
+@pytest.mark.parametrize("depth", [8, 9, 10, 11, 12])
+def test_elements_at_the_depth_limit(depth: int) -> None:
+    # The JSON-array framing's depth limit, for elements read without it.
+    nested: Any = 1
+    for _ in range(8):
+        nested = [nested]
+    chunks = [usual(f"w{i}", i) for i in range(1, 9)] + [last(9)]
+    chunks[6] = usual("w6", usageMetadata={"deep": nested})
+    feeds = elements(chunks)
+
+    class Shallow(Decoder):
+        def _make_framer(self, framing: Any) -> None:
+            super()._make_framer(framing)
+            if self._array is not None:
+                self._array._max_depth = depth
+
+    class ShallowGeneral(General):
+        def _make_framer(self, framing: Any) -> None:
+            super()._make_framer(framing)
+            if self._array is not None:
+                self._array._max_depth = depth
+
+    for strict in (False, True):
+        fast = run(Shallow, feeds, strict=strict)
+        assert fast == run(ShallowGeneral, feeds, strict=strict)
+        assert (fast[1] is not None) is (depth < 10)  # the chunk, usage, 8 lists
+
+
+def test_errors_after_elements_read_without_the_framing_are_located() -> None:
+    chunks = [usual(f"w{i}", i) for i in range(1, 30)] + [last(30)]
+    feeds = elements(chunks)
+    feeds[29] = b"{oops" + feeds[29]
+    offset = len(b"".join(feeds[:29]))
+    for strict in (False, True):
+        _, error = assert_same(feeds, strict=strict)
+        assert error is not None
+        assert error[2] == 29
+        assert offset <= error[3] < offset + len(feeds[29])

@@ -5,6 +5,7 @@ and hypothesis properties (chunking invariance, agreement with ``json.loads``)."
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -136,6 +137,77 @@ def test_offsets_count_the_bom() -> None:
 
 
 # -- incremental delivery -------------------------------------------------------------------
+
+
+# -- elements read by the caller (idle, skip) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fed", "idle"),
+    [
+        (b"", False),
+        (b"  ", False),
+        (b"[", True),
+        (b' [ {"a": 1},', True),
+        (b'[{"a": 1},\r\n', True),
+        (b'[{"a": 1}', False),  # a comma or "]" must come first
+        (b'[{"a"', False),  # an element under way
+        (b"[1", False),  # a scalar under way
+        (b"[1]", False),
+        (b"[,", False),  # an error
+    ],
+)
+def test_idle_only_where_an_element_may_begin(fed: bytes, idle: bool) -> None:
+    decoder = JSONArrayDecoder()
+    with contextlib.suppress(RemoteProtocolError):  # (b"[,": its error is the point)
+        decoder.feed(fed)
+    assert decoder.idle is idle
+
+
+def test_skipped_elements_count_as_if_fed() -> None:
+    head = b'[{"a": 1},\r\n'
+    middle = b'{"b": 2}\r\n,\r\n{"c": [3]}\r\n,\r\n'
+    rest = b'{"d": 4}]'
+    whole = feed_all(JSONArrayDecoder, [head + middle + rest])
+    decoder = JSONArrayDecoder()
+    assert decoder.feed(head) == whole[:1]
+    decoder.skip(len(middle), 2)
+    assert decoder.elements_decoded == 3
+    assert decoder.bytes_consumed == len(head + middle)
+    assert decoder.feed(rest) == whole[3:]
+    assert whole[3] == JSONElement(b'{"d": 4}', len(head + middle), 3)
+    decoder.close()
+
+
+def test_after_skipped_elements_another_must_come() -> None:
+    # Right after "[" an empty array may close; after skipped elements (each with
+    # its comma), "]" is a trailing comma.
+    decoder = JSONArrayDecoder()
+    decoder.feed(b"[")
+    decoder.skip(len(b'{"a": 1},'), 1)
+    with pytest.raises(RemoteProtocolError, match="trailing comma") as caught:
+        decoder.feed(b"]")
+    assert (caught.value.event_index, caught.value.byte_offset) == (1, 10)
+    nothing = JSONArrayDecoder()
+    nothing.feed(b"[")
+    nothing.skip(0, 0)
+    assert nothing.feed(b"]") == []
+    nothing.close()
+
+
+@pytest.mark.parametrize("fed", [b"", b'[{"a"', b'[{"a": 1}'])
+def test_skip_refused_unless_idle(fed: bytes) -> None:
+    decoder = JSONArrayDecoder()
+    decoder.feed(fed)
+    with pytest.raises(LocalProtocolError, match="skip"):
+        decoder.skip(9, 1)
+    assert decoder.elements_decoded == (1 if fed.endswith(b"}") else 0)
+    assert decoder.bytes_consumed == len(fed)
+
+
+def test_limits_are_readable() -> None:
+    decoder = JSONArrayDecoder(max_element_size=100, max_depth=7)
+    assert (decoder.max_element_size, decoder.max_depth) == (100, 7)
 
 
 def test_element_is_returned_by_the_feed_that_completes_it() -> None:

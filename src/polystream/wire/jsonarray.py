@@ -226,6 +226,47 @@ class JSONArrayDecoder:
         """How many elements have been returned so far."""
         return self._count
 
+    @property
+    def bytes_consumed(self) -> int:
+        """How many input bytes have been fed so far."""
+        return self._offset + len(self._head)
+
+    @property
+    def max_element_size(self) -> int:
+        """The element size limit, in bytes."""
+        return self._max_size
+
+    @property
+    def max_depth(self) -> int:
+        """The nesting limit (the element's own brackets count as depth 1)."""
+        return self._max_depth
+
+    @property
+    def idle(self) -> bool:
+        """Whether the input so far ends where an element may begin, with nothing
+        pending: after the ``[`` or a ``,`` (and any whitespace), no element under way,
+        no error, not closed. Only then may a caller take elements itself (see
+        :meth:`skip`)."""
+        return self._state in (_NEXT, _FIRST) and self._failed is None and not self._closed
+
+    def skip(self, size: int, elements: int) -> None:
+        """Account for ``size`` bytes of input that the caller read itself, while
+        :attr:`idle`: ``elements`` whole elements, each followed by whitespace, a
+        comma and whitespace, each a valid JSON value within both limits. Those
+        elements have the indexes this decoder would have given them; after them,
+        another element must come. A caller that recognises most elements of its
+        stream by their exact bytes saves building elements it would parse again.
+
+        Raises:
+            LocalProtocolError: The decoder is not idle.
+        """
+        if not self.idle:
+            raise LocalProtocolError("skip() with input pending", dialect="json_array")
+        self._offset += size
+        self._count += elements
+        if elements:
+            self._state = _NEXT
+
     def feed(self, data: bytes) -> list[JSONElement]:
         """Consume a chunk and return every element it completed.
 

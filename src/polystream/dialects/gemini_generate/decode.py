@@ -129,7 +129,7 @@ from polystream.events import (
     UsageUpdate,
 )
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
-from polystream.wire.sse import ServerSentEvent, SSEComment
+from polystream.wire.sse import ServerSentEvent, SSEComment, SSEDecoder
 
 from .finish_reason import FINISH_REASONS, map_finish_reason
 from .status import error_info
@@ -325,6 +325,7 @@ class _Template:
     """
 
     __slots__ = (
+        "block_ends",
         "block_head",
         "block_meta",
         "block_mid",
@@ -373,10 +374,13 @@ class _Template:
         # The UsageUpdate extra last found to be that of a chunk fitting the template
         # (see _matched).
         self.extra: dict[str, Any] | None = None
-        # For an SSE template (one line): the bytes of a whole event block that
-        # fits it, "data: " + pre, mid and suf, for _take_blocks; None otherwise.
-        # block_usage and block_meta are the usage cache of that way, in bytes.
+        # For _take, which reads whole chunks in the framing's bytes: what begins
+        # one ("data: " + pre for SSE, pre for a JSON-array element), mid, suf, and
+        # what may end it (the blank line, or the comma line); None when the
+        # template's layout cannot be read that way. block_usage and block_meta are
+        # the usage cache of that way, in bytes.
         self.block_head: bytes | None = None
+        self.block_ends: tuple[bytes, ...] = ()
         self.block_mid = b""
         self.block_suf = b""
         self.block_tail = b""
@@ -421,6 +425,19 @@ def _after_blank_line(data: bytes, start: int) -> int:
             return lf + 3
         lf = find(b"\n", lf + 1)
     return -1
+
+
+def _after_comma_line(data: bytes, start: int) -> int:
+    """Where the first comma line at or after ``data[start]`` ends (``\\n,`` and the
+    line break after it, in Google's JSON-array layout), else -1."""
+    at = data.find(b"\n,", start)
+    if at < 0:
+        return -1
+    at += 2
+    after = data[at : at + 2]
+    if after == b"\r\n":
+        return at + 2
+    return at + 1 if after[:1] == b"\n" else at
 
 
 def _learnable(chunk: Any) -> bool:
@@ -618,27 +635,29 @@ class GeminiGenerateDecoder(FramedDecoder):
         Raises:
             RemoteProtocolError: Framing errors; dialect errors in strict mode.
         """
+        array = self.framing == "json_array"
         if self.framing is None and not self._closed:
-            # Until the framing is known (auto), blank bytes are only counted, and an
-            # array needs no bare-text scan at all.
+            # Until the framing is known (auto), blank bytes are only counted.
             head = data.lstrip(b" \t\r\n\xef\xbb\xbf")
-            if not head or head[:1] == b"[":
+            if not head:
                 self._scan_offset += len(data)
                 return super().feed(data)
+            array = head[:1] == b"["  # (and an array needs no bare-text scan)
         if (
             not data
             or self._closed
-            or self.framing == "json_array"  # (None here: SSE, decided by this feed)
             or not self._fast_paths
             or self.keep_raw
             or (self._template is None and not self._template_tries)
         ):
-            return self._feed_frames(data)
-        # Event blocks that fit the template are read here (see _take_blocks); the
-        # parser takes the rest of the block under way, each block that does not fit,
-        # and, while there is no template, the first blocks (of a large feed, only
-        # those in its first _FIRST_LOOK bytes: the template found there, the rest of
-        # the feed can be read here too).
+            return self._feed_frames(data, scan=not array)
+        # Chunks that fit the template are read here (see _take); the parser takes the
+        # rest of the chunk under way, each chunk that does not fit, and, while there
+        # is no template, the first chunks (of a large feed, only those in its first
+        # _FIRST_LOOK bytes: the template found there, the rest of the feed can be
+        # read here too). Each cut is where a chunk may begin: after a blank line
+        # (SSE) or after a comma line (Google's JSON-array layout).
+        boundary = _after_comma_line if array else _after_blank_line
         out: list[Event] = []
         pos = 0
         n = len(data)
@@ -649,16 +668,16 @@ class GeminiGenerateDecoder(FramedDecoder):
                     if template is not None or not self._template_tries:
                         cut = n
                     else:
-                        cut = _after_blank_line(data, pos + _FIRST_LOOK)
+                        cut = boundary(data, pos + _FIRST_LOOK)
                 else:
-                    taken = self._take_blocks(data, pos, out)
+                    taken = self._take(data, pos, out)
                     if taken > pos:
                         pos = taken
                         continue
-                    cut = _after_blank_line(data, pos)
+                    cut = boundary(data, pos)
                 if cut < 0:
                     cut = n
-                out += self._feed_frames(data[pos:cut] if pos or cut < n else data)
+                out += self._feed_frames(data[pos:cut] if pos or cut < n else data, scan=not array)
                 pos = cut
                 if self._deferred is not None:
                     break  # raised by the next call
@@ -669,12 +688,14 @@ class GeminiGenerateDecoder(FramedDecoder):
             self._deferred = exc
         return out
 
-    def _feed_frames(self, data: bytes) -> list[Event]:
-        """:meth:`feed` through the framing's parser (after the bare-text scan)."""
-        if self.framing != "json_array" and not self._closed:
+    def _feed_frames(self, data: bytes, *, scan: bool = True) -> list[Event]:
+        """:meth:`feed` through the framing's parser (after the bare-text scan, for
+        SSE: ``scan`` is False for what is known to be a JSON array)."""
+        if scan and self.framing != "json_array" and not self._closed:
             self._scan_bare(data)
         out = super().feed(data)
-        if self._bare_ready:
+        if self._bare_ready and self._deferred is None:
+            # (After an error deferred to the next call, nothing more is returned.)
             # A bare text that began after the start of an event still open waits for
             # that event: the order of the two must not depend on the chunking.
             sse = self._sse
@@ -716,53 +737,67 @@ class GeminiGenerateDecoder(FramedDecoder):
             except RemoteProtocolError as exc:
                 self._tolerate(exc, out)
 
-    def _take_blocks(self, data: bytes, pos: int, out: list[Event]) -> int:
-        """Read the SSE event blocks from ``data[pos]`` on that fit the template,
-        without the SSE parser: each ``data: `` + a chunk's JSON text that fits the
-        template (see :class:`_Template`) + a blank line, LF or CRLF line ends. Returns
-        where the first block that does not fit begins (the parser is told what was
-        read, see :meth:`~polystream.wire.sse.SSEDecoder.skip`); the rest of
+    def _take(self, data: bytes, pos: int, out: list[Event]) -> int:
+        """Read the chunks from ``data[pos]`` on that fit the template, without the
+        framing's parser: SSE event blocks (``data: `` + the chunk's JSON text + a
+        blank line, LF or CRLF line ends) or JSON-array elements (Google's
+        pretty-printed layout, each followed by its comma line). Returns where the
+        first chunk that does not fit (or is not whole in ``data``) begins; the
+        parser is told what was read (``skip`` of
+        :class:`~polystream.wire.sse.SSEDecoder` and
+        :class:`~polystream.wire.jsonarray.JSONArrayDecoder`), and the rest of
         ``data`` takes the usual way.
 
-        The events are those the parser's frames would give, chunk for chunk: a block
-        of that form is one event whose data is its JSON text, and the parser would
-        take it on its own fast path. Each piece is checked and both values must
-        parse: the text is a JSON string (no raw line break can be in it) and the
-        usage object must hold no raw CR or LF either (JSON whitespace, but a line end
-        for SSE). Only while nothing else is pending: the parser idle at a block
-        boundary, no bare text under way, the stream not finished, no error deferred.
+        The events are those the parser's frames would give, chunk for chunk: an SSE
+        block of that form is one event whose data is its JSON text, a JSON-array
+        element of that form followed by ``,`` is one element, and the parser would
+        take either on its own fast path. Each piece is compared (as a slice: on bytes
+        that is cheaper than ``startswith``, a call with arguments) and both values
+        must parse: the text is a JSON string, so it ends at its first quote not
+        escaped and holds no raw line break; for SSE the usage object must hold no raw
+        CR or LF either (JSON whitespace, but a line end there). The limits are the
+        parser's. Only while nothing else is pending: the parser idle, no bare text
+        under way, the stream not finished, no error deferred.
         """
         template = self._template
         sse = self._sse
+        framer: SSEDecoder | JSONArrayDecoder | None = sse if sse is not None else self._array
         if (
             template is None
             or template.block_head is None
-            or sse is None
+            or framer is None
             or self.finished
             or self._deferred is not None
-            or self._bare_parts
-            or self._bare_ready
-            or not self._at_line_start
             or not self._inline_hooks
-            or not sse.idle
-            or not data.startswith(template.block_head, pos)
+            or not framer.idle
         ):
             return pos
-        # Each piece is compared as a slice: on bytes that is cheaper than a call
-        # with arguments (startswith), and a slice never raises.
+        if sse is not None:
+            if self._bare_parts or self._bare_ready or not self._at_line_start:
+                return pos
+            count = sse.events_dispatched
+            limit = min(self._max_line, self._max_event)  # the parser's fast-path bound
+            max_depth = 0  # (not checked: SSE data is parsed whole, by msgspec)
+        else:
+            array = self._array
+            assert array is not None
+            count = array.elements_decoded
+            limit = array.max_element_size
+            # (The brackets around the text are within it: the template was learned
+            # from an element the framing took.)
+            max_depth = array.max_depth
         head = template.block_head
         head_size = len(head)
         mid = template.block_mid
         mid_size = len(mid)
         suf = template.block_suf
         suf_size = len(suf)
-        tail = template.block_tail  # suf and the block's line ends, last seen
+        tail = template.block_tail  # suf and what ends the chunk, as last seen
         tail_size = len(tail)
-        limit = min(self._max_line, self._max_event)  # the parser's own fast-path bound
         find = data.find
-        base = sse.bytes_consumed - pos
-        count = sse.events_dispatched
+        base = framer.bytes_consumed - pos
         first = pos
+        counted = count
         previous = self._previous
         append = out.append
         try:
@@ -781,17 +816,17 @@ class GeminiGenerateDecoder(FramedDecoder):
                     break
                 begin = close + mid_size
                 # The usage object is tried at the length of the last one, else it ends
-                # where suf first occurs (near: the work per block stays bounded).
+                # where suf first occurs (near: the work per chunk stays bounded).
                 end = begin + len(template.block_usage)
                 if end == begin or data[end : end + tail_size] != tail:
                     end = find(suf, begin, begin + _USAGE_WINDOW + suf_size)
                     if end < 0:
                         break
-                    line_end = end + suf_size
-                    if data[line_end : line_end + 4] == b"\r\n\r\n":
-                        tail = suf + b"\r\n\r\n"
-                    elif data[line_end : line_end + 2] == b"\n\n":
-                        tail = suf + b"\n\n"
+                    stop = end + suf_size
+                    for ending in template.block_ends:
+                        if data[stop : stop + len(ending)] == ending:
+                            tail = suf + ending
+                            break
                     else:
                         break
                     template.block_tail = tail
@@ -804,12 +839,21 @@ class GeminiGenerateDecoder(FramedDecoder):
                     if usage_text == template.block_usage:
                         meta = template.block_meta
                     else:
-                        if 10 in usage_text or 13 in usage_text:  # LF, CR: SSE line ends
-                            break
+                        if sse is not None and (10 in usage_text or 13 in usage_text):
+                            break  # LF, CR: SSE line ends
                         meta = _OBJECT_DECODER.decode(usage_text)
                         template.block_usage = usage_text
                         template.block_meta = meta
                 except msgspec.DecodeError:
+                    break
+                # The depth bound (array): one level for the chunk object, and at most
+                # one per bracket the usage object opens, which are at most half its
+                # bytes (it parsed, so each has its closer).
+                if (
+                    max_depth
+                    and len(usage_text) // 2 + 1 > max_depth
+                    and usage_text.count(b"{") + usage_text.count(b"[") + 1 > max_depth
+                ):
                     break
                 self.frame_index = count
                 self.frame_offset = base + pos
@@ -844,15 +888,19 @@ class GeminiGenerateDecoder(FramedDecoder):
                 try:
                     if not self._matched(template, text, meta, out):
                         # The state changed since the template was learned: the
-                        # general way, with the event data the parser would give.
-                        json_text = data[taken + 6 : end + suf_size]
-                        self._chunk(json_text.decode("utf-8", "replace"), out)
+                        # general way, with what the parser would give.
+                        whole = data[taken : end + suf_size]
+                        if sse is not None:
+                            self._chunk(whole[6:].decode("utf-8", "replace"), out)
+                        else:
+                            self._chunk(whole, out)
                 except RemoteProtocolError as exc:
                     self._tolerate(exc, out)
         finally:
             if pos > first:
-                sse.skip(pos - first, count - sse.events_dispatched)
-                self._scan_offset += pos - first
+                framer.skip(pos - first, count - counted)
+                if sse is not None:
+                    self._scan_offset += pos - first
         return pos
 
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
@@ -1352,11 +1400,16 @@ class GeminiGenerateDecoder(FramedDecoder):
                 template = _Template(pre.decode(), mid.decode(), suf.decode(), number, model, rid)
                 if not any(c in piece for piece in (pre, mid, suf) for c in (b"\r", b"\n")):
                     template.block_head = b"data: " + pre
-                    template.block_mid = mid
-                    template.block_suf = suf
-                    template.block_tail = suf + b"\r\n\r\n"  # Google's line ends
+                    template.block_ends = (b"\r\n\r\n", b"\n\n")
             else:
                 template = _Template(pre, mid, suf, number, model, rid)
+                if template.break_at >= 0:  # pretty-printed: Google's array layout
+                    template.block_head = pre
+                    template.block_ends = (b"\r\n,\r\n", b"\n,\n")
+            if template.block_head is not None:
+                template.block_mid = mid
+                template.block_suf = suf
+                template.block_tail = suf + template.block_ends[0]
             found = _match(template, data)
             if found is not None:
                 if found[0] == text and found[1] == chunk["usageMetadata"]:
