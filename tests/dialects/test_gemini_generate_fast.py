@@ -920,15 +920,20 @@ def test_usage_and_runs_changing_among_blocks_read_without_the_parser() -> None:
 
 
 class CountingElements(Decoder):
-    """Counts the elements the JSON-array framing built."""
+    """Counts the elements the JSON-array framing built, and the feeds it was given."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self.elements = 0
+        self.parser_feeds = 0
 
     def _handle_element(self, element: Any, out: list[Any]) -> None:
         self.elements += 1
         super()._handle_element(element, out)
+
+    def _feed_frames(self, data: bytes, *, scan: bool = True) -> list[Any]:
+        self.parser_feeds += 1
+        return super()._feed_frames(data, scan=scan)
 
 
 def elements(chunks: list[Any], newline: bytes = b"\r\n") -> list[bytes]:
@@ -956,6 +961,32 @@ def test_usual_elements_are_read_without_the_framing(newline: bytes) -> None:
     assert decoder._array.elements_decoded == len(chunks)
     assert decoder._array.bytes_consumed == len(b"".join(feeds))
     assert [dump_event(e) for e in events] == run(General, feeds)[0]
+    # As a network hands them over: each comma line with the element after it. The
+    # element at the end of a feed is read with its comma still to come.
+    separator = newline + b"," + newline
+    data = array(chunks, newline)
+    network = [data[: data.index(separator)]]
+    network += [separator + element for element in data.split(separator)[1:]]
+    network[-1], end = network[-1][: -len(newline + b"]")], newline + b"]"
+    network.append(end)
+    assert b"".join(network) == data
+    decoder = CountingElements()
+    events = []
+    for piece in network:
+        events += decoder.feed(piece)
+    events += decoder.close()
+    assert decoder.elements == 2
+    assert decoder.parser_feeds == 3  # the first element, the last one, the "]"
+    assert [dump_event(e) for e in events] == run(General, network)[0]
+    # A comma line missing between two elements of two feeds: the framing's error.
+    broken = [*network[:8], network[8][len(separator) :], *network[9:]]
+    for strict in (False, True):
+        _, error = assert_same(broken, strict=strict)
+        assert error is not None
+        assert error[2] == 8
+    # Cut inside the comma line too.
+    split = [piece for feed in network for piece in (feed[:3], feed[3:]) if piece]
+    assert_same(split)
     # All in one feed: the framing takes the elements in the first 2 KiB, and each
     # one that does not fit (one in the middle here).
     chunks[30] = usual("x", 30, createTime="t")

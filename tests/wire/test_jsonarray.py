@@ -150,7 +150,8 @@ def test_offsets_count_the_bom() -> None:
         (b"[", True),
         (b' [ {"a": 1},', True),
         (b'[{"a": 1},\r\n', True),
-        (b'[{"a": 1}', False),  # a comma or "]" must come first
+        (b'[{"a": 1}', True),  # right after an element
+        (b'[{"a": 1}\r\n', True),
         (b'[{"a"', False),  # an element under way
         (b"[1", False),  # a scalar under way
         (b"[1]", False),
@@ -195,14 +196,45 @@ def test_after_skipped_elements_another_must_come() -> None:
     nothing.close()
 
 
-@pytest.mark.parametrize("fed", [b"", b'[{"a"', b'[{"a": 1}'])
+@pytest.mark.parametrize("fed", [b"", b'[{"a"', b"[1", b"[1]"])
 def test_skip_refused_unless_idle(fed: bytes) -> None:
     decoder = JSONArrayDecoder()
     decoder.feed(fed)
     with pytest.raises(LocalProtocolError, match="skip"):
         decoder.skip(9, 1)
-    assert decoder.elements_decoded == (1 if fed.endswith(b"}") else 0)
+    assert decoder.elements_decoded == (1 if fed == b"[1]" else 0)
     assert decoder.bytes_consumed == len(fed)
+
+
+def test_skipped_elements_after_an_element_and_without_a_comma() -> None:
+    # The decoder right after an element: what the caller reads begins with its
+    # comma; it may end right after an element (comma=False), and then a comma or
+    # "]" comes next.
+    head = b'[{"a": 1}'
+    middle = b'\r\n,\r\n{"b": 2}\r\n,\r\n{"c": 3}'
+    rest = b'\r\n,\r\n{"d": 4}\r\n]'
+    whole = feed_all(JSONArrayDecoder, [head + middle + rest])
+    decoder = JSONArrayDecoder()
+    decoder.feed(head)
+    assert decoder.idle
+    assert decoder.after_element
+    decoder.skip(len(middle), 2, comma=False)
+    assert decoder.after_element
+    assert decoder.feed(rest) == whole[3:]
+    assert whole[3].offset == len(head + middle) + 5
+    decoder.close()
+    ended = JSONArrayDecoder()
+    ended.feed(head)
+    ended.skip(len(middle), 2, comma=False)
+    assert ended.feed(b"]") == []
+    ended.close()
+    # A comma alone: an element must come.
+    comma = JSONArrayDecoder()
+    comma.feed(head)
+    comma.skip(len(b"\r\n,"), 0)
+    assert not comma.after_element
+    with pytest.raises(RemoteProtocolError, match="trailing comma"):
+        comma.feed(b"]")
 
 
 def test_limits_are_readable() -> None:

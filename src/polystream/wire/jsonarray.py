@@ -243,18 +243,25 @@ class JSONArrayDecoder:
 
     @property
     def idle(self) -> bool:
-        """Whether the input so far ends where an element may begin, with nothing
-        pending: after the ``[`` or a ``,`` (and any whitespace), no element under way,
-        no error, not closed. Only then may a caller take elements itself (see
-        :meth:`skip`)."""
-        return self._state in (_NEXT, _FIRST) and self._failed is None and not self._closed
+        """Whether the input so far ends between elements with nothing pending: after
+        the ``[``, after a ``,``, or right after an element (see
+        :attr:`after_element`), and any whitespace; no element under way, no error,
+        not closed. Only then may a caller take elements itself (see :meth:`skip`)."""
+        return self._state in (_NEXT, _FIRST, _AFTER) and self._failed is None and not self._closed
 
-    def skip(self, size: int, elements: int) -> None:
+    @property
+    def after_element(self) -> bool:
+        """Whether the input so far ends right after an element (and any whitespace):
+        a ``,`` or the closing ``]`` comes next."""
+        return self._state == _AFTER
+
+    def skip(self, size: int, elements: int, *, comma: bool = True) -> None:
         """Account for ``size`` bytes of input that the caller read itself, while
-        :attr:`idle`: ``elements`` whole elements, each followed by whitespace, a
-        comma and whitespace, each a valid JSON value within both limits. Those
-        elements have the indexes this decoder would have given them; after them,
-        another element must come. A caller that recognises most elements of its
+        :attr:`idle`: ``elements`` whole elements, each a valid JSON value within both
+        limits, with whitespace and a comma between them; beginning with a comma if
+        the decoder was :attr:`after_element`, and ending after a comma, or with
+        ``comma=False`` right after an element. Those elements have the indexes this
+        decoder would have given them. A caller that recognises most elements of its
         stream by their exact bytes saves building elements it would parse again.
 
         Raises:
@@ -264,8 +271,8 @@ class JSONArrayDecoder:
             raise LocalProtocolError("skip() with input pending", dialect="json_array")
         self._offset += size
         self._count += elements
-        if elements:
-            self._state = _NEXT
+        if size:
+            self._state = _NEXT if comma else _AFTER
 
     def feed(self, data: bytes) -> list[JSONElement]:
         """Consume a chunk and return every element it completed.

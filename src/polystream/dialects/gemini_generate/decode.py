@@ -192,7 +192,7 @@ _TEMPLATE_TRIES: Final = 4
 # How far after the text _match_element looks for the end of usageMetadata (Google's
 # is a few hundred bytes): the work per element stays bounded whatever the input.
 _USAGE_WINDOW: Final = 4096
-# How much of a large SSE feed goes to the parser while no template is known.
+# How much of a large feed goes to the framing while no template is known.
 _FIRST_LOOK: Final = 2048
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
 _SSE_LINE_STARTS: Final = frozenset(b"deir:\r\n")
@@ -761,7 +761,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         """
         template = self._template
         sse = self._sse
-        framer: SSEDecoder | JSONArrayDecoder | None = sse if sse is not None else self._array
+        array = self._array if sse is None else None
+        framer: SSEDecoder | JSONArrayDecoder | None = sse if sse is not None else array
         if (
             template is None
             or template.block_head is None
@@ -779,7 +780,6 @@ class GeminiGenerateDecoder(FramedDecoder):
             limit = min(self._max_line, self._max_event)  # the parser's fast-path bound
             max_depth = 0  # (not checked: SSE data is parsed whole, by msgspec)
         else:
-            array = self._array
             assert array is not None
             count = array.elements_decoded
             limit = array.max_element_size
@@ -795,11 +795,21 @@ class GeminiGenerateDecoder(FramedDecoder):
         tail = template.block_tail  # suf and what ends the chunk, as last seen
         tail_size = len(tail)
         find = data.find
+        n = len(data)
         base = framer.bytes_consumed - pos
         first = pos
         counted = count
         previous = self._previous
         append = out.append
+        comma = True  # (array) what was read ends after a comma, not after an element
+        if array is not None and array.after_element:
+            # The element before was read whole, its comma comes first.
+            for ending in template.block_ends:
+                if data[pos : pos + len(ending)] == ending:
+                    pos += len(ending)
+                    break
+            else:
+                return pos
         try:
             while data[pos : pos + head_size] == head:
                 start = pos + head_size
@@ -818,19 +828,27 @@ class GeminiGenerateDecoder(FramedDecoder):
                 # The usage object is tried at the length of the last one, else it ends
                 # where suf first occurs (near: the work per chunk stays bounded).
                 end = begin + len(template.block_usage)
-                if end == begin or data[end : end + tail_size] != tail:
-                    end = find(suf, begin, begin + _USAGE_WINDOW + suf_size)
-                    if end < 0:
-                        break
+                ends = True  # (array) with its comma
+                if end != begin and data[end : end + tail_size] == tail:
+                    after = end + tail_size
+                else:
+                    if end == begin or data[end : end + suf_size] != suf:
+                        end = find(suf, begin, begin + _USAGE_WINDOW + suf_size)
+                        if end < 0:
+                            break
                     stop = end + suf_size
                     for ending in template.block_ends:
                         if data[stop : stop + len(ending)] == ending:
-                            tail = suf + ending
+                            tail = template.block_tail = suf + ending
+                            tail_size = len(tail)
+                            after = end + tail_size
                             break
                     else:
-                        break
-                    template.block_tail = tail
-                    tail_size = len(tail)
+                        if sse is not None or stop != n:
+                            break
+                        # An element that ends the feed: its comma comes next.
+                        after = stop
+                        ends = False
                 if end + suf_size - pos > limit:
                     break  # the parser raises BufferLimitExceeded
                 usage_text = data[begin:end]
@@ -859,7 +877,8 @@ class GeminiGenerateDecoder(FramedDecoder):
                 self.frame_offset = base + pos
                 count += 1
                 taken = pos
-                pos = end + tail_size
+                pos = after
+                comma = ends
                 extra = previous.extra
                 state = template.state
                 if (
@@ -898,9 +917,12 @@ class GeminiGenerateDecoder(FramedDecoder):
                     self._tolerate(exc, out)
         finally:
             if pos > first:
-                framer.skip(pos - first, count - counted)
                 if sse is not None:
+                    sse.skip(pos - first, count - counted)
                     self._scan_offset += pos - first
+                else:
+                    assert array is not None
+                    array.skip(pos - first, count - counted, comma=comma)
         return pos
 
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
@@ -951,7 +973,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         element, so the work per element is bounded.
         """
         template = self._template
-        # (Pieces are compared as slices: cheaper than startswith, see _take_blocks.)
+        # (Pieces are compared as slices: cheaper than startswith, see _take.)
         if template is None or template.break_at < 0:
             return None
         start = pos + template.pre_size
