@@ -33,26 +33,41 @@ class General(Decoder):
     _fast_paths = False
 
 
-def run(cls: type[Decoder], chunks: list[bytes], **options: Any) -> tuple[list[bytes], Any]:
-    """The serialised events, and the error that stopped decoding (type, message,
-    location), or None."""
+def steps(
+    cls: type[Decoder], chunks: list[bytes], **options: Any
+) -> tuple[list[bytes], Any, list[int]]:
+    """The serialised events, the error that stopped decoding (type, message,
+    location) or None, and how many events each call returned (feeds, then close)."""
     decoder = cls(**options)
     events: list[Any] = []
+    counts: list[int] = []
     error = None
     try:
         for chunk in chunks:
-            events += decoder.feed(chunk)
-        events += decoder.close()
+            returned = decoder.feed(chunk)
+            counts.append(len(returned))
+            events += returned
+        returned = decoder.close()
+        counts.append(len(returned))
+        events += returned
     except PolystreamError as exc:
         error = (type(exc).__name__, str(exc), exc.event_index, exc.byte_offset)
-    return [dump_event(e) for e in events], error
+    return [dump_event(e) for e in events], error, counts
+
+
+def run(cls: type[Decoder], chunks: list[bytes], **options: Any) -> tuple[list[bytes], Any]:
+    """:func:`steps` without the counts."""
+    events, error, _ = steps(cls, chunks, **options)
+    return events, error
 
 
 def assert_same(chunks: list[bytes], **options: Any) -> tuple[list[bytes], Any]:
-    fast = run(Decoder, chunks, **options)
-    general = run(General, chunks, **options)
+    """Both ways give the same events, each returned by the same call, and the same
+    error from the same call."""
+    fast = steps(Decoder, chunks, **options)
+    general = steps(General, chunks, **options)
     assert fast == general
-    return fast
+    return fast[0], fast[1]
 
 
 def sse(chunks: list[Any], newline: bytes = b"\r\n") -> bytes:
@@ -725,12 +740,17 @@ def test_usual_blocks_are_read_without_the_parser(newline: bytes) -> None:
     # Several blocks in one feed, the feed starting inside a block: the block under
     # way ends in the parser, the whole ones after it are read here.
     data = b"".join(blocks)
-    for size in (len(blocks[5]) * 3 + 17, 1000, 4096):
+    # The beginning of a block at the end of a feed is kept for the next one, which
+    # reads the block whole: the parser sees the blocks until the template is found
+    # and those already under way then, and the last. (Not a block whose feed ends
+    # between the CR and the LF of its blank line: the parser dispatches it at the CR.)
+    for size in (len(blocks[5]) * 3 + 17, 1000, 4096, 64):
         decoder = Counting()
         for piece in pieces(data, size):
             decoder.feed(piece)
-        assert decoder.frames < len(blocks) // 2
+        assert decoder.frames <= 2 + 1 + -(-size // len(blocks[5])) + 1
         assert_same(pieces(data, size))
+    assert_same(pieces(data, 7))
 
 
 def _with_usage_text(text: bytes, n: int = 1) -> bytes:
@@ -807,6 +827,11 @@ def test_blocks_over_the_line_limit() -> None:
                 # Block by block: the long one is read where the parser is idle.
                 blocks = [sse([chunk]) for chunk in chunks]
                 assert assert_same(blocks, strict=strict, **limits) == (fast, error)
+                # The long one cut where its line reaches the limit, and one byte
+                # later: the error comes from the same feed either way.
+                for cut in (max_line, max_line + 1):
+                    feeds = [*blocks[:6], blocks[6][:cut], blocks[6][cut:], *blocks[7:]]
+                    assert assert_same(feeds, strict=strict, **limits) == (fast, error)
 
 
 def test_errors_after_blocks_read_without_the_parser_are_located() -> None:
@@ -1100,3 +1125,42 @@ def test_errors_after_elements_read_without_the_framing_are_located() -> None:
         assert error is not None
         assert error[2] == 29
         assert offset <= error[3] < offset + len(feeds[29])
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        b"",  # the stream ends inside the block: truncated
+        b"\r\n: keep-alive\r\n\r\n",  # a comment line before the blank line
+        b"\r\ndata: more\r\n\r\n",  # a second data line
+        b'\r\n{"error": {"code": 503}}\r\n\r\n',  # a bare line
+        b"\r\r\n",
+        b"\n\n",
+        b" \r\n\r\n",
+    ],
+)
+@pytest.mark.parametrize("cut", [7, 30, -1, -2, -3])
+def test_the_beginning_of_a_block_kept_for_the_next_feed(after: bytes, cut: int) -> None:
+    # A feed ends inside a block that fits (its line, or its line end, cut): the
+    # bytes are kept, and the next feed or close() decides, as the parser would.
+    blocks = [sse([usual(f"w{i}", i)]) for i in range(1, 9)]
+    line = sse([usual("held", 9)]).rstrip(b"\r\n")
+    split = len(line) + 2 + cut if cut < 0 else cut  # (within the line, or its end)
+    head, tail = (line + b"\r\n\r\n")[:split], (line + b"\r\n\r\n")[split:]
+    if after:
+        tail = tail.rstrip(b"\r\n") + after if cut > 0 else after
+    feeds = [*blocks, head, tail, sse([last(10)])] if after or cut > 0 else [*blocks, head]
+    for strict in (False, True):
+        assert_same([feed for feed in feeds if feed], strict=strict)
+    decoder = Decoder()
+    for block in blocks:
+        decoder.feed(block)
+    assert decoder.feed(head) == []
+    assert decoder._held == head
+    # The beginning of anything else is the parser's at once.
+    for other in (b": keep-al", b"data: [", b"data:{", b"event: x", b'{"error"'):
+        decoder = Decoder()
+        for block in blocks:
+            decoder.feed(block)
+        decoder.feed(other)
+        assert decoder._held == b""

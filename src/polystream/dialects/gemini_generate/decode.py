@@ -192,6 +192,10 @@ _TEMPLATE_TRIES: Final = 4
 # How far after the text _match_element looks for the end of usageMetadata (Google's
 # is a few hundred bytes): the work per element stays bounded whatever the input.
 _USAGE_WINDOW: Final = 4096
+# What may follow an SSE block's data line while the parser would not dispatch the
+# block yet (no blank line: "\r\n\r" is one, a CR ends a line; see
+# GeminiGenerateDecoder._holds).
+_OPEN_BLOCK_ENDS: Final = (b"", b"\r", b"\r\n", b"\n")
 # How much of a large feed goes to the framing while no template is known.
 _FIRST_LOOK: Final = 2048
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
@@ -595,6 +599,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._previous = _Previous()
         self._template: _Template | None = None
         self._template_tries = _TEMPLATE_TRIES
+        self._held = b""  # the beginning of an SSE block, kept for the next feed
         # The dispatch inlines _on_event and _on_element unless a subclass replaced them.
         cls = type(self)
         self._inline_hooks = (
@@ -643,6 +648,9 @@ class GeminiGenerateDecoder(FramedDecoder):
                 self._scan_offset += len(data)
                 return super().feed(data)
             array = head[:1] == b"["  # (and an array needs no bare-text scan)
+        if self._held:
+            data = self._held + data
+            self._held = b""
         if (
             not data
             or self._closed
@@ -674,6 +682,8 @@ class GeminiGenerateDecoder(FramedDecoder):
                     if taken > pos:
                         pos = taken
                         continue
+                    if not array and self._holds(data, pos):
+                        break
                     cut = boundary(data, pos)
                 if cut < 0:
                     cut = n
@@ -687,6 +697,44 @@ class GeminiGenerateDecoder(FramedDecoder):
             # The events before the error are returned; the error comes next call.
             self._deferred = exc
         return out
+
+    def _holds(self, data: bytes, pos: int) -> bool:
+        """Keep ``data[pos:]`` for the next feed (``_held``) when it is the beginning
+        of an SSE block that fits the template, not whole yet: the next feed can read
+        it whole here. The parser would return nothing for those bytes: they hold no
+        line break but the block's own, and not the blank line's CR (at which the
+        parser dispatches), so no frame, comment or bare text is delayed. The parser
+        is idle, so they are the whole line so far, within its limits: no error is
+        delayed either. :meth:`close` hands them to the parser."""
+        template = self._template
+        sse = self._sse
+        rest = data[pos:]
+        if (
+            template is None
+            or template.block_head is None
+            or sse is None
+            or not sse.idle
+            or len(rest) > min(self._max_line, self._max_event)
+        ):
+            return False
+        line = rest.rstrip(b"\r\n")
+        if (
+            rest[len(line) :] not in _OPEN_BLOCK_ENDS
+            or 10 in line
+            or 13 in line
+            or line[: len(template.block_head)] != template.block_head[: len(line)]
+        ):
+            return False
+        self._held = rest
+        return True
+
+    def close(self) -> list[Event]:
+        """End of input: the events left, ending with the Finish (see the class)."""
+        out: list[Event] = []
+        if self._held and not self._closed:
+            held, self._held = self._held, b""
+            out = self._feed_frames(held)  # (nothing comes of them, see _holds)
+        return out + super().close()
 
     def _feed_frames(self, data: bytes, *, scan: bool = True) -> list[Event]:
         """:meth:`feed` through the framing's parser (after the bare-text scan, for
@@ -802,6 +850,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         previous = self._previous
         append = out.append
         comma = True  # (array) what was read ends after a comma, not after an element
+        taken = pos  # where the last chunk read began
         if array is not None and array.after_element:
             # The element before was read whole, its comma comes first.
             for ending in template.block_ends:
@@ -873,8 +922,6 @@ class GeminiGenerateDecoder(FramedDecoder):
                     and usage_text.count(b"{") + usage_text.count(b"[") + 1 > max_depth
                 ):
                     break
-                self.frame_index = count
-                self.frame_offset = base + pos
                 count += 1
                 taken = pos
                 pos = after
@@ -904,6 +951,10 @@ class GeminiGenerateDecoder(FramedDecoder):
                         previous.usage = usage
                     append(UsageUpdate(usage=usage, extra=extra))
                     continue
+                # (The chunk's location, for what may go wrong from here; for the
+                # chunks made inline, only the last one's is set, at the end.)
+                self.frame_index = count - 1
+                self.frame_offset = base + taken
                 try:
                     if not self._matched(template, text, meta, out):
                         # The state changed since the template was learned: the
@@ -916,6 +967,9 @@ class GeminiGenerateDecoder(FramedDecoder):
                 except RemoteProtocolError as exc:
                     self._tolerate(exc, out)
         finally:
+            if count > counted:
+                self.frame_index = count - 1
+                self.frame_offset = base + taken
             if pos > first:
                 if sse is not None:
                     sse.skip(pos - first, count - counted)
