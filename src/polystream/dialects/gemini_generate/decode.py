@@ -940,6 +940,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                     append(TextDelta(index=state.open, delta=text))
                     usage = previous.usage
                     if usage is None or meta is not previous.meta:
+                        # _new_usage, inlined: one call less on nearly every chunk.
                         usage, mask = convert_usage(meta)
                         if mask:
                             if self._usage_mask & ~mask:
@@ -1048,16 +1049,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         usage = data[begin:end]
         if template.depth > max_depth:
             return None
-        # _parse_pieces, inlined.
-        try:
-            text = _TEXT_DECODER.decode(data[start : close + 1])
-            if usage == last:
-                meta = template.meta
-            else:
-                meta = _OBJECT_DECODER.decode(usage)
-                template.usage = usage
-                template.meta = meta
-        except msgspec.DecodeError:
+        parsed = _parse_pieces(template, data[start : close + 1], usage)
+        if parsed is None:
             return None
         # The depth bound: one level for the chunk object, and at most one per bracket
         # the usage object opens, which are at most half its bytes (it parsed, so each
@@ -1066,7 +1059,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             usage.count(b"{") + usage.count(b"[") + 1 > max_depth
         ):
             return None
-        return end + suf_size, (template, text, meta)
+        return end + suf_size, (template, *parsed)
 
     def _handle_element(self, element: JSONElement, out: list[Event]) -> None:
         """The base's, with :meth:`_on_element` inlined for an element that fit the
@@ -1431,22 +1424,13 @@ class GeminiGenerateDecoder(FramedDecoder):
             assert residual is not None
             self._usual_end(template.index, meta, residual, out)
             return True
-        # _usual_end, inlined for its usual case: the chunk fields and the candidate's
-        # residual are those of the chunk before, and so is the extra.
+        # _usual_end, for its usual case: the chunk fields and the candidate's residual
+        # are those of the chunk before, and so is the extra.
         usage = previous.usage
         if usage is None or meta is not previous.meta:
             # A usage text other than the last one's (the same text gives the same
             # object, see _match); an equal value converts to an equal usage.
-            usage, mask = convert_usage(meta)
-            if mask:
-                # (_usage_mask is 0 while _usage_last is None.)
-                if self._usage_mask & ~mask:
-                    assert self._usage_last is not None
-                    self._usage_base = self._usage_base.merged(self._usage_last)
-                self._usage_last = usage
-                self._usage_mask = mask
-            previous.meta = meta
-            previous.usage = usage
+            usage = self._new_usage(meta)
         out.append(UsageUpdate(usage=usage, extra=extra))
         return True
 
@@ -1520,15 +1504,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             previous.extra_candidates = candidates
         usage = previous.usage
         if usage is None or meta != previous.meta:
-            # _new_usage, inlined: Gemini's usage changes on nearly every chunk.
-            usage, mask = convert_usage(meta)
-            if mask:
-                if self._usage_last is not None and self._usage_mask & ~mask:
-                    self._usage_base = self._usage_base.merged(self._usage_last)
-                self._usage_last = usage
-                self._usage_mask = mask
-            previous.meta = meta
-            previous.usage = usage
+            usage = self._new_usage(meta)
         out.append(UsageUpdate(usage=usage, extra=extra))
 
     def _new_usage(self, meta: dict[str, Any]) -> Usage:
