@@ -39,6 +39,9 @@ CASES: dict[str, bytes] = {
     "garbage_after": BASE + b"xx\n",
     "unterminated": BASE + b"xx",
     "truncated_object": FIRST + b'{\n  "error": {\n',
+    # bare text in an event that dispatches nothing, then several chunks: its event
+    # index is that of the chunk after it, not a count of what one feed dispatched
+    "inside_empty_event": b'd{\n  "error": {"code": 503}\n}\nata: x\r\n\r\n' + FIRST * 3,
 }
 
 EXPECTED_TOLERANT = {
@@ -121,3 +124,12 @@ def test_bare_text_random_splits(name: str, strict: bool, cuts: list[int]) -> No
     body = CASES[name]
     points = sorted({c % len(body) for c in cuts} - {0})
     assert _run(body, points, strict) == _run(body, [], strict)
+
+
+def test_bare_text_is_located_before_the_event_after_it() -> None:
+    # A bare text's event index is that of the event after it: 0 for the first one
+    # (none was dispatched before it). The second ("}" and the "ata: x" line, whose
+    # braces never balance) ends only at close, after the three events.
+    events, _ = _run(CASES["inside_empty_event"], [], strict=False)
+    errors = [e["error"] for e in events if e["type"] == "error"]
+    assert [(e["event_index"], e["byte_offset"]) for e in errors] == [(0, 3), (3, 28)]

@@ -395,6 +395,47 @@ def test_generated_streams_fed_chunk_by_chunk(data: bytes, strict: bool) -> None
     assert_same(feeds, strict=strict)
 
 
+@st.composite
+def long_streams(draw: st.DrawFn) -> bytes:
+    """8-40 chunks, most of them usual (read without the framing once the template is
+    found, past the framing's first 2 KiB), with one defect or none."""
+    chunks = [
+        draw(chunk_dicts(n)) if draw(st.integers(0, 5)) == 0 else usual(draw(_TEXT), n)
+        for n in range(draw(st.integers(8, 40)))
+    ]
+    framing = draw(st.sampled_from(["sse", "sse-lf", "array", "array-lf"]))
+    newline = b"\n" if framing.endswith("lf") else b"\r\n"
+    data = sse(chunks, newline) if framing.startswith("sse") else array(chunks, newline)
+    defect = draw(st.sampled_from(["none"] * 4 + ["cut", "insert", "bare", "comment"]))
+    at = draw(st.integers(0, len(data)))
+    if defect == "cut":
+        data = data[:at]
+    elif defect == "insert":
+        inserted = draw(
+            st.sampled_from([b'"', b"\\", b"}", b"\n,", b"\xff", b"\r", b"\n", b": c\r\n"])
+        )
+        data = data[:at] + inserted + data[at:]
+    elif defect == "bare":
+        data = data[:at] + b'{\n  "error": {"code": 503, "status": "UNAVAILABLE"}\n}\n' + data[at:]
+    elif defect == "comment":
+        blocks = data.split(newline + newline)
+        blocks[at % len(blocks)] += newline + b": keep-alive"
+        data = (newline + newline).join(blocks)
+    return data
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=long_streams(),
+    cuts=st.lists(st.integers(min_value=0), max_size=40),
+    strict=st.booleans(),
+    size=st.integers(1, 3000),
+)
+def test_long_generated_streams(data: bytes, cuts: list[int], strict: bool, size: int) -> None:
+    for feeds in ([data], split_at(data, cuts), at_chunk_starts(data), pieces(data, size)):
+        assert_same(feeds, strict=strict)
+
+
 def test_a_placeholder_inside_the_model_version() -> None:
     # The template is cut at placeholder strings: a modelVersion whose JSON text holds
     # one ('"\u0000"' and '"\u0001"') has none.

@@ -984,7 +984,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         if self._bare_ready:
             # Bare text that began where this event began came before its data line
             # (the SSE layer counted the bare lines as fields of this event).
-            self._drain_bare(out, event.offset + 1)
+            self._drain_bare(out, event.offset + 1, event.index)
         data = event.data
         template = self._template
         if template is not None:
@@ -1264,14 +1264,19 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._bare_in_string = in_string
         self._bare_escape = escape
 
-    def _drain_bare(self, out: list[Event], before: int | None) -> None:
+    def _drain_bare(
+        self, out: list[Event], before: int | None, next_index: int | None = None
+    ) -> None:
         """Handle the complete bare texts that began before offset ``before`` (all if
-        None)."""
+        None). Their event index is that of the event after them, ``next_index``
+        (None: after every event dispatched so far), whatever the chunking."""
         index, offset = self.frame_index, self.frame_offset
+        if next_index is None:
+            next_index = self._sse.events_dispatched if self._sse is not None else 0
         while self._bare_ready and (before is None or self._bare_ready[0][0] < before):
             start, text = self._bare_ready.pop(0)
             self.frame_offset = start
-            self.frame_index = self._sse.events_dispatched if self._sse is not None else 0
+            self.frame_index = next_index
             try:
                 self._chunk(text, out, bare=True)
             except RemoteProtocolError as exc:
