@@ -76,11 +76,10 @@ Nearly every chunk of a text stream has one shape: one candidate with text parts
 ``usageMetadata``, ``modelVersion`` and ``responseId`` as in the chunk before. Such a
 chunk is handled in one pass (``_usual_chunk``); once one has been seen, a template of
 its JSON text in Google's layout (``_Template``) lets later ones be recognised without
-parsing them whole: only the text and ``usageMetadata`` are parsed. In the JSON-array
-framing the template is tried where each element starts, so such an element is neither
-searched for nor validated apart (``match=`` of
-:class:`~polystream.wire.jsonarray.JSONArrayDecoder`; its ``usageMetadata`` is first
-tried at the length of the last one), and other elements are parsed once, by the
+parsing them whole: only the text and ``usageMetadata`` are parsed. Where the framing
+is idle, the decoder reads such chunks itself, SSE blocks and JSON-array elements
+alike, and tells the framing what it read (``_take``); its ``usageMetadata`` is first
+tried at the length of the last one. Other JSON-array elements are parsed once, by the
 framing (``decode=``). A ``usageMetadata`` text equal to the last one matched is not
 parsed again (the same object, so its usage is not converted again either); the usual
 ``usageMetadata`` (integer counts, ``promptTokensDetails``, nothing else) is converted
@@ -189,8 +188,8 @@ _TEXT_DECODER: Final = msgspec.json.Decoder(str)
 _OBJECT_DECODER: Final = msgspec.json.Decoder(dict[str, Any])
 # Failed attempts to find a template before a decoder stops trying.
 _TEMPLATE_TRIES: Final = 4
-# How far after the text _match_element looks for the end of usageMetadata (Google's
-# is a few hundred bytes): the work per element stays bounded whatever the input.
+# How far after the text _take looks for the end of usageMetadata (Google's is a few
+# hundred bytes): the work per chunk stays bounded whatever the input.
 _USAGE_WINDOW: Final = 4096
 # What may follow an SSE block's data line while the parser would not dispatch the
 # block yet (no blank line: "\r\n\r" is one, a CR ends a line; see
@@ -336,8 +335,6 @@ class _Template:
         "block_suf",
         "block_tail",
         "block_usage",
-        "break_at",
-        "depth",
         "extra",
         "index",
         "meta",
@@ -360,12 +357,6 @@ class _Template:
         self.pre_size = len(pre)
         self.mid_size = len(mid)
         self.suf_size = len(suf)
-        # The brackets open where the text is (usageMetadata is one level down).
-        self.depth = pre.count("{" if isinstance(pre, str) else b"{") + pre.count(
-            "[" if isinstance(pre, str) else b"["
-        )
-        # Where mid's first line break is (-1: none, a one-line layout).
-        self.break_at = mid.find("\n" if isinstance(mid, str) else b"\n")
         self.index = index  # the candidate index, modelVersion and responseId it holds
         self.model = model
         self.rid = rid
@@ -629,7 +620,6 @@ class GeminiGenerateDecoder(FramedDecoder):
             self._array = JSONArrayDecoder(
                 max_element_size=self._max_event,
                 decode=self._parse_element,
-                match=self._match_element,
             )
         else:
             super()._make_framer(framing)
@@ -1010,56 +1000,6 @@ class GeminiGenerateDecoder(FramedDecoder):
             # is still decided when the chunk is handled (see _matched).
             self._learn(data, chunk)
         return chunk
-
-    def _match_element(self, data: bytes, pos: int, max_depth: int) -> tuple[int, Any] | None:
-        """Find a JSON-array element that fits the template at ``data[pos]``, for the
-        framing (see ``_make_framer``): its end and the value ``_parse_element`` gives
-        for it, else None.
-
-        Only for a layout with line breaks (Google's pretty-printed elements): a JSON
-        string holds no raw line break, so the text ends where ``mid``'s first line
-        break says. The usage object is tried first at the length of the last one
-        matched (Gemini's usage text keeps its length while its counts keep their
-        digits), else it ends where ``suf`` (line breaks too) first occurs, within
-        ``_USAGE_WINDOW`` bytes. Each piece is checked, and the two values must
-        parse, so the element is exactly the template's form (see
-        :class:`_Template`; no other cut of the same bytes can also parse, since a
-        JSON object ends at its own closing brace); the searches stop near the
-        element, so the work per element is bounded.
-        """
-        template = self._template
-        # (Pieces are compared as slices: cheaper than startswith, see _take.)
-        if template is None or template.break_at < 0:
-            return None
-        start = pos + template.pre_size
-        if data[pos:start] != template.pre:
-            return None
-        close = data.find(b"\n", start) - template.break_at
-        begin = close + template.mid_size
-        if close <= start or data[close:begin] != template.mid:
-            return None
-        suf = template.suf
-        suf_size = template.suf_size
-        last = template.usage
-        end = -1 if last is None or len(last) > _USAGE_WINDOW else begin + len(last)
-        if end < 0 or data[end : end + suf_size] != suf:
-            end = data.find(suf, begin, begin + _USAGE_WINDOW + suf_size)
-            if end < 0:
-                return None
-        usage = data[begin:end]
-        if template.depth > max_depth:
-            return None
-        parsed = _parse_pieces(template, data[start : close + 1], usage)
-        if parsed is None:
-            return None
-        # The depth bound: one level for the chunk object, and at most one per bracket
-        # the usage object opens, which are at most half its bytes (it parsed, so each
-        # has its closer): counted only when that could exceed max_depth.
-        if len(usage) // 2 + 1 > max_depth and (
-            usage.count(b"{") + usage.count(b"[") + 1 > max_depth
-        ):
-            return None
-        return end + suf_size, (template, *parsed)
 
     def _handle_element(self, element: JSONElement, out: list[Event]) -> None:
         """The base's, with :meth:`_on_element` inlined for an element that fit the
@@ -1468,7 +1408,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                     template.block_ends = (b"\r\n\r\n", b"\n\n")
             else:
                 template = _Template(pre, mid, suf, number, model, rid)
-                if template.break_at >= 0:  # pretty-printed: Google's array layout
+                if b"\n" in mid:  # pretty-printed: Google's array layout
                     template.block_head = pre
                     template.block_ends = (b"\r\n,\r\n", b"\n,\n")
             if template.block_head is not None:
