@@ -47,10 +47,9 @@ builtin decoder also rejects invalid UTF-8 and out-of-range numbers, which valid
 lets through): such an element goes to the scanner, which returns it without a value,
 exactly as it would have without the parser.
 
-A caller that knows the exact form of most elements can also hand over a matcher
-(``match=``), tried first at each element start of the fast path: it recognises an
-element of that form in place and returns its end and value, so that the element is
-neither searched for nor validated a second time (see :class:`JSONArrayDecoder`).
+A caller that recognises most elements by their exact bytes can read those itself,
+between elements, and tell the decoder what it read (:attr:`JSONArrayDecoder.idle`,
+:meth:`JSONArrayDecoder.skip`).
 """
 
 from __future__ import annotations
@@ -141,13 +140,6 @@ class JSONArrayDecoder:
         decode: A JSON parser (bytes -> value) for the elements the fast path takes
             whole; see the module docstring. It changes which elements carry a
             ``value``, never the elements themselves nor any error.
-        match: ``match(data, pos, max_depth)`` -> ``(end, value)`` or None: tried at
-            the opening bracket of each element the fast path sees. It must return
-            ``(end, value)`` only when ``data[pos:end]`` is exactly one JSON value
-            (its own brackets included) that ``decode`` would parse to ``value``,
-            nesting no deeper than ``max_depth``. The element is then taken as is
-            (``max_element_size`` still applies); None leaves it to the usual way.
-            Only with ``decode``.
 
     Raises (from :meth:`feed` and :meth:`close`):
         RemoteProtocolError: A syntax error (names the byte offset).
@@ -170,7 +162,6 @@ class JSONArrayDecoder:
         "_head",
         "_in_string",
         "_keep_value",
-        "_match",
         "_max_depth",
         "_max_size",
         "_offset",
@@ -188,13 +179,9 @@ class JSONArrayDecoder:
         max_element_size: int = DEFAULT_MAX_ELEMENT_SIZE,
         max_depth: int = DEFAULT_MAX_DEPTH,
         decode: Callable[[bytes], Any] | None = None,
-        match: Callable[[bytes, int, int], tuple[int, Any] | None] | None = None,
     ) -> None:
         if max_element_size < 1 or max_depth < 1:
             raise ValueError("limits must be positive")
-        if match is not None and decode is None:
-            raise ValueError("match= needs decode=")
-        self._match = match
         self._decode: Callable[[bytes], Any] = _VALIDATE.decode if decode is None else decode
         self._keep_value = decode is not None
         self._max_size = max_element_size
@@ -486,49 +473,7 @@ class JSONArrayDecoder:
         taken = False
         max_size = self._max_size
         max_depth = self._max_depth
-        match = self._match
         while True:
-            if match is not None:
-                found = match(data, pos, max_depth)
-                if found is not None and found[0] - pos <= max_size:
-                    end, value = found
-                    self._elem_start = base + pos
-                    out.append(JSONElement(data[pos:end], base + pos, self._count, value))
-                    self._count += 1
-                    taken = True
-                    # The separator, as the scanner reads it (compared as a slice:
-                    # cheaper than startswith).
-                    separator = data[end : end + 6]
-                    if separator == b"\r\n,\r\n{":
-                        # Google's, then the next object: try it at once (the checks
-                        # below would find the same).
-                        pos = end + 5
-                        self._state = _NEXT
-                        opener = 123
-                        continue
-                    if separator[:5] == b"\r\n,\r\n":
-                        pos = end + 5
-                    else:
-                        m = _NOT_WS.search(data, end)
-                        if m is None or data[m.start()] not in (44, 93):  # "," or "]"
-                            self._state = _AFTER
-                            return n if m is None else m.start()
-                        if data[m.start()] == 93:
-                            self._state = _DONE
-                            return m.start() + 1
-                        pos = m.start() + 1
-                    self._state = _NEXT
-                    if pos >= n:
-                        return n
-                    if data[pos] in _WHITESPACE:
-                        m = _NOT_WS.search(data, pos)
-                        if m is None:
-                            return n
-                        pos = m.start()
-                    opener = data[pos]
-                    if opener not in (123, 91):  # not "{" or "[": the scanner's turn
-                        return pos
-                    continue
             if base + pos < self._fast_miss:
                 # The candidate rejected last is still the first one after pos (there
                 # is none between): do not search again (no quadratic cost on compact
