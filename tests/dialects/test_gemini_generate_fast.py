@@ -1198,6 +1198,12 @@ def test_the_beginning_of_a_block_kept_for_the_next_feed(after: bytes, cut: int)
         decoder.feed(block)
     assert decoder.feed(head) == []
     assert decoder._held == head
+    # After an error deferred to the next call, the next feed raises it: nothing is
+    # kept.
+    deferred = [sse([usual("a", 1)]), sse([usual("b", 2)]), b"data: []\r\n\r\n", b"d"]
+    _, error, counts = steps(Decoder, deferred, strict=True)
+    assert (error, counts) == steps(General, deferred, strict=True)[1:]
+    assert counts == [4, 2, 1]  # the last feed raised
     # The beginning of anything else is the parser's at once.
     for other in (b": keep-al", b"data: [", b"data:{", b"event: x", b'{"error"'):
         decoder = Decoder()

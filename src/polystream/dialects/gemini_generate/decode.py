@@ -704,6 +704,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             or template.block_head is None
             or sse is None
             or not sse.idle
+            or self._deferred is not None  # (the next call raises it first)
             or len(rest) > min(self._max_line, self._max_event)
         ):
             return False
