@@ -397,6 +397,17 @@ def test_encoder_default_wire_form() -> None:
         encoder.element(b"1")
 
 
+def test_encoder_element_of_pieces() -> None:
+    """``element_of`` is ``element`` of the joined pieces, state and errors included."""
+    encoder = JSONArrayEncoder()
+    assert encoder.element_of((b'{"a":', b"1", b"}")) == b'[{"a":1}'
+    assert encoder.element(b"2") == b"\r\n,\r\n2"
+    assert encoder.element_of((b"3",)) == b"\r\n,\r\n3"
+    assert encoder.close() == b"\r\n]"
+    with pytest.raises(LocalProtocolError):
+        encoder.element_of((b"4",))
+
+
 def test_encoder_empty_array() -> None:
     encoder = JSONArrayEncoder()
     wire = encoder.close()

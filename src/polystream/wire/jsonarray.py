@@ -694,6 +694,17 @@ class JSONArrayEncoder:
             return self._prefix + data
         return self._separator + data
 
+    def element_of(self, pieces: tuple[bytes, ...]) -> bytes:
+        """:meth:`element` of the JSON text ``b"".join(pieces)``, joined in one pass.
+
+        Raises:
+            LocalProtocolError: The array was already closed.
+        """
+        if self._closed:
+            raise LocalProtocolError("element() after close()", dialect="json_array")
+        self._count += 1
+        return b"".join((self._prefix if self._count == 1 else self._separator, *pieces))
+
     def close(self) -> bytes:
         """Close the array (an empty array if no element was written). A second call
         returns nothing."""
