@@ -467,3 +467,268 @@ def _usage_streams(draw: st.DrawFn) -> list[Event]:
 @given(events=_usage_streams())
 def test_usage_batches(target: str, events: list[Event]) -> None:
     _same(target, events)
+
+
+# -- Gemini: a chunk's one text part, held until its usage --------------------------------
+
+_GEMINI_END = {
+    "chunk": {"modelVersion": "gemini-x", "responseId": "r1"},
+    "candidates": [{"index": 0}],
+}
+
+
+def _gemini_usage(n: int) -> UsageUpdate:
+    raw = {
+        "promptTokenCount": 8,
+        "candidatesTokenCount": n,
+        "totalTokenCount": 8 + n,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 8}],
+    }
+    return UsageUpdate(usage=Usage(input_tokens=8, output_tokens=n, raw=raw), extra=_GEMINI_END)
+
+
+def _counting(encoder: DialectEncoder) -> list[int]:
+    """Counts the chunks the encoder writes through its general path."""
+    calls: list[int] = []
+    general = encoder._flush_same  # type: ignore[attr-defined]
+
+    def flush(event: UsageUpdate) -> bytes:
+        calls.append(encoder.event_index)
+        return general(event)  # type: ignore[no-any-return]
+
+    encoder._flush_same = flush  # type: ignore[attr-defined]
+    return calls
+
+
+_SECOND_CHUNK = {
+    "gemini_generate": (
+        b'data: {"candidates": [{"content": {"parts": [{"text": "t2:"}],"role": "model"},'
+        b'"index": 0}],"usageMetadata": {"promptTokenCount": 8,"candidatesTokenCount": 2,'
+        b'"totalTokenCount": 10,"promptTokensDetails": [{"modality": "TEXT","tokenCount": 8}]},'
+        b'"modelVersion": "gemini-x","responseId": "r1"}\r\n\r\n'
+    ),
+    "gemini_generate:json_array": b"""\r
+,\r
+{
+  "candidates": [
+    {
+      "content": {
+        "parts": [
+          {
+            "text": "t2:"
+          }
+        ],
+        "role": "model"
+      },
+      "index": 0
+    }
+  ],
+  "usageMetadata": {
+    "promptTokenCount": 8,
+    "candidatesTokenCount": 2,
+    "totalTokenCount": 10,
+    "promptTokensDetails": [
+      {
+        "modality": "TEXT",
+        "tokenCount": 8
+      }
+    ]
+  },
+  "modelVersion": "gemini-x",
+  "responseId": "r1"
+}""",
+}
+"""The second chunk as Google writes it in each framing (SSE: compact with ``": ``;
+the array: pretty-printed, elements separated by a CRLF comma line)."""
+
+_GEMINI_TARGETS = ["gemini_generate", "gemini_generate:json_array"]
+
+
+@pytest.mark.parametrize("target", _GEMINI_TARGETS)
+def test_gemini_held_text_writes_the_chunk(target: str) -> None:
+    """The decoder's shape (one ``extra`` mapping for every chunk): each chunk is written
+    from its template, never through the general path, with Google's exact bytes."""
+    events: list[Event] = [
+        StreamStart(dialect="gemini_generate", id="r1", model="gemini-x"),
+        BlockStart(index=0, kind="text"),
+    ]
+    for n in (1, 2, 3):
+        events += [TextDelta(index=0, delta=f"t{n}:"), _gemini_usage(n)]
+    encoder = _encoder(target, True)
+    general = _counting(encoder)
+    out = [encoder.encode(event) for event in events]
+    assert general == []
+    assert out[:2] == [b"", b""]
+    assert out[2::2] == [b"", b"", b""]
+    assert out[5] == _SECOND_CHUNK[target]
+    if target.endswith("json_array"):
+        assert out[3].startswith(b'[{\n  "candidates"')
+        assert encoder.close() == b"\r\n]"
+    _same(target, events)
+
+
+@pytest.mark.parametrize("target", _GEMINI_TARGETS)
+def test_gemini_held_text_checks_each_block_and_thought(target: str) -> None:
+    """A template is remembered with the ``extra`` mapping, the block and the thought it
+    was checked for: the same mapping with a thought, another block, or a block of
+    another candidate is checked again."""
+    events: list[Event] = [
+        StreamStart(dialect="gemini_generate", id="r1", model="gemini-x"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="a"),
+        _gemini_usage(1),
+        ReasoningDelta(index=0, delta="b"),  # a reasoning delta of a text block: a thought
+        _gemini_usage(2),
+        BlockStart(index=1, kind="reasoning"),
+        TextDelta(index=1, delta="c"),  # a text delta of a reasoning block: a thought
+        _gemini_usage(3),
+        BlockStart(index=2, kind="text"),
+        TextDelta(index=2, delta="d"),
+        _gemini_usage(4),
+        BlockStart(index=3, kind="text", candidate=1),
+        TextDelta(index=3, delta="e"),
+        _gemini_usage(5),  # names candidate 0: not this template's chunk
+    ]
+    encoder = _encoder(target, True)
+    general = _counting(encoder)
+    out = [encoder.encode(event) for event in events]
+    assert general == [14]
+    assert _gemini_parts(out[3]) == [{"text": "a"}]
+    assert _gemini_parts(out[5]) == [{"text": "b", "thought": True}]
+    assert _gemini_parts(out[8]) == [{"text": "c", "thought": True}]
+    assert _gemini_parts(out[11]) == [{"text": "d"}]
+    assert _gemini_parts(out[14]) == []  # candidate 1's part waits for a chunk naming it
+    _same(target, events)
+
+
+def _gemini_parts(chunk: bytes) -> Any:
+    """The first candidate's parts of one chunk as written (either framing)."""
+    import json
+
+    text = chunk.removeprefix(b"data: ").removeprefix(b"[").removeprefix(b"\r\n,\r\n")
+    return json.loads(text)["candidates"][0]["content"]["parts"]
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        [SignatureDelta(index=0, delta="c2ln")],
+        [TextDelta(index=0, delta="more")],
+        [TextDelta(index=0, delta="more", extra={"part": {"thoughtSignature": "c2ln"}})],
+        [BlockEnd(index=0)],
+        [KeepAlive(name="ping")],
+        [Finish(status="completed", reason=FinishReason(unified="stop", raw=None))],
+        [Finish(status="truncated", reason=FinishReason(unified="error", raw=None))],
+        None,  # cut: close() writes it
+    ],
+)
+@pytest.mark.parametrize("target", _GEMINI_TARGETS)
+def test_gemini_held_text_keeps_its_place(after: list[Event] | None, target: str) -> None:
+    """Whatever comes between the held text and its usage adds the text first; so does
+    the end of the events."""
+    events: list[Event] = [
+        StreamStart(dialect="gemini_generate", id="r1", model="gemini-x"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="held"),
+    ]
+    if after is not None:
+        events += after
+        if type(after[0]) is not Finish:
+            events.append(_gemini_usage(1))
+    _same(target, events)
+    encoder = _encoder(target, True)
+    written = b"".join(encoder.encode(event) for event in events) + encoder.close()
+    assert written.count(b'"held"') == 1
+    more = written.find(b'"more"')
+    assert more == -1 or written.index(b'"held"') < more
+
+
+@pytest.mark.parametrize(
+    ("raw", "way"),
+    [
+        ({"promptTokenCount": 8, "details": [{"modality": "TEXT", "tokenCount": 8}]}, 2),
+        ({"n": 1, "s": "a:b"}, 1),  # a colon in a string: only ``":`` is spaced
+        ({"n": 1, "s": "9:"}, 0),  # its shape starts a string with a colon: safe side
+        ({"n": 1, "s": '\\"a'}, 2),
+        ({"n": 1, "s": ":a"}, 0),  # a string starting with a colon: the slower writer
+        ({"n": 1, "s": 'a":b'}, 0),
+        ({"n": [":1", 2]}, 0),
+        ({":k": 1}, 0),
+        ({"k": {}}, 2),
+    ],
+)
+def test_gemini_usage_spacing(raw: dict[str, Any], way: int) -> None:
+    """How a usage object's shape is spaced, and that it is what ``dumps_sse`` writes."""
+    from polystream.dialects.gemini_generate.encode import _JSON, _usage_way
+    from polystream.dialects.gemini_generate.wire import dumps_sse
+
+    compact = _JSON(raw)
+    assert _usage_way(compact.translate(None, b"0123456789")) == way
+    if way == 2:
+        assert compact.replace(b":", b": ") == dumps_sse(raw)
+    if way >= 1:
+        assert compact.replace(b'":', b'": ') == dumps_sse(raw)
+    encoder = _encoder("gemini_generate", True)
+    events: list[Event] = [
+        StreamStart(dialect="gemini_generate", id="r1", model="gemini-x"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="a"),
+        UsageUpdate(usage=Usage(raw=raw), extra=_GEMINI_END),
+    ]
+    events += [TextDelta(index=0, delta="b"), UsageUpdate(usage=Usage(raw=raw), extra=_GEMINI_END)]
+    out = [encoder.encode(event) for event in events]
+    # The first chunk learns how to space the shape, the second uses what it learnt.
+    for chunk in (out[3], out[5]):
+        assert b'"usageMetadata": ' + dumps_sse(raw) + b',"modelVersion"' in chunk
+    _same("gemini_generate", events)
+    _same("gemini_generate:json_array", events)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {**_GEMINI_END, "bare": True},
+        {**_GEMINI_END, "order": ["usageMetadata", "candidates", "modelVersion"]},
+        {"chunk": {}, "candidates": [{"index": 0, "_order": ["index", "content"]}]},
+        {"chunk": {}, "candidates": [{"index": 0, "finishReason": "STOP"}]},
+        {"chunk": {}, "candidates": [{"index": 0, "_content": {"parts": None}}]},
+        {"chunk": {}, "candidates": [{"index": 0}, {"index": 1}]},
+        {"chunk": {}, "candidates": [{"index": True}]},
+        {"chunk": {}, "candidates": [{"index": 1}]},
+        {"chunk": {}, "candidates": []},
+        {"chunk": {}, "candidates": [0]},
+        {"chunk": {"usageMetadata": {}}, "candidates": [{"index": 0}]},
+        {"chunk": {"candidates": []}, "candidates": [{"index": 0}]},
+        {"chunk": [], "candidates": [{"index": 0}]},
+        {"chunk": {"x": "\ud800"}, "candidates": [{"index": 0}]},
+        {"chunk": {"x": "\x00polystream-text\x00"}, "candidates": [{"index": 0}]},
+        {"candidates": [{"index": 0}]},
+        None,
+    ],
+)
+@pytest.mark.parametrize("target", _GEMINI_TARGETS)
+def test_gemini_held_text_leaves_other_chunks(extra: dict[str, Any] | None, target: str) -> None:
+    """A chunk-ending ``extra`` that the template does not write goes the general way."""
+    usage = UsageUpdate(usage=Usage(raw={"promptTokenCount": 1}), extra=extra)
+    events: list[Event] = [
+        StreamStart(dialect="gemini_generate", id="r1", model="gemini-x"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="a"),
+        usage,
+        TextDelta(index=0, delta="b"),
+        usage,
+    ]
+    encoder = _encoder(target, True)
+    general = _counting(encoder)
+    raised = False
+    for event in events:
+        try:
+            encoder.encode(event)
+        except Exception:
+            raised = True
+            break
+    if extra is not None and "chunk" in extra:
+        assert general == ([3] if raised else [3, 5])
+    else:
+        assert general == []  # not a chunk's end: the text waits for one
+    _same(target, events)

@@ -24,7 +24,9 @@ The model in brief
   this event (OpenAI ``sequence_number``, Gemini Interactions ``event_id``).
 
 Events are frozen, keyword-only ``msgspec.Struct`` values; serialise them with
-:func:`dump_event` / :func:`load_event` (JSON with a ``"type"`` tag).
+:func:`dump_event` / :func:`load_event` (JSON with a ``"type"`` tag). The mappings and
+lists they hold are read-only too: a decoder may hand the same ``extra`` mapping to many
+events, and an encoder may remember one it has checked by identity.
 """
 
 from __future__ import annotations

@@ -1075,6 +1075,38 @@ def test_compact_writer_never_changes_values(value: object) -> None:
     assert json.loads(dumps_sse(value)) == value
 
 
+@given(_JSON)
+def test_compact_writer_spaces_exactly(value: object) -> None:
+    """The fast spacing gives what the walking writer gives, whatever the strings hold:
+    the encoder's templates put a text's or a usage's JSON into bytes spaced by it."""
+    from polystream.dialects.gemini_generate.wire import _compact, dumps_sse
+
+    walked: list[bytes] = []
+    _compact(value, walked)
+    assert dumps_sse(value) == b"".join(walked)
+
+
+@given(_JSON, _JSON)
+def test_pretty_writer_nests_by_indenting(value: object, other: object) -> None:
+    """A value pretty-printed alone, its lines indented one level, is what it is inside
+    an object: the encoder's array templates put a usage's JSON in that way (and a
+    text's as it is: a string's JSON is one line)."""
+    from polystream.dialects.gemini_generate.wire import dumps_pretty
+
+    whole = dumps_pretty({"a": other, "u": value, "s": value if isinstance(value, str) else ""})
+    alone = dumps_pretty(value).replace(b"\n", b"\n  ")
+    head = dumps_pretty({"a": other}).removesuffix(b"\n}")
+    assert (
+        whole
+        == head
+        + b',\n  "u": '
+        + alone
+        + b',\n  "s": '
+        + (dumps_pretty(value) if isinstance(value, str) else b'""')
+        + b"\n}"
+    )
+
+
 def test_text_starting_with_a_colon_survives_encoding() -> None:
     from polystream.dialects.gemini_generate.wire import dumps_sse
 

@@ -224,8 +224,15 @@ class GeminiGenerateEncoder(DialectEncoder):
         # This dialect's one-text-part chunks: (candidate, thought, the chunk residual's
         # JSON) -> the chunk's bytes before the text, between it and the usage, after it.
         self._same_templates: dict[tuple[int, bool, bytes], tuple[bytes, bytes, bytes] | None] = {}
-        # usageMetadata's compact JSON without digits -> whether dumps_sse only spaces it
-        self._usage_shapes: dict[bytes, bool] = {}
+        # usageMetadata's compact JSON without digits -> how to space it (_usage_way)
+        self._usage_shapes: dict[bytes, int] = {}
+        # This dialect's text part held back while nothing else is pending in its chunk:
+        # (block, text, thought). Whatever else comes first adds it as a part (_unhold).
+        self._held: tuple[_Block, str, bool] | None = None
+        # The chunk-ending extra last written from a template, by identity, with the
+        # candidate and thought it was checked for and its template.
+        self._held_cache: tuple[Any, _Block, bool, bytes, bytes, bytes] | None = None
+        self._same_fast = False  # _same and _fast: the held-text path is open
 
     @property
     def content_type(self) -> str:  # type: ignore[override]
@@ -247,6 +254,8 @@ class GeminiGenerateEncoder(DialectEncoder):
         an array whose stream was cut: the decoder's Finish says so)."""
         if self._usage_batch:
             self._fold_usage()
+        if self._held is not None:
+            self._unhold()
         out = b""
         if self._has_pending():
             # Content never flushed (another dialect's stream without a Finish, or a
@@ -268,15 +277,76 @@ class GeminiGenerateEncoder(DialectEncoder):
         dispatch. Anything else takes the general path (``_fast = False``: always).
         """
         kind = type(event)
-        if self._fast and self._array is None:
+        if self._same_fast:
+            # This dialect's chunk of one text part: the text is held, then the chunk
+            # is written from a template when its usage comes (see _held_template).
+            if kind is UsageUpdate:
+                held = self._held
+                raw = event.usage.raw  # type: ignore[union-attr]
+                if held is not None and type(raw) is dict and not self._chunk_fields:
+                    extra = event.extra
+                    owner, text, thought = held
+                    cache = self._held_cache
+                    if (
+                        cache is None
+                        or cache[0] is not extra
+                        or cache[1] is not owner
+                        or cache[2] is not thought
+                    ):
+                        template = self._held_template(extra, owner.candidate, thought)
+                        cache = self._held_cache = (
+                            None if template is None else (extra, owner, thought, *template)
+                        )
+                    if cache is not None:
+                        try:
+                            value = _JSON(text)
+                            compact = _JSON(raw)
+                        except Exception:  # not encodable: the general path says how
+                            pass
+                        else:
+                            self._held = None
+                            self.event_index += 1
+                            array = self._array
+                            if array is not None:
+                                # Pretty-printed, one level in: JSON text has no raw LF
+                                # but the indentation's.
+                                usage = _FORMAT(compact, indent=2).replace(b"\n", b"\n  ")
+                                return array.element_of(
+                                    (cache[3], value, cache[4], usage, cache[5])
+                                )
+                            way = self._usage_shapes.get(compact.translate(None, _DIGITS))
+                            if way == 2:
+                                usage = compact.replace(b":", b": ")
+                            elif way == 1:
+                                usage = compact.replace(b'":', b'": ')
+                            else:
+                                usage = self._usage_spaced(raw, compact)
+                            return b"".join((cache[3], value, cache[4], usage, cache[5]))
+            elif kind is TextDelta or kind is ReasoningDelta:
+                held = self._held
+                if held is None and not self._candidates and event.extra is None:
+                    block = self._blocks.get(event.index)  # type: ignore[union-attr,arg-type]
+                    if block is not None:
+                        if kind is ReasoningDelta or block.kind == "reasoning":
+                            self._held = (block, event.delta, True)  # type: ignore[union-attr]
+                            self.event_index += 1
+                            return b""
+                        if block.kind == "text":
+                            self._held = (block, event.delta, False)  # type: ignore[union-attr]
+                            self.event_index += 1
+                            return b""
+                if held is not None:
+                    self._unhold()
+                if self._fast_same_part(event):  # type: ignore[arg-type]
+                    self.event_index += 1
+                    return b""
+        elif self._fast and not self._same:
+            # Another dialect's stream.
             data: bytes | None = None
             if kind is TextDelta or kind is ReasoningDelta:
-                if self._same:
-                    if self._fast_same_part(event):  # type: ignore[arg-type]
-                        data = b""
-                elif not self._buffering and not self._candidates and not self._chunk_fields:
+                if not self._buffering and not self._candidates and not self._chunk_fields:
                     data = self._fast_foreign(event)  # type: ignore[arg-type]
-            elif kind is ToolInputDelta and not self._same:
+            elif kind is ToolInputDelta:
                 # Another dialect's tool input: buffered until the call is whole.
                 block = self._blocks.get(event.index)  # type: ignore[union-attr,arg-type]
                 if (
@@ -291,21 +361,45 @@ class GeminiGenerateEncoder(DialectEncoder):
                 ):
                     block.args.append(event.delta)  # type: ignore[union-attr]
                     data = b""
-            elif kind is UsageUpdate:
-                if self._same:
-                    data = self._fast_same_chunk(event)  # type: ignore[arg-type]
-                elif not event.usage.cache_write_tokens:  # type: ignore[union-attr]
-                    # Another dialect's usage: kept for the last chunk.
-                    self._usage_batch.append(event.usage)  # type: ignore[union-attr,arg-type]
-                    if len(self._usage_batch) >= BATCH:
-                        self._fold_usage()
-                    data = b""
-            elif kind is StreamStart:
-                self._templates.clear()
+            elif kind is UsageUpdate and not event.usage.cache_write_tokens:  # type: ignore[union-attr]
+                # Another dialect's usage: kept for the last chunk.
+                self._usage_batch.append(event.usage)  # type: ignore[union-attr,arg-type]
+                if len(self._usage_batch) >= BATCH:
+                    self._fold_usage()
+                data = b""
             if data is not None:
                 self.event_index += 1
                 return data
+        if self._held is not None:
+            self._unhold()
         return self._encode_pending(event)
+
+    def _usage_spaced(self, raw: dict[str, Any], compact: bytes) -> bytes:
+        """``dumps_sse(raw)`` for the usage whose compact JSON is ``compact``, learning
+        how to space its shape (:func:`_usage_way`)."""
+        shape = compact.translate(None, _DIGITS)
+        way = self._usage_shapes.get(shape)
+        if way is None:
+            if len(self._usage_shapes) >= 16:
+                self._usage_shapes.clear()
+            way = self._usage_shapes[shape] = _usage_way(shape)
+        if way == 2:
+            return compact.replace(b":", b": ")
+        if way == 1:
+            return compact.replace(b'":', b'": ')
+        return dumps_sse(raw)
+
+    def _unhold(self) -> None:
+        """Add the held text part, as :meth:`_fast_same_part` would have."""
+        held = self._held
+        assert held is not None
+        self._held = None
+        block, text, thought = held
+        fields: dict[str, Any] = {"text": text, "thought": True} if thought else {"text": text}
+        cand = self._candidates.get(block.candidate)
+        if cand is None:
+            cand = self._candidates[block.candidate] = _Candidate()
+        cand.parts.append(_Part(block.index, fields))
 
     def _fold_usage(self) -> None:
         """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
@@ -348,8 +442,9 @@ class GeminiGenerateEncoder(DialectEncoder):
             text = _JSON(event.delta)
         except Exception:  # not encodable: the general path says how it fails
             return None
-        if b'":' in text:
-            return None  # dumps_sse may space it: the general path decides
+        # No check of the text: dumps_sse spaces the chunk exactly (see _held_template).
+        if self._array is not None:
+            return self._array.element_of((template[0], text, template[1]))
         return template[0] + text + template[1]
 
     def _foreign_template(self, candidate: int, thought: bool) -> tuple[bytes, bytes] | None:
@@ -363,6 +458,8 @@ class GeminiGenerateEncoder(DialectEncoder):
         if self._id is not None:
             chunk["responseId"] = self._id
         try:
+            if self._array is not None:  # framed per element (the array's own state)
+                return _split(dumps_pretty(ordered(chunk, CHUNK_RANK)), 2)  # type: ignore[return-value]
             return _split(self._frame(ordered(chunk, CHUNK_RANK)), 2)  # type: ignore[return-value]
         except Exception:
             return None
@@ -386,101 +483,46 @@ class GeminiGenerateEncoder(DialectEncoder):
         cand.parts.append(_Part(block.index, fields))
         return True
 
-    def _usage_json(self, raw: dict[str, Any]) -> bytes:
-        """``dumps_sse(raw)``, faster for a usage object that changes its counts every
-        chunk, not its keys.
+    def _held_template(
+        self, extra: dict[str, Any] | None, number: int, thought: bool
+    ) -> tuple[bytes, bytes, bytes] | None:
+        """The template of a chunk holding one text part of candidate ``number``, whose
+        chunk-ending usage has ``extra`` (None unless :meth:`_flush_same` writes such a
+        chunk as the template does).
 
-        ``dumps_sse`` adds a space after every ``":`` of the compact JSON unless one may
-        be inside a string (its guards, see :func:`.wire.dumps_sse`). The guards hold no
-        digit, and deleting digits cannot make a guard disappear: so the compact JSON
-        without its digits (the same for every chunk) decides, once.
+        The text's JSON and the usage's go into the template as they are, whatever
+        they hold: :func:`.wire.dumps_sse` spaces a chunk exactly (its slower writer
+        takes over where a ``":`` may be inside a string), so the pieces around them
+        are what the general path writes around them.
         """
-        compact = _JSON(raw)
-        shape = compact.translate(None, b"0123456789")
-        plain = self._usage_shapes.get(shape)
-        if plain is None:
-            if len(self._usage_shapes) >= 16:
-                self._usage_shapes.clear()
-            plain = self._usage_shapes[shape] = (
-                b'\\":' not in shape
-                and b'{":' not in shape
-                and b'[":' not in shape
-                and b',":' not in shape
-                and b':":' not in shape
-                and not shape.startswith(b'":')
-            )
-        return compact.replace(b'":', b'": ') if plain else dumps_sse(raw)
-
-    def _fast_same_chunk(self, event: UsageUpdate) -> bytes | None:
-        """The chunk-ending usage of a chunk holding one plain text part (what
-        :meth:`_flush_same` writes for it)."""
-        extra = event.extra
-        raw = event.usage.raw
-        candidates = self._candidates
-        if (
-            extra is None
-            or len(extra) != 2
-            or len(candidates) != 1
-            or self._chunk_fields
-            or type(raw) is not dict
-        ):
+        if extra is None or len(extra) != 2:
             return None
         residuals = extra.get("candidates")
         residual_chunk = extra.get("chunk")
-        if (
-            type(residuals) is not list
-            or len(residuals) != 1
-            or type(residual_chunk) is not dict
-            or "candidates" in residual_chunk
-            or "usageMetadata" in residual_chunk
-        ):
+        # (A chunk residual naming candidates or usageMetadata replaces a placeholder:
+        # _same_template then finds none.)
+        if type(residuals) is not list or len(residuals) != 1 or type(residual_chunk) is not dict:
             return None
         residual = residuals[0]
         if type(residual) is not dict or len(residual) != 1:
             return None
-        number = residual.get("index")
-        cand = candidates.get(number)  # type: ignore[arg-type]
-        if (
-            type(number) is not int
-            or cand is None
-            or len(cand.parts) != 1
-            or cand.fields
-            or cand.citations
-        ):
-            return None
-        part = cand.parts[0]
-        fields = part.fields
-        if part.order is not None or part.inner_order is not None:
-            return None
-        text = fields.get("text")
-        if type(text) is not str:
-            return None
-        if len(fields) == 1:
-            thought = False
-        elif len(fields) == 2 and fields.get("thought") is True:
-            thought = True
-        else:
+        index = residual.get("index")
+        if type(index) is not int or index != number:
             return None
         try:
             rest = _JSON(residual_chunk)
-            value = _JSON(text)
-            usage = self._usage_json(raw)
-        except Exception:  # not encodable: the general path says how it fails
+        except Exception:
             return None
-        if b'":' in value:
-            return None  # dumps_sse may space it: the general path decides
         key = (number, thought, rest)
         try:
-            template = self._same_templates[key]
+            return self._same_templates[key]
         except KeyError:
             if len(self._same_templates) >= 16:
                 self._same_templates.clear()
-            template = self._same_templates[key] = _same_template(number, thought, residual_chunk)
-        if template is None:
-            return None
-        candidates.clear()
-        self._chunk_fields = {}
-        return b"".join((template[0], value, template[1], usage, template[2]))
+            template = self._same_templates[key] = _same_template(
+                number, thought, residual_chunk, pretty=self._array is not None
+            )
+            return template
 
     # -- events ----------------------------------------------------------------------------
 
@@ -490,6 +532,8 @@ class GeminiGenerateEncoder(DialectEncoder):
             assert isinstance(event, StreamStart)
             self._source = event.dialect
             self._same = event.dialect == DIALECT
+            self._same_fast = self._same and self._fast
+            self._templates.clear()  # they name the model and id
             self._model = event.model
             self._id = event.id
             return b""
@@ -932,6 +976,8 @@ _MARK_JSON: Final = _JSON(_MARK)
 _MARK_USAGE: Final = "\x00polystream-usage\x00"
 """Placeholder for ``usageMetadata`` in a template of this dialect's chunk."""
 _MARK_USAGE_JSON: Final = _JSON(_MARK_USAGE)
+_DIGITS: Final = b"0123456789"
+_FORMAT: Final = msgspec.json.format
 
 
 def _split(data: bytes, pieces: int) -> tuple[bytes, ...] | None:
@@ -948,10 +994,11 @@ def _split(data: bytes, pieces: int) -> tuple[bytes, ...] | None:
 
 
 def _same_template(
-    number: int, thought: bool, residual_chunk: dict[str, Any]
+    number: int, thought: bool, residual_chunk: dict[str, Any], *, pretty: bool = False
 ) -> tuple[bytes, bytes, bytes] | None:
     """The bytes of :meth:`GeminiGenerateEncoder._flush_same` for a chunk of one plain text
-    part (SSE framing), around the text and the usage."""
+    part, around the text and the usage: with the SSE framing, or (``pretty``) the JSON
+    array's element without its framing."""
     fields: dict[str, Any] = {"text": _MARK, "thought": True} if thought else {"text": _MARK}
     body: dict[str, Any] = {
         "content": {"parts": [_Part(0, fields).render()], "role": "model"},
@@ -961,10 +1008,50 @@ def _same_template(
     chunk["usageMetadata"] = _MARK_USAGE
     chunk.update(residual_chunk)
     try:
-        data = b"data: " + dumps_sse(ordered(chunk, CHUNK_RANK)) + b"\r\n\r\n"
+        if pretty:
+            data = dumps_pretty(ordered(chunk, CHUNK_RANK))
+        else:
+            data = b"data: " + dumps_sse(ordered(chunk, CHUNK_RANK)) + b"\r\n\r\n"
     except Exception:
         return None
     return _split(data, 3)  # type: ignore[return-value]
+
+
+def _usage_way(shape: bytes) -> int:
+    """How :func:`.wire.dumps_sse` spaces a compact JSON text whose digits removed give
+    ``shape``: 2, a space after every colon; 1, after every ``":``; 0, neither (its
+    slower writer).
+
+    ``dumps_sse`` adds a space after every ``":`` unless one may be inside a string (its
+    guards). The guards hold no digit and deleting digits cannot make one disappear, so
+    the shape decides. When, besides, no string holds a colon (digits are neither
+    quotes nor backslashes, so the shape's strings are the text's strings without
+    their digits), every colon ends a key: msgspec writes no other, and spacing every
+    colon is the same and faster (a one-byte search).
+    """
+    if (
+        b'\\":' in shape
+        or b'{":' in shape
+        or b'[":' in shape
+        or b',":' in shape
+        or b':":' in shape
+        or shape.startswith(b'":')
+    ):
+        return 0
+    inside = escaped = False
+    for byte in shape:
+        if inside:
+            if escaped:
+                escaped = False
+            elif byte == 92:  # backslash
+                escaped = True
+            elif byte == 34:  # quote
+                inside = False
+            elif byte == 58:  # colon
+                return 1
+        elif byte == 34:
+            inside = True
+    return 2
 
 
 def is_base64(text: str) -> bool:
