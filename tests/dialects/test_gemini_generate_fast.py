@@ -1211,3 +1211,37 @@ def test_the_beginning_of_a_block_kept_for_the_next_feed(after: bytes, cut: int)
             decoder.feed(block)
         decoder.feed(other)
         assert decoder._held == b""
+
+
+_SAME_IN_PYTHON = [
+    b'{"promptTokenCount": 1,"candidatesTokenCount": 1.0}',  # 1.0 == 1
+    b'{"promptTokenCount": 1,"candidatesTokenCount": true}',  # True == 1
+    b'{"candidatesTokenCount": 1,"promptTokenCount": 1}',  # another key order
+]
+
+
+@pytest.mark.parametrize("second", _SAME_IN_PYTHON)
+@pytest.mark.parametrize("decoder", [Decoder, General])
+def test_a_usage_equal_in_python_is_not_the_last_one(second: bytes, decoder: type) -> None:
+    """A chunk's usage that Python's equality takes for the last one is still its own:
+    its ``raw`` as sent, its counts (a float or a boolean is no count), and the stream
+    re-encoded byte for byte. (The usage is reused only when it is exactly the last.)"""
+    first = b'{"promptTokenCount": 1,"candidatesTokenCount": 1}'
+    body = b"".join(
+        b'data: {"candidates": [{"content": {"parts": [{"text": "a"}],"role": "model"},'
+        b'"index": 0}],"usageMetadata": ' + usage + b',"modelVersion": "m"}\r\n\r\n'
+        for usage in (first, first, second)
+    )
+    for feeds in ([body], [body[i : i + 1] for i in range(len(body))]):
+        events = steps(decoder, feeds)[0]
+        usages = [json.loads(e) for e in events if json.loads(e)["type"] == "usage"]
+        assert [msgspec.json.encode(u["usage"]["raw"]) for u in usages] == [
+            msgspec.json.encode(msgspec.json.decode(u)) for u in (first, first, second)
+        ]
+        expected = {"input_tokens": 1, "output_tokens": 1}
+        if second != _SAME_IN_PYTHON[2]:
+            expected = {"input_tokens": 1}
+        assert {k: v for k, v in usages[2]["usage"].items() if k != "raw"} == expected
+    one = decoder()
+    events = one.feed(body) + one.close()
+    assert Encoder().encode_all(events) == body

@@ -435,6 +435,15 @@ def _after_comma_line(data: bytes, start: int) -> int:
     return at + 1 if after[:1] == b"\n" else at
 
 
+def _same_meta(meta: Any, last: Any) -> bool:
+    """Whether ``meta`` is the ``usageMetadata`` ``last`` exactly: Python's equality
+    alone would take ``1.0`` or ``true`` for ``1``, and ignores key order (the usage
+    reused would not be the one sent)."""
+    if meta is last:
+        return True
+    return bool(meta == last) and _ENCODE.encode(meta) == _ENCODE.encode(last)
+
+
 def _learnable(chunk: Any) -> bool:
     """Whether a chunk has the form :meth:`GeminiGenerateDecoder._learn` takes a
     template from (the usual chunk's, see ``_usual_chunk``), checked without state."""
@@ -1449,7 +1458,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             previous.extra_residual = residual
             previous.extra_candidates = candidates
         usage = previous.usage
-        if usage is None or meta != previous.meta:
+        if usage is None or not _same_meta(meta, previous.meta):
             usage = self._new_usage(meta)
         out.append(UsageUpdate(usage=usage, extra=extra))
 
@@ -1542,7 +1551,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             previous.extra_candidates = candidates
         if usage_meta is None:
             usage = _EMPTY_USAGE
-        elif usage_meta == previous.meta and previous.usage is not None:
+        elif previous.usage is not None and _same_meta(usage_meta, previous.meta):
             usage = previous.usage  # same counts: merging it again changes nothing
         else:
             usage = self._new_usage(usage_meta)
