@@ -224,6 +224,7 @@ TARGETS = (
     "anthropic_messages",
     "gemini_interactions",
     "gemini_generate",
+    "gemini_generate:json_array",
 )
 
 
@@ -241,18 +242,17 @@ def transcoding(work: Workload, repeat: int) -> dict[str, dict[str, float]]:
     body = work.body
     out: dict[str, dict[str, float]] = {}
     for target in TARGETS:
-        info = get_dialect(target)
+        info, framing = harness.target_dialect(target)
 
-        def encode_only(info: Any = info) -> bytes:
-            encoder = info.encoder()
+        def encode_only(info: Any = info, framing: dict[str, str] = framing) -> bytes:
+            encoder = info.encoder(**framing)
             return encoder.encode_all(events)
 
-        def transcode(info: Any = info) -> bytes:
-            return harness.transcode(source, info, options, body)
+        def transcode(info: Any = info, framing: dict[str, str] = framing) -> bytes:
+            return harness.transcode(source, info, options, body, framing)
 
-        framing = {"framing": "sse"} if target == "gemini_generate" else {}
         for run in (transcode, encode_only):
-            if polystream.decode(run(), target, **framing).text != work.text:
+            if polystream.decode(run(), info.name, **framing).text != work.text:
                 raise AssertionError(f"{work.name} -> {target}: the text did not survive")
         times: dict[str, list[float]] = {"encode": [], "transcode": []}
         for _ in range(repeat):

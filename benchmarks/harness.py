@@ -204,15 +204,15 @@ def _transcode(task: dict[str, Any]) -> dict[str, Any]:
     out["minimal"] = statistics.median(base)
     body = work.body
     for target in task["targets"]:
-        info = get_dialect(target)
+        info, framing = target_dialect(target)
         try:
-            info.encoder()
+            info.encoder(**framing)
         except Exception as exc:
             out["targets"][target] = {"skipped": f"encoder {target}: {type(exc).__name__}: {exc}"}
             continue
 
-        def once(info: Any = info) -> bytes:
-            return transcode(source, info, options, body)
+        def once(info: Any = info, framing: dict[str, str] = framing) -> bytes:
+            return transcode(source, info, options, body, framing)
 
         try:
             produced = once()
@@ -224,8 +224,7 @@ def _transcode(task: dict[str, Any]) -> dict[str, Any]:
                 once()
                 times.append(clock() - start)
             # The output must carry the same answer: decode it back and compare.
-            framing = {"framing": "sse"} if target == "gemini_generate" else {}
-            back = polystream.decode(produced, target, **framing)
+            back = polystream.decode(produced, info.name, **framing)
             back_tools = [(c.name, c.arguments_json) for c in back.tool_calls]
             error = peers.check(work, peers.Outcome(back.text, back_tools))
         except Exception as exc:
@@ -242,13 +241,31 @@ def _transcode(task: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def transcode(source: Any, target: Any, options: dict[str, Any], body: bytes) -> bytes:
+def target_dialect(target: str) -> tuple[Any, dict[str, str]]:
+    """A transcoding target's dialect (:class:`~polystream.dialects.DialectInfo`) and
+    framing option: ``"gemini_generate:json_array"`` is Gemini's streamed JSON array,
+    plain ``"gemini_generate"`` its SSE."""
+    from polystream.dialects import get_dialect
+
+    name, _, framing = target.partition(":")
+    if name == "gemini_generate":
+        return get_dialect(name), {"framing": framing or "sse"}
+    return get_dialect(name), {}
+
+
+def transcode(
+    source: Any,
+    target: Any,
+    options: dict[str, Any],
+    body: bytes,
+    target_options: dict[str, Any] | None = None,
+) -> bytes:
     """``body`` in dialect ``source`` re-encoded in dialect ``target`` (both
-    :class:`~polystream.dialects.DialectInfo`), fed in 64 KiB slices, as a transcoder
-    meets a stream (and as ``decode()`` feeds a body): the events of one slice are
-    encoded before the next."""
+    :class:`~polystream.dialects.DialectInfo`; ``target_options`` for its encoder), fed
+    in 64 KiB slices, as a transcoder meets a stream (and as ``decode()`` feeds a body):
+    the events of one slice are encoded before the next."""
     decoder = source.decoder(**options)
-    encoder = target.encoder()
+    encoder = target.encoder(**(target_options or {}))
     encode = encoder.encode
     feed = decoder.feed
     parts: list[bytes] = []

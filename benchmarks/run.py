@@ -59,8 +59,11 @@ TRANSCODE_TARGETS = (
     "openai_chat",
     "anthropic_messages",
     "gemini_generate",
+    "gemini_generate:json_array",
     "gemini_interactions",
 )
+"""Target dialects of the transcoding measurement (``gemini_generate`` is its SSE,
+``gemini_generate:json_array`` Google's default streamed JSON array)."""
 
 SDK_TARGETS = {"openai_responses": 30.0, "anthropic": 20.0, "gemini": 20.0}
 """Required speed-up of polystream over the SDK helper, by workload family."""
