@@ -203,6 +203,20 @@ def _compact(value: Any, out: list[bytes]) -> None:
         out.append(_SCALAR.encode(value))
 
 
+def every_colon_quote_ends_a_key(compact: bytes) -> bool:
+    """Whether every ``":`` of msgspec's compact JSON text ends a key: none follows an
+    escaped quote or opens a string (a quote after ``{``, ``[``, ``,``, ``:`` or at the
+    start, then a colon). Then adding a space after each is Google's SSE spacing."""
+    return (
+        b'\\":' not in compact
+        and b'{":' not in compact
+        and b'[":' not in compact
+        and b',":' not in compact
+        and b':":' not in compact
+        and not compact.startswith(b'":')
+    )
+
+
 def dumps_sse(value: Any) -> bytes:
     """Gemini's compact JSON (the ``?alt=sse`` form): ``{"a": 1,"b": [2,3]}``.
 
@@ -214,14 +228,7 @@ def dumps_sse(value: Any) -> bytes:
     writer walks the value.
     """
     out = _SCALAR.encode(value)
-    if (
-        b'\\":' not in out
-        and b'{":' not in out
-        and b'[":' not in out
-        and b',":' not in out
-        and b':":' not in out
-        and not out.startswith(b'":')
-    ):
+    if every_colon_quote_ends_a_key(out):
         return out.replace(b'":', b'": ')
     pieces: list[bytes] = []
     _compact(value, pieces)
