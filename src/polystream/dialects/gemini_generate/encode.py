@@ -230,8 +230,8 @@ class GeminiGenerateEncoder(DialectEncoder):
         # This dialect's text part held back while nothing else is pending in its chunk:
         # (block, text, thought). Whatever else comes first adds it as a part (_unhold).
         self._held: tuple[_Block, str, bool] | None = None
-        # The chunk-ending extra last written from a template, by identity, with the
-        # candidate and thought it was checked for and its template.
+        # The chunk-ending extra last written from a template (kept by identity), the
+        # block and thought it was checked for, and the template's three pieces.
         self._held_cache: tuple[Any, _Block, bool, bytes, bytes, bytes] | None = None
         self._same_fast = False  # _same and _fast: the held-text path is open
 
@@ -271,10 +271,11 @@ class GeminiGenerateEncoder(DialectEncoder):
     def encode(self, event: Event) -> bytes:
         """Encode one unified event; returns the bytes to send now (maybe none).
 
-        The bulk of a stream takes byte templates when their output is certain to equal
-        the general path's (same keys, order, spacing and escaping): another dialect's
-        text and reasoning deltas, each its own chunk, and this dialect's chunks of one
-        text part. Another dialect's tool input and usage are kept without the general
+        The bulk of a stream takes byte templates, in both framings, when their output is
+        certain to equal the general path's (same keys, order, spacing and escaping):
+        another dialect's text and reasoning deltas, each its own chunk, and this
+        dialect's chunks of one text part (the text is held until the chunk's usage
+        update). Another dialect's tool input and usage are kept without the general
         dispatch. Anything else takes the general path (``_fast = False``: always).
         """
         kind = type(event)
