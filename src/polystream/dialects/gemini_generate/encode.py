@@ -316,13 +316,16 @@ class GeminiGenerateEncoder(DialectEncoder):
                                 return array.element_of(
                                     (cache[3], value, cache[4], usage, cache[5])
                                 )
-                            way = self._usage_shapes.get(compact.translate(None, _DIGITS))
+                            shape = compact.translate(None, _DIGITS)
+                            way = self._usage_shapes.get(shape)
+                            if way is None:
+                                way = self._learn_usage_shape(shape)
                             if way == 2:
                                 usage = compact.replace(b":", b": ")
                             elif way == 1:
                                 usage = compact.replace(b'":', b'": ')
                             else:
-                                usage = self._usage_spaced(raw, compact)
+                                usage = dumps_sse(raw)
                             return b"".join((cache[3], value, cache[4], usage, cache[5]))
             elif kind is TextDelta or kind is ReasoningDelta:
                 held = self._held
@@ -376,20 +379,13 @@ class GeminiGenerateEncoder(DialectEncoder):
             self._unhold()
         return self._encode_pending(event)
 
-    def _usage_spaced(self, raw: dict[str, Any], compact: bytes) -> bytes:
-        """``dumps_sse(raw)`` for the usage whose compact JSON is ``compact``, learning
-        how to space its shape (:func:`_usage_way`)."""
-        shape = compact.translate(None, _DIGITS)
-        way = self._usage_shapes.get(shape)
-        if way is None:
-            if len(self._usage_shapes) >= 16:
-                self._usage_shapes.clear()
-            way = self._usage_shapes[shape] = _usage_way(shape)
-        if way == 2:
-            return compact.replace(b":", b": ")
-        if way == 1:
-            return compact.replace(b'":', b'": ')
-        return dumps_sse(raw)
+    def _learn_usage_shape(self, shape: bytes) -> int:
+        """How to space a usage of this shape (:func:`_usage_way`), remembered (at most
+        16 shapes)."""
+        if len(self._usage_shapes) >= 16:
+            self._usage_shapes.clear()
+        way = self._usage_shapes[shape] = _usage_way(shape)
+        return way
 
     def _unhold(self) -> None:
         """Add the held text part, as :meth:`_fast_same_part` would have."""
