@@ -687,12 +687,7 @@ class JSONArrayEncoder:
         Raises:
             LocalProtocolError: The array was already closed.
         """
-        if self._closed:
-            raise LocalProtocolError("element() after close()", dialect="json_array")
-        self._count += 1
-        if self._count == 1:
-            return self._prefix + data
-        return self._separator + data
+        return self._lead() + data
 
     def element_of(self, pieces: tuple[bytes, ...]) -> bytes:
         """:meth:`element` of the JSON text ``b"".join(pieces)``, joined in one pass.
@@ -700,10 +695,14 @@ class JSONArrayEncoder:
         Raises:
             LocalProtocolError: The array was already closed.
         """
+        return b"".join((self._lead(), *pieces))
+
+    def _lead(self) -> bytes:
+        """What comes before the next element (the prefix, else the separator)."""
         if self._closed:
             raise LocalProtocolError("element() after close()", dialect="json_array")
         self._count += 1
-        return b"".join((self._prefix if self._count == 1 else self._separator, *pieces))
+        return self._prefix if self._count == 1 else self._separator
 
     def close(self) -> bytes:
         """Close the array (an empty array if no element was written). A second call
