@@ -233,7 +233,6 @@ class GeminiGenerateEncoder(DialectEncoder):
         # The chunk-ending extra last written from a template (kept by identity), the
         # block and thought it was checked for, and the template's three pieces.
         self._held_cache: tuple[Any, _Block, bool, bytes, bytes, bytes] | None = None
-        self._same_fast = False  # _same and _fast: the held-text path is open
 
     @property
     def content_type(self) -> str:  # type: ignore[override]
@@ -279,7 +278,7 @@ class GeminiGenerateEncoder(DialectEncoder):
         dispatch. Anything else takes the general path (``_fast = False``: always).
         """
         kind = type(event)
-        if self._same_fast:
+        if self._same and self._fast:
             # This dialect's chunk of one text part: the text is held, then the chunk
             # is written from a template when its usage comes (see _held_template).
             if kind is UsageUpdate:
@@ -530,7 +529,6 @@ class GeminiGenerateEncoder(DialectEncoder):
             assert isinstance(event, StreamStart)
             self._source = event.dialect
             self._same = event.dialect == DIALECT
-            self._same_fast = self._same and self._fast
             self._templates.clear()  # they name the model and id
             self._model = event.model
             self._id = event.id
