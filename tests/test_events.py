@@ -3,7 +3,9 @@ frozen keyword-only values, and the Usage rules (is_empty, merged)."""
 
 from __future__ import annotations
 
+import gc
 import typing
+import weakref
 
 import msgspec
 import pytest
@@ -206,6 +208,33 @@ def test_events_are_frozen_values() -> None:
     assert hash(event) == hash(TextDelta(index=0, delta="a"))
     assert event == TextDelta(index=0, delta="a")
     assert event != ReasoningDelta(index=0, delta="a")
+
+
+class _Node:
+    me: object
+
+
+def test_events_and_their_values_are_not_tracked_by_the_garbage_collector() -> None:
+    # Every example holds mappings and lists (extra, raw, usage.raw), which the
+    # collector tracks; the events, usages, finish reasons and errors are not tracked,
+    # so a feed's events do not trigger collections (see the module docstring).
+    values: list[object] = [*EXAMPLES, FULL_USAGE, FULL_ERROR, FinishReason(unified="stop")]
+    assert gc.is_tracked(COMMON["extra"])
+    for value in values:
+        assert not gc.is_tracked(value), type(value).__name__
+    # What an event holds may form a cycle of its own: it lives while the event
+    # does, and is collected after.
+    node = _Node()
+    node.me = node
+    ref = weakref.ref(node)
+    event = TextDelta(index=0, delta="a", extra={"node": node})
+    del node
+    gc.collect()
+    assert event.extra is not None
+    assert ref() is event.extra["node"]
+    del event
+    gc.collect()
+    assert ref() is None
 
 
 def test_events_are_keyword_only() -> None:

@@ -27,6 +27,13 @@ Events are frozen, keyword-only ``msgspec.Struct`` values; serialise them with
 :func:`dump_event` / :func:`load_event` (JSON with a ``"type"`` tag). The mappings and
 lists they hold are read-only too: a decoder may hand the same ``extra`` mapping to many
 events, and an encoder may remember one it has checked by identity.
+
+Events, :class:`Usage`, :class:`FinishReason` and :class:`ErrorInfo` are not tracked by
+the garbage collector (``gc=False``): they hold JSON values and other such structs, so
+they cannot be part of a reference cycle while what they hold stays unchanged. A stream's
+events then add nothing to the collector's count, and a feed that returns hundreds of them
+triggers no collection. (A mapping or list an event holds is tracked as usual, and a cycle
+of its own is collected once the event is gone.)
 """
 
 from __future__ import annotations
@@ -133,7 +140,7 @@ RETRYABLE_KINDS: Final[frozenset[str]] = frozenset(
 """Error kinds that are safe to retry (before any output was delivered)."""
 
 
-class FinishReason(msgspec.Struct, frozen=True, kw_only=True):
+class FinishReason(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A finish reason: the unified value and the provider's own.
 
     Fields:
@@ -145,7 +152,7 @@ class FinishReason(msgspec.Struct, frozen=True, kw_only=True):
     raw: str | None = None
 
 
-class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """Canonical token usage, plus the provider's own object.
 
     The arithmetic is the same for every dialect (each dialect's ``usage`` module
@@ -255,7 +262,7 @@ def _pick(newer: int | None, older: int | None) -> int | None:
     return older if newer is None else newer
 
 
-class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """A typed error: what failed, why, and whether retrying can help.
 
     Fields:
@@ -288,7 +295,9 @@ class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 # --------------------------------------------------------------------------------------
 
 
-class EventBase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"):
+class EventBase(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type", gc=False
+):
     """Fields every event has.
 
     Fields:
