@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from benchmarks import floor, gateway, peers, run, workloads
 
+import polystream
 from polystream.dialects import get_dialect
 from polystream.errors import LocalProtocolError
 
@@ -232,8 +233,7 @@ def test_floor_quick_mode_measures_every_step(tmp_path: Path) -> None:
     sse = data["workloads"]["gemini_sse"]
     array = data["workloads"]["gemini_array"]
     assert list(sse) == list(floor.STEPS)
-    # The JSON array has no incremental-framing step (its general framer is no floor).
-    assert list(array) == [s for s in floor.STEPS if s != "+ incremental framing"]
+    assert list(array) == list(floor.STEPS)
     for steps in (sse, array):
         assert steps["minimal"]["ratio"] == 1.0
         assert all(cell["seconds"] > 0 for cell in steps.values())
@@ -257,8 +257,18 @@ def test_floor_steps_compute_what_polystream_does(maker: Any) -> None:
     # The usage dict step keeps the provider's object; the later steps its conversion,
     # equal to the usage polystream's whole decode ends with.
     assert result["+ usage dict"][1] == usage.raw
-    for name in ("+ counts", "+ checked counts", "+ events"):
+    for name in ("+ counts", "+ checked counts", "+ events", "+ incremental framing"):
         assert result[name][1] == usage, name
+
+
+@pytest.mark.parametrize("maker", [workloads.gemini_sse, workloads.gemini_array])
+def test_floor_framing_step_reads_elements_across_feeds(maker: Any) -> None:
+    # 600 chunks are more than two 64 KiB feeds: chunks are cut between feeds.
+    work = maker("w", chunks=600)
+    assert len(work.body) > 2 * 65536
+    text, usage = floor.steps_for(work)["+ incremental framing"]()
+    assert text == work.text
+    assert usage == polystream.decode(work.body, work.dialect, framing=work.framing).usage
 
 
 def test_floor_rejects_a_step_that_loses_text() -> None:
