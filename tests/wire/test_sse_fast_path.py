@@ -5,7 +5,9 @@ whatever the chunking (no quadratic rescans)."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+import re
 from pathlib import Path
 from typing import Any, SupportsIndex
 
@@ -14,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polystream.errors import ProtocolError
-from polystream.wire.sse import SSEDecoder
+from polystream.wire.sse import ServerSentEvent, SSEDecoder
 from tests.helpers import split_at
 
 BOM = b"\xef\xbb\xbf"
@@ -374,6 +376,159 @@ def test_same_as_the_line_machine_with_small_limits(
     data: bytes, cuts: list[int], max_line: int, max_event: int
 ) -> None:
     assert_same(split_at(data, cuts), max_line=max_line, max_event=max_event)
+
+
+# -- one block per feed ---------------------------------------------------------------------
+
+_BLOCK_END = re.compile(rb"(?<=\n\n)|(?<=\r\n\r\n)|(?<=\r\r)")
+
+
+def per_block(data: bytes) -> list[bytes]:
+    """``data`` cut after every blank line: a network read per block, as a stream
+    arrives one event at a time."""
+    return [piece for piece in _BLOCK_END.split(data) if piece]
+
+
+class _Counting(SSEDecoder):
+    """Counts the feeds :meth:`SSEDecoder._one_block` answered."""
+
+    taken = 0
+
+    def _one_block(self, data: bytes) -> ServerSentEvent | None:
+        frame = super()._one_block(data)
+        self.taken += frame is not None
+        return frame
+
+
+def blocks_taken_whole(chunks: list[bytes], **limits: int) -> int:
+    """How many feeds :meth:`SSEDecoder._one_block` answered (the general loop not run)."""
+    decoder = _Counting(
+        max_line_size=limits.get("max_line", 1 << 20),
+        max_event_size=limits.get("max_event", 1 << 20),
+    )
+    for chunk in chunks:
+        with contextlib.suppress(ProtocolError):
+            decoder.feed(chunk)
+    return decoder.taken
+
+
+@pytest.mark.parametrize("data", CASES)
+def test_hand_picked_cases_one_block_per_feed(data: bytes) -> None:
+    assert_same(per_block(data))
+
+
+@pytest.mark.parametrize(
+    ("block", "taken"),
+    [
+        (b"data: a\n\n", True),
+        (b"data: \n\n", True),
+        (b"data: caf\xc3\xa9 \xff\n\n", True),
+        (b"event: e\ndata: a\n\n", True),
+        (b"event:e\ndata: a\n\n", True),
+        (b"event:\ndata: a\n\n", True),
+        (b"event: \xff\ndata: a\n\n", True),
+        (b"data: a\r\n\r\n", True),
+        # the general loop's
+        (b"data:a\n\n", False),
+        (b"data: a\ndata: b\n\n", False),
+        (b"data: a\n\ndata: b\n\n", False),
+        (b"event: e\n\n", False),
+        (b"event: e\ndata:a\n\n", False),
+        (b"event: e\nid: 1\ndata: a\n\n", False),
+        (b"event: e\ndata: a\nid: 1\n\n", False),
+        (b"event: e\r\ndata: a\r\n\r\n", False),
+        (b"id: 1\ndata: a\n\n", False),
+        (b": ping\n\n", False),
+        (b"retry: 1\ndata: a\n\n", False),
+        (b"data: a\r\n\n", False),
+        (b"data: a\n\r\n", False),
+        (b"data: a\rb\n\n", False),
+        (b"data: a\r\rb\r\n\r\n", False),
+        (b"data: a\nb\r\n\r\n", False),
+        (b"data: a\r\r", False),
+        (b"data: a\n", False),
+        (b"\n\n", False),
+    ],
+)
+def test_what_one_block_takes(block: bytes, taken: bool) -> None:
+    # After a first block (the BOM decided), each feed of ``block`` alone.
+    chunks = [b"data: first\n\n", block, block]
+    assert_same(chunks)
+    assert blocks_taken_whole(chunks) == (2 if taken else 0)
+
+
+@pytest.mark.parametrize(
+    ("block", "limits", "taken"),
+    [
+        (b"data: 12345\n\n", {"max_line": 11}, True),  # the line is 11 bytes
+        (b"data: 12345\n\n", {"max_line": 10}, False),
+        (b"data: 12345\n\n", {"max_event": 11}, True),
+        (b"data: 12345\n\n", {"max_event": 10}, False),
+        (b"event: e\ndata: 12345\n\n", {"max_event": 20}, True),  # up to the last LF
+        (b"event: e\ndata: 12345\n\n", {"max_event": 19}, False),
+        (b"data: 12345\r\n\r\n", {"max_line": 11}, True),
+        (b"data: 12345\r\n\r\n", {"max_line": 10}, False),
+    ],
+)
+def test_one_block_within_the_limits(block: bytes, limits: dict[str, int], taken: bool) -> None:
+    chunks = [b"data: 1\n\n", block, block]
+    assert_same(chunks, **limits)
+    assert blocks_taken_whole(chunks, **limits) == (2 if taken else 0)
+
+
+def test_one_block_keeps_the_id_and_the_offsets() -> None:
+    chunks = [b"id: 7\ndata: a\n\n", b"event: e\ndata: b\n\n", b"data: c\r\n\r\n"]
+    decoder = SSEDecoder()
+    frames = [frame for chunk in chunks for frame in decoder.feed(chunk)]
+    assert frames == [
+        ServerSentEvent("a", None, "7", None, 0, 0),
+        ServerSentEvent("b", "e", "7", None, 15, 1),
+        ServerSentEvent("c", None, "7", None, 33, 2),
+    ]
+    assert decoder.bytes_consumed == 44
+    assert blocks_taken_whole(chunks) == 2
+
+
+def test_one_block_waits_for_what_is_pending() -> None:
+    # An open line, an open event, a CR waiting for its LF, an undecided BOM: the block
+    # goes through the general loop, which knows what came before it.
+    for before in (b"data: a", b"data: a\n", b"data: a\n\r", b"\xef\xbb"):
+        chunks = [before, b"data: b\n\n", b"data: c\n\n"]
+        assert_same(chunks)
+        assert blocks_taken_whole(chunks) == 1  # only the last one
+    decoder = SSEDecoder()
+    decoder.close()
+    with pytest.raises(ProtocolError, match="after close"):
+        decoder.feed(b"data: a\n\n")
+
+
+def test_fixtures_one_block_per_feed() -> None:
+    paths = sorted(FIXTURES.rglob("*.sse"))
+    taken = 0
+    for path in paths:
+        data = path.read_bytes()
+        for stream in (data, data.replace(b"\n", b"\r\n")):
+            assert_same(per_block(stream))
+            taken += blocks_taken_whole(per_block(stream))
+    assert taken > 1000
+
+
+@settings(max_examples=400)
+@given(data=block_streams())
+def test_runs_of_blocks_one_block_per_feed(data: bytes) -> None:
+    assert_same(per_block(data))
+
+
+@settings(max_examples=200)
+@given(data=block_streams(), max_line=st.integers(1, 12), max_event=st.integers(1, 12))
+def test_one_block_per_feed_with_small_limits(data: bytes, max_line: int, max_event: int) -> None:
+    assert_same(per_block(data), max_line=max_line, max_event=max_event)
+
+
+@settings(max_examples=300)
+@given(data=streams())
+def test_any_stream_one_block_per_feed(data: bytes) -> None:
+    assert_same(per_block(data))
 
 
 # -- bytes searched -------------------------------------------------------------------------
