@@ -600,6 +600,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._template: _Template | None = None
         self._template_tries = _TEMPLATE_TRIES
         self._held = b""  # the beginning of an SSE block, kept for the next feed
+        # The SSE parser's fast-path bound, as _take reads it on every call.
+        self._block_limit = min(self._max_line, self._max_event)
         # The dispatch inlines _on_event and _on_element unless a subclass replaced them.
         cls = type(self)
         self._inline_hooks = (
@@ -639,8 +641,9 @@ class GeminiGenerateDecoder(FramedDecoder):
         Raises:
             RemoteProtocolError: Framing errors; dialect errors in strict mode.
         """
-        array = self.framing == "json_array"
-        if self.framing is None and not self._closed:
+        framing = self._framing
+        array = framing == "json_array"
+        if framing is None and not self._closed:
             # Until the framing is known (auto), blank bytes are only counted.
             head = data.lstrip(b" \t\r\n\xef\xbb\xbf")
             if not head:
@@ -825,7 +828,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             if self._bare_parts or self._bare_ready or not self._at_line_start:
                 return pos
             count = sse.events_dispatched
-            limit = min(self._max_line, self._max_event)  # the parser's fast-path bound
+            limit = self._block_limit  # the parser's fast-path bound
             max_depth = 0  # (not checked: SSE data is parsed whole, by msgspec)
         else:
             assert array is not None
