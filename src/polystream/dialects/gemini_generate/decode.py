@@ -889,18 +889,20 @@ class GeminiGenerateDecoder(FramedDecoder):
                         if end < 0:
                             break
                     stop = end + suf_size
-                    for ending in template.block_ends:
-                        if data[stop : stop + len(ending)] == ending:
-                            tail = template.block_tail = suf + ending
-                            tail_size = len(tail)
-                            after = end + tail_size
-                            break
-                    else:
-                        if sse is not None or stop != n:
-                            break
-                        # An element that ends the feed: its comma comes next.
+                    if stop == n and sse is None:
+                        # An element that ends the feed (as each does when a network
+                        # read holds one): its comma comes next.
                         after = stop
                         ends = False
+                    else:
+                        for ending in template.block_ends:
+                            if data[stop : stop + len(ending)] == ending:
+                                tail = template.block_tail = suf + ending
+                                tail_size = len(tail)
+                                after = end + tail_size
+                                break
+                        else:
+                            break
                 if end + suf_size - pos > limit:
                     break  # the parser raises BufferLimitExceeded
                 usage_text = data[begin:end]
