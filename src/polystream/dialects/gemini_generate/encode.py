@@ -331,12 +331,9 @@ class GeminiGenerateEncoder(DialectEncoder):
                 if held is None and not self._candidates and event.extra is None:
                     block = self._blocks.get(event.index)  # type: ignore[union-attr,arg-type]
                     if block is not None:
-                        if kind is ReasoningDelta or block.kind == "reasoning":
-                            self._held = (block, event.delta, True)  # type: ignore[union-attr]
-                            self.event_index += 1
-                            return b""
-                        if block.kind == "text":
-                            self._held = (block, event.delta, False)  # type: ignore[union-attr]
+                        thought = kind is ReasoningDelta or block.kind == "reasoning"
+                        if thought or block.kind == "text":
+                            self._held = (block, event.delta, thought)  # type: ignore[union-attr]
                             self.event_index += 1
                             return b""
                 if held is not None:
@@ -391,12 +388,11 @@ class GeminiGenerateEncoder(DialectEncoder):
         held = self._held
         assert held is not None
         self._held = None
-        block, text, thought = held
-        fields: dict[str, Any] = {"text": text, "thought": True} if thought else {"text": text}
-        cand = self._candidates.get(block.candidate)
-        if cand is None:
-            cand = self._candidates[block.candidate] = _Candidate()
-        cand.parts.append(_Part(block.index, fields))
+        self._add_text(*held)
+
+    def _add_text(self, block: _Block, text: str, thought: bool) -> None:
+        """Add a text (or thought) part of ``block``, without ``extra`` (:meth:`_add`)."""
+        self._add(block, {"text": text, "thought": True} if thought else {"text": text}, None)
 
     def _fold_usage(self) -> None:
         """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
@@ -468,16 +464,10 @@ class GeminiGenerateEncoder(DialectEncoder):
         block = self._blocks.get(event.index)
         if block is None:
             return False
-        if type(event) is ReasoningDelta or block.kind == "reasoning":
-            fields: dict[str, Any] = {"text": event.delta, "thought": True}
-        elif block.kind == "text":
-            fields = {"text": event.delta}
-        else:
+        thought = type(event) is ReasoningDelta or block.kind == "reasoning"
+        if not thought and block.kind != "text":
             return False
-        cand = self._candidates.get(block.candidate)
-        if cand is None:
-            cand = self._candidates[block.candidate] = _Candidate()
-        cand.parts.append(_Part(block.index, fields))
+        self._add_text(block, event.delta, thought)
         return True
 
     def _held_template(
