@@ -600,7 +600,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._template: _Template | None = None
         self._template_tries = _TEMPLATE_TRIES
         self._held = b""  # the beginning of an SSE block, kept for the next feed
-        # The SSE parser's fast-path bound, as _take reads it on every call.
+        # The SSE parser's fast-path bound (what _take and _holds read per feed).
         self._block_limit = min(self._max_line, self._max_event)
         # The dispatch inlines _on_event and _on_element unless a subclass replaced them.
         cls = type(self)
@@ -717,7 +717,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             or sse is None
             or not sse.idle
             or self._deferred is not None  # (the next call raises it first)
-            or len(rest) > min(self._max_line, self._max_event)
+            or len(rest) > self._block_limit
         ):
             return False
         line = rest.rstrip(b"\r\n")
