@@ -39,9 +39,9 @@ joining the text: what they cost is a floor, not a design.
 
 The transcoding target ("at most 3x the minimal loop per event") is decoding plus an
 encoder. A second table gives, per target dialect: what polystream's encoder alone
-costs on the decoded events (``encode only``), the floor plus that encoder
-(step 6), and polystream's transcoding (its decoder's
-events, no accumulation, encoded as they come, as ``benchmarks.run`` measures it).
+costs on the decoded events (``encode only``), the floor plus that encoder (step 6),
+and polystream's transcoding (its decoder's events, no accumulation, encoded as they
+come, as ``benchmarks.run`` measures it).
 """
 
 from __future__ import annotations
