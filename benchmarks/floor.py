@@ -25,23 +25,31 @@ costs per chunk and its ratio to the minimal loop:
    and :class:`~polystream.events.UsageUpdate`) built.
 6. ``+ incremental framing``: step 5 with the body framed as a stream, 64 KiB at a
    time, instead of split or decoded whole. For SSE, by polystream's SSE parser. For
-   the JSON array, by the least any streaming reader does in Google's layout: each
-   element ends at the next comma line, and is decoded on its own (one call per
-   element instead of one for the whole array), with no limit or layout checked.
-   (polystream's general element framer is no floor: it is slower than the decoder's
+   the JSON array, by the least any streaming reader does in Google's layout: the
+   elements each feed holds whole (up to its last comma line) are decoded in one
+   call, and the rest waits for the next feed; no limit or layout is checked.
+   (Decoding each element on its own costs more: its end must be found first. And
+   polystream's general element framer is no floor: it is slower than the decoder's
    own template matching, which finds the usual elements.)
-7. ``polystream``: :func:`polystream.decode`, which also keeps block state, checks
-   every chunk's fields and accumulates the result.
+7. ``+ fields checked``: step 6 with each chunk decoded into a Struct that types every
+   field the usual chunk has and forbids any other (in C, by msgspec), and the checks
+   a reader makes before it gives a chunk the usual chunk's events (one candidate at
+   index 0, a model turn of one plain text part, no finish, the stream's model and
+   response id). Not their order, which msgspec does not report.
+8. ``polystream decoder``: the dialect's decoder alone, fed the same 64 KiB slices; its
+   events' text picked, nothing accumulated. It checks each chunk's fields, their
+   order and the limits, and keeps block state.
+9. ``polystream``: :func:`polystream.decode`, which also accumulates the result.
 
 Everything runs in this process, CPU time, the steps interleaved in each repetition;
-medians are printed. Steps 1-6 keep no block state and accumulate nothing beyond
+medians are printed. Steps 1-7 keep no block state and accumulate nothing beyond
 joining the text: what they cost is a floor, not a design.
 
 The transcoding target ("at most 3x the minimal loop per event") is decoding plus an
 encoder. A second table gives, per target dialect: what polystream's encoder alone
-costs on the decoded events (``encode only``), the floor plus that encoder (step 6),
-and polystream's transcoding (its decoder's events, no accumulation, encoded as they
-come, as ``benchmarks.run`` measures it).
+costs on the decoded events (``encode only``), step 6 plus that encoder, step 7 plus
+that encoder, and polystream's transcoding (its decoder's events, no accumulation,
+encoded as they come, as ``benchmarks.run`` measures it).
 """
 
 from __future__ import annotations
@@ -64,7 +72,7 @@ from benchmarks.tables import markdown
 from benchmarks.workloads import Workload, gemini_array, gemini_sse
 from polystream.dialects import get_dialect
 from polystream.dialects.gemini_generate.usage import convert
-from polystream.events import TextDelta, Usage, UsageUpdate
+from polystream.events import Finish, TextDelta, Usage, UsageUpdate
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["STEPS", "main", "measure", "steps_for"]
@@ -78,6 +86,33 @@ class _GUsagePayload(msgspec.Struct):
 
     candidates: list[_GCandidate] = []
     usageMetadata: dict[str, Any] | None = None
+
+
+class _SPart(msgspec.Struct, forbid_unknown_fields=True):
+    text: str | None = None
+    thought: bool = False
+    thoughtSignature: str | None = None
+
+
+class _SContent(msgspec.Struct, forbid_unknown_fields=True):
+    parts: list[_SPart] = []
+    role: str | None = None
+
+
+class _SCandidate(msgspec.Struct, forbid_unknown_fields=True):
+    content: _SContent | None = None
+    index: int = 0
+    finishReason: str | None = None
+
+
+class _SPayload(msgspec.Struct, forbid_unknown_fields=True):
+    """A chunk with every field the usual one has, typed and checked by msgspec, and
+    no other (an unknown field fails the decode): what ``+ fields checked`` reads."""
+
+    candidates: list[_SCandidate] = []
+    usageMetadata: dict[str, Any] | None = None
+    modelVersion: str | None = None
+    responseId: str | None = None
 
 
 def _bare_usage(meta: dict[str, Any]) -> Usage:
@@ -131,6 +166,37 @@ def _handlers() -> dict[str, Handler]:
     }
 
 
+def _checked(events: Handler, usual: list[int]) -> Handler:
+    """``+ events``, after the checks a reader makes before it gives a chunk the usual
+    chunk's events: one candidate, at index 0, a model turn of one plain text part, no
+    finish, and the first chunk's model and response id. ``usual[0]`` counts the
+    chunks that pass; one that fails gets the same events here (only the checks are
+    measured)."""
+    first: list[tuple[Any, Any]] = []
+
+    def handle(chunk: Any, acc: _Collect) -> None:
+        ids = (chunk.modelVersion, chunk.responseId)
+        if not first:
+            first.append(ids)
+        candidates = chunk.candidates
+        if len(candidates) == 1 and ids == first[0]:
+            candidate = candidates[0]
+            content = candidate.content
+            if (
+                content is not None
+                and candidate.index == 0
+                and candidate.finishReason is None
+                and content.role == "model"
+                and len(content.parts) == 1
+            ):
+                part = content.parts[0]
+                if part.text is not None and not part.thought and part.thoughtSignature is None:
+                    usual[0] += 1
+        events(chunk, acc)
+
+    return handle
+
+
 def steps_for(work: Workload) -> dict[str, Step]:
     """One runner per step for ``work``; each returns the joined text and the usage
     it kept last (the ``usageMetadata`` dict for ``+ usage dict``, None for
@@ -163,45 +229,77 @@ def steps_for(work: Workload) -> dict[str, Step]:
 
     events = handlers["+ events"]
 
-    def framed() -> tuple[str, Any]:
-        """``+ events`` with the SSE body framed incrementally, 64 KiB at a time, by
-        polystream's SSE parser (as ``polystream.decode`` feeds it)."""
-        acc = _Collect()
+    def framed(decoder: msgspec.json.Decoder[Any], handle: Handler, acc: _Collect) -> None:
+        """``handle`` each chunk of the SSE body framed incrementally, 64 KiB at a
+        time, by polystream's SSE parser (as ``polystream.decode`` feeds it)."""
         sse = SSEDecoder()
-        decode = usage_decoder.decode
+        decode = decoder.decode
         for pos in range(0, len(body), _SLICE):
             for frame in sse.feed(body[pos : pos + _SLICE]):
                 if type(frame) is ServerSentEvent:
-                    events(decode(frame.data), acc)
+                    handle(decode(frame.data), acc)
         sse.close()
-        return "".join(acc.text), acc.names.get(0)
 
-    def framed_array() -> tuple[str, Any]:
-        """``+ events`` with the JSON array framed as a stream, 64 KiB at a time, by
-        the least a reader can do in Google's layout: each element ends at the next
-        comma line (``\\n,``) and is decoded on its own; what follows the last one in
-        a feed waits for the next. Nothing is checked (no size or depth limit, no
-        layout check): a lower bound, not a reader."""
-        acc = _Collect()
-        decode = usage_decoder.decode
+    def framed_array(decoder: msgspec.json.Decoder[Any], handle: Handler, acc: _Collect) -> None:
+        """``handle`` each chunk of the JSON array framed as a stream, 64 KiB at a
+        time, by the least a reader can do in Google's layout: the elements a feed
+        holds whole (up to its last comma line, ``\\n,``) are decoded in one call, as
+        one array, and the rest waits for the next feed. msgspec finds where each
+        element ends as it parses it; a search in Python costs more per element than
+        the whole step adds (0.4-0.7 us for the next comma line of a 577-byte
+        element). Nothing is checked (no size or depth limit, no layout check): a
+        lower bound, not a reader."""
+        batch = msgspec.json.Decoder(list[decoder.type])  # type: ignore[name-defined]
         held = b""
         for pos in range(0, len(body), _SLICE):
             data = held + body[pos : pos + _SLICE] if held else body[pos : pos + _SLICE]
             start = data.index(b"[") + 1 if pos == 0 else 0
-            find = data.find
-            cut = find(b"\n,", start)
-            while cut >= 0:
-                events(decode(data[start:cut]), acc)
+            cut = data.rfind(b"\n,", start)
+            if cut >= 0:
+                for chunk in batch.decode(b"[" + data[start:cut] + b"]"):
+                    handle(chunk, acc)
                 start = cut + 2
-                cut = find(b"\n,", start)
             held = data[start:]
         last = held.rstrip()
         if not last.endswith(b"]"):
             raise AssertionError("the array does not end with its bracket")
-        events(decode(last[:-1]), acc)
+        handle(decoder.decode(last[:-1]), acc)
+
+    frame = framed_array if array else framed
+
+    def incremental() -> tuple[str, Any]:
+        acc = _Collect()
+        frame(usage_decoder, events, acc)
         return "".join(acc.text), acc.names.get(0)
 
-    steps["+ incremental framing"] = framed_array if array else framed
+    strict_decoder = msgspec.json.Decoder(_SPayload)
+
+    def fields_checked() -> tuple[str, Any]:
+        acc = _Collect()
+        usual = [0]
+        frame(strict_decoder, _checked(events, usual), acc)
+        if usual[0] != work.deltas - 1:  # all but the last (signature, finish)
+            raise AssertionError(f"{usual[0]} usual chunks of {work.deltas}")
+        return "".join(acc.text), acc.names.get(0)
+
+    steps["+ incremental framing"] = incremental
+    steps["+ fields checked"] = fields_checked
+
+    def decoder_only() -> tuple[str, Any]:
+        """The dialect's decoder alone, fed as ``polystream.decode`` feeds it: its
+        events are not accumulated, only their text picked (and the usage is the
+        Finish's)."""
+        decoder = get_dialect(work.dialect).decoder(framing=work.framing)
+        feed = decoder.feed
+        texts: list[str] = []
+        for pos in range(0, len(body), _SLICE):
+            texts += [e.delta for e in feed(body[pos : pos + _SLICE]) if type(e) is TextDelta]
+        finish = decoder.close()[-1]
+        if type(finish) is not Finish:
+            raise AssertionError("the decoder did not end with its Finish")
+        return "".join(texts), finish.usage
+
+    steps["polystream decoder"] = decoder_only
 
     def decode() -> tuple[str, Any]:
         result = polystream.decode(body, work.dialect, framing=work.framing)
@@ -218,6 +316,8 @@ STEPS = (
     "+ checked counts",
     "+ events",
     "+ incremental framing",
+    "+ fields checked",
+    "polystream decoder",
     "polystream",
 )
 
@@ -335,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
                 ]
             )
         floor = medians["+ incremental framing"]
+        checked = medians["+ fields checked"]
         coding = transcoding(work, repeat)
         report["transcoding"][work.name] = coding
         for target, cell in coding.items():
@@ -344,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
                     target,
                     f"{cell['encode'] / chunks * 1e6:.2f}",
                     f"{(floor + cell['encode']) / base:.2f}x",
+                    f"{(checked + cell['encode']) / base:.2f}x",
                     f"{cell['transcode'] / base:.2f}x",
                 ]
             )
@@ -354,10 +456,17 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown([["workload", "step", "ms", "us/chunk", "/ minimal"], *rows]))
     print(
         "\nTranscoding from Gemini (the target is 3x the minimal loop): polystream's "
-        "encoder alone per chunk, the floor plus that encoder, and polystream's "
-        "transcoding.\n"
+        "encoder alone per chunk, the floor (step 6) plus that encoder, the floor with "
+        "the fields checked (step 7) plus that encoder, and polystream's transcoding.\n"
     )
-    header = ["source", "target", "encode only, us/chunk", "floor + encoder", "polystream"]
+    header = [
+        "source",
+        "target",
+        "encode only, us/chunk",
+        "floor + encoder",
+        "checked + encoder",
+        "polystream",
+    ]
     print(markdown([header, *coding_rows]))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from benchmarks import floor, gateway, peers, run, workloads
 
@@ -257,7 +258,14 @@ def test_floor_steps_compute_what_polystream_does(maker: Any) -> None:
     # The usage dict step keeps the provider's object; the later steps its conversion,
     # equal to the usage polystream's whole decode ends with.
     assert result["+ usage dict"][1] == usage.raw
-    for name in ("+ counts", "+ checked counts", "+ events", "+ incremental framing"):
+    for name in (
+        "+ counts",
+        "+ checked counts",
+        "+ events",
+        "+ incremental framing",
+        "+ fields checked",
+        "polystream decoder",
+    ):
         assert result[name][1] == usage, name
 
 
@@ -266,9 +274,43 @@ def test_floor_framing_step_reads_elements_across_feeds(maker: Any) -> None:
     # 600 chunks are more than two 64 KiB feeds: chunks are cut between feeds.
     work = maker("w", chunks=600)
     assert len(work.body) > 2 * 65536
-    text, usage = floor.steps_for(work)["+ incremental framing"]()
-    assert text == work.text
-    assert usage == polystream.decode(work.body, work.dialect, framing=work.framing).usage
+    expected = polystream.decode(work.body, work.dialect, framing=work.framing).usage
+    steps = floor.steps_for(work)
+    for name in ("+ incremental framing", "+ fields checked", "polystream decoder"):
+        text, usage = steps[name]()
+        assert text == work.text, name
+        assert usage == expected, name
+
+
+@pytest.mark.parametrize("maker", [workloads.gemini_sse, workloads.gemini_array])
+@pytest.mark.parametrize(
+    ("field", "other"),
+    [
+        (b'"role": "model"', b'"role": "user"'),
+        (b'"index": 0', b'"index": 1'),
+        (b'"modelVersion": "', b'"modelVersion": "x'),
+        (b'"text": "', b'"thought": true, "text": "'),
+    ],
+)
+def test_floor_fields_step_checks_each_chunk(maker: Any, field: bytes, other: bytes) -> None:
+    work = maker("w", chunks=30)
+    # The 11th chunk is no usual chunk any more: the step counts one usual chunk less.
+    at = -1
+    for _ in range(11):
+        at = work.body.index(field, at + 1)
+    body = work.body[:at] + other + work.body[at + len(field) :]
+    changed = workloads.Workload(**{**work.__dict__, "body": body})
+    assert floor.steps_for(work)["+ fields checked"]()[0] == work.text
+    with pytest.raises(AssertionError, match="28 usual chunks of 30"):
+        floor.steps_for(changed)["+ fields checked"]()
+
+
+def test_floor_fields_step_rejects_an_unknown_field() -> None:
+    work = workloads.gemini_sse("w", chunks=5)
+    body = work.body.replace(b'"responseId"', b'"other": 1, "responseId"', 1)
+    changed = workloads.Workload(**{**work.__dict__, "body": body})
+    with pytest.raises(msgspec.ValidationError, match="unknown field"):
+        floor.steps_for(changed)["+ fields checked"]()
 
 
 def test_floor_rejects_a_step_that_loses_text() -> None:
