@@ -595,6 +595,11 @@ def test_usage_conversion_cases() -> None:
         {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0},
         {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0, "x": 1},
         {"promptTokenCount": 2, "candidatesTokenCount": 3, "totalTokenCount": 5},
+        # Any of the three counts the usual object always has, missing.
+        {k: v for k, v in usual_meta.items() if k != "promptTokenCount"},
+        {k: v for k, v in usual_meta.items() if k != "candidatesTokenCount"},
+        {k: v for k, v in usual_meta.items() if k != "totalTokenCount"},
+        {},
     ]:
         assert convert_usage(meta) == general_convert_usage(meta)
 
