@@ -169,9 +169,9 @@ def _handlers() -> dict[str, Handler]:
 def _checked(events: Handler, usual: list[int]) -> Handler:
     """``+ events``, after the checks a reader makes before it gives a chunk the usual
     chunk's events: one candidate, at index 0, a model turn of one plain text part, no
-    finish, and the first chunk's model and response id. ``usual[0]`` counts the
-    chunks that pass; one that fails gets the same events here (only the checks are
-    measured)."""
+    finish, the first chunk's model and response id, and a usage. A chunk that passes
+    gets its two events here at once (``usual[0]`` counts them); any other takes
+    ``events`` (the same events, for this benchmark's chunks)."""
     first: list[tuple[Any, Any]] = []
 
     def handle(chunk: Any, acc: _Collect) -> None:
@@ -179,7 +179,8 @@ def _checked(events: Handler, usual: list[int]) -> Handler:
         if not first:
             first.append(ids)
         candidates = chunk.candidates
-        if len(candidates) == 1 and ids == first[0]:
+        meta = chunk.usageMetadata
+        if len(candidates) == 1 and ids == first[0] and meta is not None:
             candidate = candidates[0]
             content = candidate.content
             if (
@@ -190,8 +191,16 @@ def _checked(events: Handler, usual: list[int]) -> Handler:
                 and len(content.parts) == 1
             ):
                 part = content.parts[0]
-                if part.text is not None and not part.thought and part.thoughtSignature is None:
+                text = part.text
+                if text is not None and not part.thought and part.thoughtSignature is None:
                     usual[0] += 1
+                    if text:
+                        acc.text.append(text)
+                        TextDelta(index=0, delta=text)
+                    usage = convert(meta)[0]
+                    UsageUpdate(usage=usage)
+                    acc.names[0] = usage
+                    return
         events(chunk, acc)
 
     return handle
