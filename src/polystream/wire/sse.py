@@ -112,6 +112,7 @@ class SSEDecoder:
     """
 
     __slots__ = (
+        "_block_limit",
         "_bom_buffer",
         "_bom_done",
         "_closed",
@@ -144,6 +145,8 @@ class SSEDecoder:
             raise ValueError("limits must be positive")
         self._max_line = max_line_size
         self._max_event = max_event_size
+        # A line (or a block up to its last LF) no longer than this is within both limits.
+        self._block_limit = min(max_line_size, max_event_size)
         self._offset = 0  # absolute offset of the next byte to scan
         self._bom_done = False
         self._bom_buffer = b""
@@ -185,6 +188,13 @@ class SSEDecoder:
     def bytes_consumed(self) -> int:
         """How many input bytes have been fed so far."""
         return self._offset + len(self._bom_buffer)
+
+    @property
+    def block_limit(self) -> int:
+        """The longest block the fast paths take whole, in bytes: the smaller of the two
+        limits (a block up to its last LF within it holds no line or data over either).
+        A caller that takes blocks itself (see :meth:`skip`) checks the same bound."""
+        return self._block_limit
 
     @property
     def idle(self) -> bool:
@@ -272,7 +282,7 @@ class SSEDecoder:
         at a time; the frame is the one :meth:`_scan` would give, without the set-up of
         the general loop. None for anything else (nothing is changed then)."""
         n = len(data)
-        limit = self._max_line if self._max_line < self._max_event else self._max_event
+        limit = self._block_limit
         name: str | None = None
         if data[-2:] == b"\n\n":
             if 13 in data:  # a CR ('13 in' is cheaper than 'b"\r" in' on short bytes)
@@ -481,7 +491,7 @@ class SSEDecoder:
         names = self._names
         max_line = self._max_line
         max_event = self._max_event
-        limit = min(max_line, max_event)  # a shorter line is within both limits
+        limit = self._block_limit  # a shorter line is within both limits
         last_id = self._last_id
         count = self._count
         resume = pos

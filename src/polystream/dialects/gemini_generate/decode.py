@@ -600,8 +600,6 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._template: _Template | None = None
         self._template_tries = _TEMPLATE_TRIES
         self._held = b""  # the beginning of an SSE block, kept for the next feed
-        # The SSE parser's fast-path bound (what _take and _holds read per feed).
-        self._block_limit = min(self._max_line, self._max_event)
         # The dispatch inlines _on_event and _on_element unless a subclass replaced them.
         cls = type(self)
         self._inline_hooks = (
@@ -717,7 +715,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             or sse is None
             or not sse.idle
             or self._deferred is not None  # (the next call raises it first)
-            or len(rest) > self._block_limit
+            or len(rest) > sse.block_limit
         ):
             return False
         line = rest.rstrip(b"\r\n")
@@ -828,7 +826,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             if self._bare_parts or self._bare_ready or not self._at_line_start:
                 return pos
             count = sse.events_dispatched
-            limit = self._block_limit  # the parser's fast-path bound
+            limit = sse.block_limit  # the parser's fast-path bound
             max_depth = 0  # (not checked: SSE data is parsed whole, by msgspec)
         else:
             assert array is not None
