@@ -102,7 +102,7 @@ def random_id(prefix: str) -> str:
 class _Block:
     """What the encoder remembers of a block it opened."""
 
-    __slots__ = ("content", "ended", "held", "index", "mode", "native", "type", "value")
+    __slots__ = ("content", "ended", "head", "held", "index", "mode", "native", "type", "value")
 
     def __init__(
         self, index: int, block_type: str, native: dict[str, Any] | None, value: Any = None
@@ -117,6 +117,9 @@ class _Block:
         # inside {"input": "..."}), or None while only whitespace arrived (held).
         self.mode: str | None = None
         self.held = ""
+        # The bytes of this block's content_block_delta up to the value, once the fast
+        # path wrote one (its type, and the tool input's mode, no longer change).
+        self.head: bytes | None = None
 
 
 def _frame(name: str | None, payload: dict[str, Any]) -> bytes:
@@ -190,8 +193,6 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
         self._pinged = False
         self._done = False
         self._fast = True  # the byte-template delta path (False: always the general path)
-        # (delta type, provider index) -> the bytes of a content_block_delta up to the value
-        self._heads: dict[tuple[bool, int], bytes] = {}
         # The events that write bytes, by type (the rest are handled in _encode).
         self._writers: dict[type, Callable[[Any], bytes]] = {
             TextDelta: self._text,
@@ -245,16 +246,19 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
         if block is None:
             return None
         text = type(event) is TextDelta
-        if text:
-            if block.type != "text":
+        head = block.head
+        if head is None:
+            if text:
+                if block.type != "text":
+                    return None
+            elif block.type not in TOOL_USE_TYPES or not (self._family or block.mode == "json"):
                 return None
-        elif block.type not in TOOL_USE_TYPES or not (self._family or block.mode == "json"):
-            return None
-        key = (text, block.index)
-        head = self._heads.get(key)
+        elif text is not (block.type == "text"):
+            return None  # (a text block's head is text_delta's, any other's input_json's)
         try:
+            value = _JSON.encode(event.delta)
             if head is None:
-                head = self._heads[key] = (
+                head = block.head = (
                     b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
                     + _JSON.encode(block.index)
                     + (
@@ -263,10 +267,9 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
                         else b',"delta":{"type":"input_json_delta","partial_json":'
                     )
                 )
-            value = _JSON.encode(event.delta)
+                block.content = True
         except Exception:  # not encodable: the general path says how it fails
             return None
-        block.content = True
         return head + value + b"}}\n\n"
 
     def _encode(self, event: Event) -> bytes:
