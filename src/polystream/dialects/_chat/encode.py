@@ -124,7 +124,7 @@ _OwnHead: TypeAlias = "tuple[_Block | None, type, Any, int, bytes, bytes]"
 
 
 class _Block:
-    __slots__ = ("candidate", "has_args", "kind", "lost", "start", "tool_index", "written")
+    __slots__ = ("candidate", "fast", "has_args", "kind", "lost", "start", "tool_index", "written")
 
     def __init__(self, start: BlockStart, tool_index: Any) -> None:
         self.start = start
@@ -134,6 +134,10 @@ class _Block:
         self.lost = start.kind not in _CHAT_KINDS
         self.has_args = False
         self.written = False  # a decoder of the output has opened this block
+        # For another dialect's deltas of one type: the envelope and delta type it was
+        # made for, the chunk's bytes around the value, and the choice's open kind after
+        # it (None: tool input). See ChatEncoder._fast_entry.
+        self.fast: tuple[Any, type, bytes, bytes, str | None] | None = None
 
 
 class ChatEncoder(FoldsUsage, DialectEncoder):
@@ -255,22 +259,53 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
         """Another dialect's delta as its own chunk (the delta branches of
         :meth:`_foreign`, for a choice whose first chunk went out)."""
         block = self._blocks.get(event.index)
-        env = self._foreign_env
-        if block is None or block.lost or env is None or block.candidate not in self._role_sent:
+        if block is None:
             return None
         kind = type(event)
+        fast = block.fast
+        if fast is None or fast[0] is not self._foreign_env or fast[1] is not kind:
+            fast = block.fast = self._fast_entry(block, kind, event.index)
+            if fast is None:
+                return None
+        try:
+            value = ENCODER.encode(event.delta)
+        except Exception:  # not encodable: the general path says how it fails
+            return None
+        open_kind = fast[4]
+        if open_kind is None:
+            self._open_kind[block.candidate] = None
+            block.has_args = True
+        elif event.delta:
+            block.written = True
+            self._open_kind[block.candidate] = open_kind
+        return fast[2] + value + fast[3]
+
+    def _fast_entry(
+        self, block: _Block, kind: type, index: int
+    ) -> tuple[Any, type, bytes, bytes, str | None] | None:
+        """:attr:`_Block.fast` for deltas of type ``kind``, or None when they take the
+        general path. What it checks stays true once true (a block's kind and loss, a
+        choice whose role went out, a reasoning carrier recorded), except the envelope,
+        which the entry names."""
+        env = self._foreign_env
+        if block.lost or env is None or block.candidate not in self._role_sent:
+            return None
         candidate = block.candidate
         key: Any
+        open_kind: str | None
         if kind is ToolInputDelta or block.kind == "tool_call":
             key = block.tool_index
             if type(key) is not int:
                 return None
+            open_kind = None
         elif kind is ReasoningDelta or block.kind == "reasoning":
-            if not self.quirks.reasoning_native and event.index not in self._reasoning_noted:
+            if not self.quirks.reasoning_native and index not in self._reasoning_noted:
                 return None  # the first one records the carrier
             key = "reasoning_content"
+            open_kind = "reasoning"
         else:
             key = "refusal" if block.kind == "refusal" else "content"
+            open_kind = block.kind
         if self._templates_env is not env:
             self._templates.clear()
             self._templates_env = env
@@ -281,17 +316,7 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
             template = self._templates[tkey] = self._foreign_template(env, candidate, key)
         if template is None:
             return None
-        try:
-            value = ENCODER.encode(event.delta)
-        except Exception:  # not encodable: the general path says how it fails
-            return None
-        if type(key) is int:
-            self._open_kind[candidate] = None
-            block.has_args = True
-        elif event.delta:
-            block.written = True
-            self._open_kind[candidate] = "reasoning" if key == "reasoning_content" else block.kind
-        return template[0] + value + template[1]
+        return env, kind, template[0], template[1], open_kind
 
     def _foreign_template(
         self, env: dict[str, Any], candidate: int, key: Any
