@@ -139,9 +139,10 @@ class Encoder(FoldsUsage, DialectEncoder):
         self._last_code_id: str | None = None
         self._code_names: dict[int, str] = {}  # code step index -> foreign tool name
         self._fast = True  # the byte-template delta path (False: always the general path)
-        # (unified index, delta type) -> (its block, the step.delta bytes before the
-        # value, the bytes after it up to the event id)
-        self._heads: dict[tuple[int, bool], tuple[_Block, bytes, bytes]] = {}
+        # unified index -> (its block, whether the template is a text delta's, the
+        # step.delta bytes before the value, those after it up to the event id, and
+        # those after it with the event id of another dialect's stream to format in)
+        self._heads: dict[int, tuple[_Block, bool, bytes, bytes, bytes]] = {}
 
     # -- fast path -------------------------------------------------------------------------
 
@@ -174,28 +175,32 @@ class Encoder(FoldsUsage, DialectEncoder):
         if block is None or block.buffer is not None:
             return None
         text = type(event) is TextDelta
-        key = (index, text)
-        cached = self._heads.get(key)
+        cached = self._heads.get(index)
         try:
-            if cached is None or cached[0] is not block:
+            if cached is None or cached[0] is not block or cached[1] is not text:
                 name = b"content.delta" if self._legacy else b"step.delta"
-                cached = self._heads[key] = (
+                after = b',"type":%b},"event_type":"%b"' % (
+                    b'"text"' if text else b'"arguments_delta"',
+                    name,
+                )
+                cached = self._heads[index] = (
                     block,
+                    text,
                     b'event: %b\ndata: {"index":%b,"delta":{%b:'
                     % (name, _JSON(block.provider), b'"text"' if text else b'"arguments"'),
-                    b',"type":%b},"event_type":"%b"'
-                    % (b'"text"' if text else b'"arguments_delta"', name),
+                    after,
+                    after + b',"event_id":"evt_%06d"}\n\n',
                 )
             value = _JSON(event.delta)
             if native:
                 cursor = event.cursor
                 tail = b"}\n\n" if cursor is None else b',"event_id":%b}\n\n' % _JSON(cursor)
-            else:
-                tail = b',"event_id":"evt_%06d"}\n\n' % self._next_event
-                self._next_event += 1
+                return cached[2] + value + cached[3] + tail
+            data = cached[2] + value + cached[4] % self._next_event
+            self._next_event += 1
         except Exception:  # not encodable: the general path says how it fails
             return None
-        return cached[1] + value + cached[2] + tail
+        return data
 
     # -- helpers ---------------------------------------------------------------------------
 
