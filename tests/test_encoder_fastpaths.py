@@ -409,6 +409,27 @@ def test_templates_follow_the_schema(target: str) -> None:
     _same(target, events)
 
 
+@pytest.mark.parametrize(
+    ("target", "source"),
+    [(t, s) for t in TARGETS for s in ("openai_chat", "gemini_generate", "openai_responses")],
+)
+def test_templates_follow_the_delta_type(target: str, source: str) -> None:
+    """A block's template is for one type of delta: text, tool input and reasoning
+    deltas taking turns on one block, each after one of its own, are each written as
+    the general path writes them."""
+    events: list[Event] = [
+        StreamStart(dialect=source, id="id", model="m"),
+        BlockStart(index=0, kind="text"),
+        BlockStart(index=1, kind="tool_call", name="get", id="call_1"),
+        BlockStart(index=2, kind="reasoning"),
+    ]
+    for index in (0, 1, 2):
+        for kind in (TextDelta, ToolInputDelta, ReasoningDelta, TextDelta, ToolInputDelta):
+            events += [kind(index=index, delta="{"), kind(index=index, delta='"a"')]
+    events.append(Finish(status="completed", reason=FinishReason(unified="stop")))
+    _same(target, events)
+
+
 _COUNT = st.sampled_from([None, None, 0, 1, 7, 812])
 _USAGE = st.builds(
     Usage,
