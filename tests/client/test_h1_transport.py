@@ -732,3 +732,44 @@ def test_chunked_bodies_in_any_split(
         assert len(parser._pending) <= max(len(t) for t in [b"ffff;n=v\r", *trailers])
     assert b"".join(out) == b"".join(chunks)
     assert parser._ended
+
+
+class _PausingTransport:
+    """What a connection's flow control calls on its transport, counted."""
+
+    def __init__(self) -> None:
+        self.pauses = 0
+        self.resumes = 0
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def pause_reading(self) -> None:
+        self.pauses += 1
+
+    def resume_reading(self) -> None:
+        self.resumes += 1
+
+
+def test_reading_pauses_past_the_read_ahead_bound_until_the_reader_takes_it() -> None:
+    """What the socket delivers while the reader is behind is bounded: once more than
+    ``_HIGH_WATER`` bytes wait, reading pauses (once), and the next read takes them all
+    and resumes it."""
+
+    class _Pool:
+        _quickack = False
+
+    connection = _h1._Connection(_Pool(), ("http", "upstream", 80))  # type: ignore[arg-type]
+    transport = _PausingTransport()
+    connection.connection_made(transport)  # type: ignore[arg-type]
+    piece = b"x" * 4096
+    for _ in range(_h1._HIGH_WATER // len(piece)):
+        connection.data_received(piece)
+    assert transport.pauses == 0  # exactly at the bound
+    connection.data_received(b"y")
+    connection.data_received(piece)  # a socket read already under way
+    assert (transport.pauses, transport.resumes) == (1, 0)
+    data = asyncio.run(connection.read(None))
+    assert data == piece * (_h1._HIGH_WATER // len(piece)) + b"y" + piece
+    assert (transport.pauses, transport.resumes) == (1, 1)
+    assert connection.size == 0

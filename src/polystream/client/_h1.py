@@ -36,8 +36,13 @@ MAX_HEAD_BYTES: Final = 64 * 1024
 """Largest response head (status line and headers) accepted."""
 MAX_LINE_BYTES: Final = 16 * 1024
 """Largest chunk-size line, or trailer line, of a chunked body."""
-_HIGH_WATER: Final = 256 * 1024
-"""Bytes buffered from the socket before reading pauses (until the body is read)."""
+_HIGH_WATER: Final = 64 * 1024
+"""Bytes buffered from the socket before reading pauses (until the body is read).
+
+A reader that falls behind the socket (a gateway writing each batch to a journal)
+holds this, plus the socket read under way (asyncio reads up to 256 KiB at once) and
+the joined copy its next read makes: this bound is most of a pass-through stream's
+memory (see docs/performance.md, the gateway's memory)."""
 _DRAIN_BYTES: Final = 64 * 1024
 _DRAIN_SECONDS: Final = 0.1
 
