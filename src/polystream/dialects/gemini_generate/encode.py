@@ -329,6 +329,7 @@ class GeminiGenerateEncoder(DialectEncoder):
             elif kind is TextDelta or kind is ReasoningDelta:
                 held = self._held
                 if held is None and not self._candidates and event.extra is None:
+                    # (_text_block, inlined: this runs on every chunk's text.)
                     block = self._blocks.get(event.index)  # type: ignore[union-attr,arg-type]
                     if block is not None:
                         thought = kind is ReasoningDelta or block.kind == "reasoning"
@@ -461,13 +462,10 @@ class GeminiGenerateEncoder(DialectEncoder):
         """This dialect's text part: what :meth:`_text` adds, without the dispatch."""
         if event.extra is not None:
             return False
-        block = self._blocks.get(event.index)
-        if block is None:
+        found = self._text_block(event)
+        if found is None:
             return False
-        thought = type(event) is ReasoningDelta or block.kind == "reasoning"
-        if not thought and block.kind != "text":
-            return False
-        self._add_text(block, event.delta, thought)
+        self._add_text(found[0], event.delta, found[1])
         return True
 
     def _held_template(
