@@ -120,8 +120,8 @@ class Encoder(FoldsUsage, DialectEncoder):
 
     def __init__(self) -> None:
         super().__init__()
-        self._native = True
-        self._source: str | None = DIALECT  # the stream's dialect (StreamStart)
+        self._native = False  # until a StreamStart says the stream is this dialect
+        self._source: str | None = None  # the stream's dialect (StreamStart)
         self._legacy = False
         self._interaction_id: str | None = None
         self._model: str | None = None
