@@ -440,6 +440,11 @@ class ResponsesEncoder(DialectEncoder):
         if found is None:
             return b""
         out = found[0]
+        if out.kind != "image":
+            # Binary data has an event only in an image generation item: written into
+            # any other item, the stream would not decode.
+            self.lose("data", event, f"Responses has no data delta for a {out.kind} item")
+            return b""
         n = self._partials.get(event.index, 0)
         self._partials[event.index] = n + 1
         return self._emit(
