@@ -273,6 +273,8 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
         return head + value + b"}}\n\n"
 
     def _encode(self, event: Event) -> bytes:
+        if self._error_sent:
+            return self._after_error(event)
         extra = event.extra
         parts: list[bytes] = []
         if self._pending is not None:
@@ -303,6 +305,20 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
         elif kind in (StatusUpdate, Warning, Raw):
             pass  # lifecycle words, decoding anomalies and raw views have no wire form
         return b"".join(parts)
+
+    def _after_error(self, event: Event) -> bytes:
+        """An event after the ``error`` event, which ends a Messages stream: nothing
+        more is written (a reader stops at the error, and the SDK raises there)."""
+        kind = type(event)
+        if kind is Finish:
+            if self._done:
+                raise LocalProtocolError("a second Finish", dialect=self.dialect)
+            self._done = True
+        elif kind not in (KeepAlive, StatusUpdate, Warning, Raw):
+            self.lose(
+                "after_error", event, "a Messages stream ends at its error event: nothing follows"
+            )
+        return b""
 
     def close(self) -> bytes:
         """End of the events: write whatever is still held back."""
@@ -860,6 +876,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
             self.lose("error:protocol", event, "a decoding error of the source has no wire form")
             return b""
         self._error_sent = True
+        self._fast = False  # what follows takes the general path, which writes nothing
         extra = event.extra if self._family else None
         if self._family and isinstance(info.raw, dict):
             inner: Any = info.raw
