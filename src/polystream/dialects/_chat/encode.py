@@ -870,6 +870,9 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
         if kind is Citation:
             assert isinstance(event, Citation)
             block = self._blocks.get(event.index) if event.index is not None else None
+            if block is not None and block.lost:
+                self.lose("citation", event, f"citation of a {block.kind} block, not carried")
+                return prefix
             self.lose("citation", event, "Chat annotations are url_citation only", carried=True)
             candidate = block.candidate if block is not None else 0
             items = []
