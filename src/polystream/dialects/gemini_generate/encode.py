@@ -166,6 +166,7 @@ class _Block:
         "index",
         "kind",
         "name",
+        "pending",
         "signature",
         "slot",
         "streamed",
@@ -181,6 +182,7 @@ class _Block:
         self.streamed = bool(start.extra and start.extra.get("streamed"))
         self.slot: _Part | None = None  # the part this block fills (same dialect)
         self.args: list[str] | None = None  # buffered tool input / code (other dialects)
+        self.pending: str | None = None  # this dialect's call arguments not yet JSON
         self.signature: str | None = None
         self.value = start.value  # whole tool input sent at the start (other dialects)
         self.image: DataDelta | None = None  # the latest refined partial image
@@ -679,7 +681,18 @@ class GeminiGenerateEncoder(DialectEncoder):
             )
         elif block.slot is not None and "functionCall" in block.slot.fields:
             if event.delta:
-                block.slot.fields["functionCall"]["args"] = _DECODE.decode(event.delta)
+                # This dialect's decoder gives a call's args whole, in one delta. Deltas
+                # made another way may be fragments: they are joined until they parse.
+                text = event.delta if block.pending is None else block.pending + event.delta
+                try:
+                    args = _DECODE.decode(text)
+                except msgspec.DecodeError:
+                    args = None
+                if isinstance(args, dict):
+                    block.slot.fields["functionCall"]["args"] = args
+                    block.pending = None
+                else:
+                    block.pending = text
         elif block.args is not None:
             block.args.append(event.delta)
 
@@ -762,6 +775,12 @@ class GeminiGenerateEncoder(DialectEncoder):
             # The last refinement of a partial image is the image.
             image, block.image = block.image, None
             self._data(msgspec.structs.replace(image, replace=False))
+        if block.pending is not None:
+            # As for another dialect's call below: never a call without its arguments.
+            block.pending = None
+            self.lose("tool_call.arguments", event, "arguments are not a JSON object")
+            assert block.slot is not None
+            block.slot.fields["functionCall"]["willContinue"] = True
         if block.args is None:
             return
         self._buffering -= 1
