@@ -1,0 +1,340 @@
+"""Every encoder writes a stream its own dialect's strict decoder reads, whatever
+well-formed unified stream it is given.
+
+The streams are generated: any source dialect (or none: no StreamStart, and maybe an
+unknown event first), blocks of every kind opened and closed in any order, each delta
+type on any open block (a data delta on a text block, a citation on a block the target
+cannot carry), usage updates, keep-alives, metadata, errors of any kind at any point,
+and a Finish of any status (or none). What a target cannot carry must be reported as a
+loss, never written as something its readers reject. Where one case broke a target, it
+has its own test below, with the bytes it must write.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from polystream import StreamDecoder
+from polystream.dialects import DIALECTS, get_dialect
+from polystream.events import (
+    BlockEnd,
+    BlockKind,
+    BlockStart,
+    Citation,
+    DataDelta,
+    ErrorEvent,
+    ErrorInfo,
+    Event,
+    Finish,
+    FinishReason,
+    KeepAlive,
+    Metadata,
+    ReasoningDelta,
+    SignatureDelta,
+    StatusUpdate,
+    StreamStart,
+    TextDelta,
+    ToolInputDelta,
+    Unknown,
+    Usage,
+    UsageUpdate,
+)
+
+TARGETS = [*DIALECTS, "gemini_generate:json_array"]
+KINDS: list[BlockKind] = [
+    "text",
+    "reasoning",
+    "tool_call",
+    "server_tool_call",
+    "server_tool_result",
+    "image",
+    "audio",
+    "refusal",
+    "compaction",
+    "code",
+    "code_result",
+    "other",
+]
+SOURCES = [
+    "openai_responses",
+    "openai_chat",
+    "anthropic_messages",
+    "gemini_generate",
+    "gemini_interactions",
+    "xai_responses",
+]
+TEXTS = ["hi", " there", "é\u2028", '"q"', "\\", "line\n", "", "{}", "\x00"]
+CITATION = {"type": "url_citation", "url": "https://e.example", "title": "t"}
+STOP = FinishReason(unified="stop", raw=None)
+BOOM = ErrorInfo(kind="server", message="boom")
+
+
+def _options(target: str) -> dict[str, Any]:
+    framing = target.partition(":")[2]
+    return {"framing": framing} if framing else {}
+
+
+def _encode(target: str, events: list[Event]) -> tuple[bytes, Any]:
+    name = target.partition(":")[0]
+    encoder = get_dialect(name).encoder(**_options(target))
+    out = b"".join(encoder.encode(event) for event in events) + encoder.close()
+    return out, encoder
+
+
+def _decode(target: str, data: bytes) -> list[Event]:
+    decoder = StreamDecoder(target.partition(":")[0], strict=True, **_options(target))
+    return decoder.feed(data) + decoder.close()
+
+
+def _stream(rng: random.Random) -> list[Event]:
+    """A well-formed unified stream (block indexes in order, deltas only on open
+    blocks, at most one Finish, last), built from ``rng``."""
+    events: list[Event] = []
+    if rng.random() < 0.95:
+        source = rng.choice(SOURCES)
+        events.append(StreamStart(dialect=source, id=rng.choice(["r1", None]), model="m"))
+    elif rng.random() < 0.5:
+        # A source whose first event did not parse: an event of no known dialect. (After
+        # a StreamStart of its own dialect, a target passes unknown events through.)
+        events.append(Unknown(name="message_start", data='{"typ":"message_start"}'))
+    opened: list[tuple[int, BlockKind]] = []
+    index = 0
+    for _ in range(rng.randint(0, 25)):
+        roll = rng.random()
+        if roll < 0.15 and index < 8:
+            kind = rng.choice(KINDS)
+            name = {"tool_call": "get_weather", "server_tool_call": "web_search"}.get(kind)
+            events.append(
+                BlockStart(
+                    index=index,
+                    kind=kind,
+                    id=rng.choice([None, f"id{index}"]),
+                    call_id=rng.choice([None, f"call{index}"]),
+                    name="thing" if kind == "other" else name,
+                    candidate=0 if rng.random() < 0.9 else 1,
+                )
+            )
+            opened.append((index, kind))
+            index += 1
+        elif roll < 0.6 and opened:
+            at, kind = rng.choice(opened)
+            pick = rng.random()
+            if kind in ("image", "audio") or pick < 0.08:
+                events.append(
+                    DataDelta(
+                        index=at,
+                        delta="QUJDREVGR0g=",
+                        mime_type=rng.choice([None, "image/png", "audio/pcm"]),
+                        replace=rng.random() < 0.2,
+                    )
+                )
+            elif kind in ("tool_call", "server_tool_call", "code") and pick < 0.7:
+                events.append(ToolInputDelta(index=at, delta=rng.choice(['{"a":', "1}", ""])))
+            elif kind == "reasoning" and pick < 0.5:
+                events.append(ReasoningDelta(index=at, delta=rng.choice(TEXTS)))
+            elif pick < 0.8:
+                events.append(TextDelta(index=at, delta=rng.choice(TEXTS)))
+            elif pick < 0.9:
+                events.append(SignatureDelta(index=at, delta="c2lnbmF0dXJl"))
+            else:
+                events.append(Citation(index=at, citation=dict(CITATION)))
+        elif roll < 0.7 and opened:
+            at, _ = opened.pop(rng.randrange(len(opened)))
+            events.append(BlockEnd(index=at))
+        elif roll < 0.78:
+            usage = Usage(input_tokens=rng.randint(0, 9), output_tokens=rng.randint(0, 9))
+            events.append(UsageUpdate(usage=usage))
+        elif roll < 0.8:
+            events.append(KeepAlive(comment="k"))
+        elif roll < 0.82:
+            events.append(Metadata(name="grounding", value={"a": 1}))
+        elif roll < 0.84:
+            events.append(Citation(index=None, citation=dict(CITATION)))
+        elif roll < 0.86:
+            kind_of_error = rng.choice(["server", "overloaded", "rate_limit", "protocol"])
+            events.append(ErrorEvent(error=ErrorInfo(kind=kind_of_error, message="boom")))
+        elif roll < 0.88:
+            events.append(StatusUpdate(status="in_progress"))
+    if rng.random() < 0.7:
+        events.extend(BlockEnd(index=at) for at, _ in opened)
+    if rng.random() < 0.97:
+        status = rng.choice(["completed", "incomplete", "failed", "truncated"])
+        reason = rng.choice(
+            ["stop", "length", "tool_calls", "content_filter", "refusal", "pause", "error"]
+        )
+        events.append(
+            Finish(
+                status=status,  # type: ignore[arg-type]
+                reason=FinishReason(unified=reason, raw=None),  # type: ignore[arg-type]
+                error=BOOM if status in ("failed", "truncated") else None,
+                usage=rng.choice([None, Usage(input_tokens=3, output_tokens=4)]),
+            )
+        )
+    return events
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rng=st.randoms(use_true_random=False))
+def test_every_target_reads_back_what_its_encoder_wrote(rng: random.Random) -> None:
+    events = _stream(rng)
+    for target in TARGETS:
+        out, _ = _encode(target, events)
+        decoded = _decode(target, out)
+        assert [type(event) for event in decoded].count(Finish) == 1, target
+        assert type(decoded[-1]) is Finish, target
+
+
+def test_interactions_writes_no_event_of_another_dialect_before_its_stream_start() -> None:
+    # A stream whose first event did not parse (tolerant decoding of a broken
+    # message_start): the Interactions encoder does not know the stream's dialect yet,
+    # so an unknown event is another dialect's until a StreamStart says otherwise.
+    events: list[Event] = [
+        Unknown(name="message_start", data='{"typ":"message_start"}'),
+        Finish(status="truncated", reason=FinishReason(unified="error"), error=BOOM),
+    ]
+    out, encoder = _encode("gemini_interactions", events)
+    assert b"message_start" not in out
+    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [("event:unknown", 0)]
+    assert type(_decode("gemini_interactions", out)[-1]) is Finish
+
+
+def test_interactions_passes_its_own_unknown_events_through() -> None:
+    events: list[Event] = [
+        StreamStart(dialect="gemini_interactions", id="v1_x", model="m"),
+        Unknown(name="interaction.future", data='{"event_type":"interaction.future"}'),
+    ]
+    out, encoder = _encode("gemini_interactions", events)
+    assert out.endswith(b'event: interaction.future\ndata: {"event_type":"interaction.future"}\n\n')
+    assert encoder.losses == []
+
+
+@pytest.mark.parametrize("target", ["openai_responses", "xai_responses"])
+def test_responses_writes_data_only_into_an_image_generation_item(target: str) -> None:
+    # Audio data on a text block (what a tolerant Interactions decode of a broken step
+    # gave): a partial image of a message item would not decode.
+    events: list[Event] = [
+        StreamStart(dialect="gemini_interactions", id="v1_x", model="m"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="hi"),
+        DataDelta(index=0, delta="QUJD", mime_type="audio/l16"),
+        BlockEnd(index=0),
+        Finish(status="completed", reason=STOP),
+    ]
+    out, encoder = _encode(target, events)
+    assert b"partial_image" not in out
+    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [("data", 3)]
+    decoder = StreamDecoder(target, strict=True)
+    decoder.feed(out)
+    decoder.close()
+    assert decoder.result().text == "hi"
+
+
+def test_responses_still_writes_partial_images() -> None:
+    events: list[Event] = [
+        StreamStart(dialect="anthropic_messages", id="r", model="m"),
+        BlockStart(index=0, kind="image", id="ig_1"),
+        DataDelta(index=0, delta="QUJD", mime_type="image/png", replace=True),
+    ]
+    out, encoder = _encode("openai_responses", events)
+    assert b"event: response.image_generation_call.partial_image\n" in out
+    assert b'"output_index":0,"partial_image_index":0,"partial_image_b64":"QUJD"}' in out
+    assert encoder.losses == []
+
+
+@pytest.mark.parametrize("target", ["anthropic_messages", "xai_messages"])
+def test_messages_writes_nothing_after_the_error_event(target: str) -> None:
+    # ``error`` ends a Messages stream: a reader stops there (the SDK raises), and a
+    # strict decoder rejects anything after it.
+    events: list[Event] = [
+        ErrorEvent(error=BOOM),
+        TextDelta(index=0, delta="late"),
+        Finish(status="failed", reason=FinishReason(unified="error"), error=BOOM),
+    ]
+    out, encoder = _encode(target, events)
+    assert out == (
+        b'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"boom"}}\n\n'
+    )
+    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [("after_error", 1)]
+    decoder = StreamDecoder(target, strict=True)
+    decoder.feed(out)
+    decoder.close()
+    assert decoder.result().status == "failed"
+
+
+def test_messages_after_the_error_event_a_second_finish_is_still_refused() -> None:
+    from polystream.errors import LocalProtocolError
+
+    encoder = get_dialect("anthropic_messages").encoder()
+    encoder.encode(StreamStart(dialect="openai_chat", id="c", model="m"))
+    encoder.encode(ErrorEvent(error=BOOM))
+    failed = Finish(status="failed", reason=FinishReason(unified="error"), error=BOOM)
+    assert encoder.encode(failed) == b""
+    with pytest.raises(LocalProtocolError, match="a second Finish"):
+        encoder.encode(failed)
+
+
+@pytest.mark.parametrize("target", ["openai_chat", "xai_chat"])
+def test_chat_does_not_carry_a_citation_of_a_block_it_dropped(target: str) -> None:
+    # An ``other`` block has no Chat form: its citation would need a carried start
+    # entry for a kind the carrier has no entry for.
+    events: list[Event] = [
+        StreamStart(dialect="gemini_interactions", id="v1_x", model="m"),
+        BlockStart(index=0, kind="other", name="future_step"),
+        TextDelta(index=0, delta="dropped"),
+        Citation(index=0, citation=dict(CITATION)),
+        BlockEnd(index=0),
+        Finish(status="completed", reason=STOP),
+    ]
+    out, encoder = _encode(target, events)
+    assert b'"type":"start"' not in out
+    assert b"url_citation" not in out
+    assert [(loss.what, loss.event_index, loss.carried) for loss in encoder.losses] == [
+        ("block:other", 1, False),
+        ("citation", 3, False),
+    ]
+    assert type(_decode(target, out)[-1]) is Finish
+
+
+@pytest.mark.parametrize("framing", ["sse", "json_array"])
+def test_gemini_joins_its_own_call_arguments_given_in_fragments(framing: str) -> None:
+    # This dialect's decoder gives a call's args in one delta; fragments (events made
+    # another way) are joined until they parse, and never raise a JSON error.
+    events: list[Event] = [
+        StreamStart(dialect="gemini_generate", id="r", model="m"),
+        BlockStart(index=0, kind="tool_call", name="get_weather"),
+        ToolInputDelta(index=0, delta='{"city":'),
+        ToolInputDelta(index=0, delta='"Paris"}'),
+        BlockEnd(index=0),
+        Finish(status="completed", reason=FinishReason(unified="tool_calls", raw="STOP")),
+    ]
+    out, encoder = _encode(f"gemini_generate:{framing}", events)
+    assert encoder.losses == []
+    decoder = StreamDecoder("gemini_generate", strict=True, framing=framing)
+    decoder.feed(out)
+    decoder.close()
+    result = decoder.result()
+    assert [(call.name, call.arguments) for call in result.tool_calls] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+
+
+def test_gemini_writes_its_own_call_with_arguments_that_never_parse_as_unfinished() -> None:
+    events: list[Event] = [
+        StreamStart(dialect="gemini_generate", id="r", model="m"),
+        BlockStart(index=0, kind="tool_call", name="get_weather"),
+        ToolInputDelta(index=0, delta='{"city":'),
+        BlockEnd(index=0),
+        Finish(status="completed", reason=FinishReason(unified="tool_calls", raw="STOP")),
+    ]
+    out, encoder = _encode("gemini_generate", events)
+    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [
+        ("tool_call.arguments", 3)
+    ]
+    assert b'"functionCall": {"name": "get_weather","willContinue": true}' in out
+    decoded = _decode("gemini_generate", out)
+    assert type(decoded[-1]) is Finish
