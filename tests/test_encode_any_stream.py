@@ -338,3 +338,54 @@ def test_gemini_writes_its_own_call_with_arguments_that_never_parse_as_unfinishe
     assert b'"functionCall": {"name": "get_weather","willContinue": true}' in out
     decoded = _decode("gemini_generate", out)
     assert type(decoded[-1]) is Finish
+
+
+@pytest.mark.parametrize("target", ["openai_chat", "xai_chat"])
+def test_chat_opens_choices_in_index_order(target: str) -> None:
+    # Gemini's second candidate may have output before the first: its chunk would be
+    # the first of the stream, and the openai SDK's accumulator fails on a choice whose
+    # lower indexes it has not seen (IndexError). Choice 0 is opened first.
+    events: list[Event] = [
+        StreamStart(dialect="gemini_generate", id="r", model="m"),
+        BlockStart(index=0, kind="text", candidate=1),
+        TextDelta(index=0, delta="second"),
+        BlockStart(index=1, kind="text", candidate=0),
+        TextDelta(index=1, delta="first"),
+        BlockEnd(index=0),
+        BlockEnd(index=1),
+        Finish(status="completed", reason=FinishReason(unified="stop", raw="STOP")),
+    ]
+    encoder = get_dialect(target).encoder(id_factory=lambda: "chatcmpl-1")
+    out = b"".join(encoder.encode(event) for event in events) + encoder.close()
+    chunks = [line for line in out.split(b"\n\n") if line.startswith(b"data: {")]
+    assert chunks[0].endswith(
+        b'"choices":[{"index":0,"delta":{"role":"assistant"}%s}]}'
+        % (b',"logprobs":null,"finish_reason":null' if target == "openai_chat" else b"")
+    )
+    assert b'"index":1,"delta":{"role":"assistant","content":"second"}' in chunks[1]
+    decoder = StreamDecoder(target, strict=True)
+    decoder.feed(out)
+    decoder.close()
+    result = decoder.result()
+    assert [(b.candidate, b.text) for b in result.blocks] == [(1, "second"), (0, "first")]
+
+    import httpx2
+    import openai
+
+    def serve(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=out)
+
+    client = openai.OpenAI(
+        api_key="x",
+        base_url="http://test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(serve)),
+        max_retries=0,
+    )
+    with client.chat.completions.stream(
+        model="m", messages=[{"role": "user", "content": "x"}], n=2
+    ) as stream:
+        completion = stream.get_final_completion()
+    assert [(c.index, c.message.content) for c in completion.choices] == [
+        (0, "first"),
+        (1, "second"),
+    ]

@@ -744,7 +744,15 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
     def _chunk(
         self, candidate: int, delta: dict[str, Any], finish_reason: str | None = None
     ) -> bytes:
+        earlier = b""
         if candidate not in self._role_sent:
+            if candidate > 0:
+                # Choices first appear in index order, as in OpenAI's streams: the openai
+                # SDK's accumulator fails on a choice whose lower indexes it has not seen
+                # (another dialect's candidate 1 may have output before candidate 0).
+                earlier = b"".join(
+                    [self._chunk(c, {}) for c in range(candidate) if c not in self._role_sent]
+                )
             self._role_sent.add(candidate)
             delta = {"role": "assistant", **delta}
         if candidate not in self._candidates:
@@ -755,7 +763,7 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
         if finish_reason is not None:
             entry["finish_reason"] = finish_reason
         chunk["choices"] = [entry]
-        return self._write(chunk)
+        return earlier + self._write(chunk)
 
     def _foreign(self, event: Event) -> bytes:
         kind = type(event)
