@@ -66,6 +66,7 @@ from polystream.errors import (
     RemoteProtocolError,
     StreamTruncated,
 )
+from polystream.wire._pieces import PIECES, join_recent
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -166,6 +167,7 @@ class JSONArrayDecoder:
         "_max_size",
         "_offset",
         "_parts",
+        "_parts_joined",
         "_parts_size",
         "_pending_escape",
         "_seen_any",
@@ -190,6 +192,7 @@ class JSONArrayDecoder:
         self._offset = 0  # absolute offset of the next byte to scan
         self._head = b""  # a possible partial BOM before the array, held back
         self._parts: list[bytes] = []  # pieces of the element in progress
+        self._parts_joined = 0  # how many _parts items are joins (wire._pieces)
         self._parts_size = 0
         self._elem_start = 0
         self._stack = bytearray()  # open brackets of the element in progress
@@ -291,6 +294,7 @@ class JSONArrayDecoder:
         except RemoteProtocolError as exc:
             self._failed = exc
             self._parts = []
+            self._parts_joined = 0
             if not out:
                 raise
         return out
@@ -421,6 +425,7 @@ class JSONArrayDecoder:
     def _start_element(self, offset: int) -> None:
         self._elem_start = offset
         self._parts = []
+        self._parts_joined = 0
         self._parts_size = 0
         self._stack.clear()
         self._in_string = False
@@ -436,7 +441,10 @@ class JSONArrayDecoder:
                 event_index=self._count,
                 byte_offset=self._elem_start,
             )
-        self._parts.append(piece)
+        parts = self._parts
+        parts.append(piece)
+        if len(parts) - self._parts_joined >= PIECES:
+            self._parts_joined = join_recent(parts, self._parts_joined)
 
     def _emit(self, out: list[JSONElement]) -> None:
         parts = self._parts
@@ -444,6 +452,7 @@ class JSONArrayDecoder:
         out.append(JSONElement(data, self._elem_start, self._count))
         self._count += 1
         self._parts = []
+        self._parts_joined = 0
         self._parts_size = 0
         self._state = _AFTER
 
@@ -566,6 +575,7 @@ class JSONArrayDecoder:
                 out.append(JSONElement(element, self._elem_start, self._count))
             self._count += 1
             self._parts = []
+            self._parts_joined = 0
             self._parts_size = 0
             self._stack.clear()
             self._in_string = False

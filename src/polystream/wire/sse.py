@@ -38,6 +38,7 @@ from typing import Final, TypeAlias
 import msgspec
 
 from polystream.errors import BufferLimitExceeded, LocalProtocolError, StreamTruncated
+from polystream.wire._pieces import PIECES, join_recent
 
 __all__ = [
     "DEFAULT_MAX_EVENT_SIZE",
@@ -118,6 +119,7 @@ class SSEDecoder:
         "_closed",
         "_count",
         "_data",
+        "_data_joined",
         "_data_size",
         "_event_start",
         "_event_type",
@@ -131,6 +133,7 @@ class SSEDecoder:
         "_retry",
         "_skip_lf",
         "_tail",
+        "_tail_joined",
         "_tail_size",
         "_tail_start",
     )
@@ -152,10 +155,12 @@ class SSEDecoder:
         self._bom_buffer = b""
         self._skip_lf = False  # a CR ended the previous chunk: drop an LF that follows
         self._tail: list[bytes] = []  # pieces of an unterminated line
+        self._tail_joined = 0  # how many _tail items are joins (wire._pieces)
         self._tail_size = 0
         self._tail_start = 0
         self._data: list[bytes] = []
         self._data_size = 0
+        self._data_joined = 0  # how many _data items are joins of lines (wire._pieces)
         self._event_type: str | None = None
         self._last_id: str | None = None
         self._retry: int | None = None
@@ -390,13 +395,17 @@ class SSEDecoder:
                 self._tail_size += len(piece)
                 if self._tail_size > self._max_line:
                     self._fail_line()
-                self._tail.append(piece)
+                tail = self._tail
+                tail.append(piece)
+                if len(tail) - self._tail_joined >= PIECES:
+                    self._tail_joined = join_recent(tail, self._tail_joined)
                 break
             if self._tail:
                 self._tail.append(data[start:end])
                 line = b"".join(self._tail)
                 line_start = self._tail_start
                 self._tail = []
+                self._tail_joined = 0
                 self._tail_size = 0
                 if len(line) > self._max_line:
                     self._fail_line()
@@ -436,6 +445,7 @@ class SSEDecoder:
             if line[:1] == b":" and self._event_start is None:
                 self._line(line, self._tail_start, out)
                 self._tail = []
+                self._tail_joined = 0
                 return out
             start = self._event_start if self._event_start is not None else self._tail_start
             raise StreamTruncated(
@@ -457,6 +467,7 @@ class SSEDecoder:
 
     def _fail_line(self) -> None:
         self._tail = []
+        self._tail_joined = 0
         self._failed = BufferLimitExceeded(
             f"line longer than max_line_size={self._max_line} bytes",
             dialect="sse",
@@ -710,6 +721,7 @@ class SSEDecoder:
             if value is not None:
                 self._data = [value]
                 self._data_size = len(value)
+                self._data_joined = 0
         return pos, crn, resume
 
     def _event_name(self, line: bytes) -> str | None:
@@ -757,8 +769,12 @@ class SSEDecoder:
                     byte_offset=self._event_start,
                 )
                 self._data = []
+                self._data_joined = 0
                 raise self._failed
-            self._data.append(value)
+            data = self._data
+            data.append(value)
+            if len(data) - self._data_joined >= PIECES:
+                self._data_joined = join_recent(data, self._data_joined, b"\n")
         elif name == b"event":
             self._event_type = value.decode("utf-8", "replace") or None
         elif name == b"id" and b"\x00" not in value:
@@ -788,6 +804,7 @@ class SSEDecoder:
             self._count += 1
             self._data = []
             self._data_size = 0
+            self._data_joined = 0
         # WHATWG: with an empty data buffer nothing is dispatched, but the event type
         # buffer is reset all the same.
         self._event_type = None
