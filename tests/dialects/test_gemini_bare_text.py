@@ -133,3 +133,43 @@ def test_bare_text_is_located_before_the_event_after_it() -> None:
     events, _ = _run(CASES["inside_empty_event"], [], strict=False)
     errors = [e["error"] for e in events if e["type"] == "error"]
     assert [(e["event_index"], e["byte_offset"]) for e in errors] == [(0, 3), (3, 28)]
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_bare_text_that_never_balances_is_bounded_by_the_event_limit(strict: bool) -> None:
+    # Bare lines are kept until their braces balance. Text that never balances (an
+    # opened object, then lines forever) must hit max_event_size like an SSE event,
+    # and the stream stays failed.
+    from polystream.errors import BufferLimitExceeded
+
+    decoder = get_dialect("gemini_generate").decoder(
+        framing="sse", strict=strict, max_event_size=4096
+    )
+    assert decoder.feed(FIRST) != []
+    start = len(FIRST)
+    fed = 0
+    with pytest.raises(BufferLimitExceeded) as info:
+        for _ in range(1000):
+            decoder.feed(b'{\n  "x": 1,\n')
+            fed += 12
+    assert fed < 4096
+    assert info.value.byte_offset == start
+    assert info.value.dialect == "gemini_generate"
+    assert "bare text larger than max_event_size=4096 bytes" in str(info.value)
+    with pytest.raises(BufferLimitExceeded):
+        decoder.feed(b"}\n")
+
+
+def test_a_bare_text_of_many_short_lines_reads_whole() -> None:
+    # Past the framers' join of many pieces (wire._pieces), the text is unchanged.
+    lines = b"".join(b'  "k%d": %d,\n' % (i, i) for i in range(3000))
+    body = FIRST + b'{"error": {\n' + lines + b'  "code": 503, "status": "UNAVAILABLE"}}\n'
+    whole = get_dialect("gemini_generate").decoder(framing="sse")
+    expected = [event_to_builtins(e) for e in whole.feed(body) + whole.close()]
+    trickled = get_dialect("gemini_generate").decoder(framing="sse")
+    events = []
+    for at in range(0, len(body), 7):
+        events += trickled.feed(body[at : at + 7])
+    events += trickled.close()
+    assert [event_to_builtins(e) for e in events] == expected
+    assert any(e["type"] == "error" for e in expected)

@@ -104,7 +104,7 @@ import msgspec
 
 from polystream.dialects._base import FramedDecoder, Framing
 from polystream.dialects._carrier import unwrap_base64
-from polystream.errors import RemoteProtocolError, StreamTruncated
+from polystream.errors import BufferLimitExceeded, RemoteProtocolError, StreamTruncated
 from polystream.events import (
     RETRYABLE_KINDS,
     BlockEnd,
@@ -127,6 +127,7 @@ from polystream.events import (
     Usage,
     UsageUpdate,
 )
+from polystream.wire._pieces import PIECES, join_recent
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
 from polystream.wire.sse import ServerSentEvent, SSEComment, SSEDecoder
 
@@ -612,6 +613,9 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._at_line_start = True
         self._line_bare = False
         self._bare_parts: list[bytes] = []
+        self._bare_joined = 0  # how many _bare_parts items are joins (wire._pieces)
+        self._bare_size = 0  # bytes in _bare_parts: at most max_event_size
+        self._bare_failed: BufferLimitExceeded | None = None
         self._bare_start: int | None = None
         self._bare_first: int | None = None
         self._bare_depth = 0
@@ -1144,6 +1148,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         until their braces balance (strings and escapes respected), as google-genai
         does in ``_RawJsonLineBuffer``.
         """
+        if self._bare_failed is not None:
+            raise self._bare_failed
         if not data:
             return
         if (
@@ -1172,7 +1178,22 @@ class GeminiGenerateDecoder(FramedDecoder):
             end = n if nl == -1 else nl + 1
             if self._line_bare:
                 piece = data[pos:end]
-                self._bare_parts.append(piece)
+                self._bare_size += len(piece)
+                if self._bare_size > self._max_event:
+                    # As for an SSE event: a bare text that never balances must not
+                    # hold memory without bound. The stream stays failed.
+                    self._bare_parts = []
+                    self._bare_joined = 0
+                    self._bare_failed = BufferLimitExceeded(
+                        f"bare text larger than max_event_size={self._max_event} bytes",
+                        dialect=self.dialect,
+                        byte_offset=self._bare_start,
+                    )
+                    raise self._bare_failed
+                parts = self._bare_parts
+                parts.append(piece)
+                if len(parts) - self._bare_joined >= PIECES:
+                    self._bare_joined = join_recent(parts, self._bare_joined)
                 self._count_braces(piece)
             if nl == -1:
                 return
@@ -1190,6 +1211,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         elif self._bare_first == self._bare_start:
             self._bare_first = None
         self._bare_parts = []
+        self._bare_joined = 0
+        self._bare_size = 0
         self._bare_start = None
         self._bare_depth = 0
         self._bare_in_string = False
