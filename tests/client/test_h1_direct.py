@@ -369,3 +369,32 @@ def test_streaming_calls_give_the_same_events_as_through_httpx(dialect: str, pat
     direct, through_httpx = _run(_answer(reply, pause=0.001), scenario)
     assert direct == through_httpx
     assert direct[0]
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_a_highly_compressed_reply_comes_in_bounded_pieces(coding: str) -> None:
+    # 16 MiB of one byte compress to about 16 KiB: read at once, it would be one
+    # 16 MiB piece. It comes in pieces of at most INFLATE_STEP, whole and in order.
+    from polystream.client._h1 import INFLATE_STEP
+
+    text = b"data: " + b"z" * (16 * 1024 * 1024) + b"\n\n"
+    data = zlib.compress(text, 9) if coding == "deflate" else gzip.compress(text, 9)
+    assert len(data) < 64 * 1024
+    reply = OK_HEAD + b"Content-Encoding: %s\r\nContent-Length: %d\r\n\r\n" % (
+        coding.encode(),
+        len(data),
+    )
+
+    async def scenario(server: _Server, client: DirectClient, _: Any) -> list[int]:
+        async with client.stream("GET", server.url, headers={}) as response:
+            sizes = []
+            pieces = []
+            async for chunk in response.aiter_bytes():
+                sizes.append(len(chunk))
+                pieces.append(chunk)
+            assert b"".join(pieces) == text
+            return sizes
+
+    sizes = _run(_answer([reply, data]), scenario)
+    assert max(sizes) <= INFLATE_STEP
+    assert sum(sizes) == len(text)

@@ -36,6 +36,9 @@ MAX_HEAD_BYTES: Final = 64 * 1024
 """Largest response head (status line and headers) accepted."""
 MAX_LINE_BYTES: Final = 16 * 1024
 """Largest chunk-size line, or trailer line, of a chunked body."""
+INFLATE_STEP: Final = 256 * 1024
+"""Most decompressed bytes a compressed reply gives at once (deflate inflates up to
+about 1,000 times: one 64 KiB read could otherwise become 64 MiB)."""
 _HIGH_WATER: Final = 64 * 1024
 """Bytes buffered from the socket before reading pauses (until the body is read).
 
@@ -942,9 +945,12 @@ class DirectReply:
             await body.aclose()
 
     def _decode(self, data: bytes, final: bool) -> bytes:
+        """At most :data:`INFLATE_STEP` bytes of the decompressed body; input left over
+        stays in the decoder's ``unconsumed_tail`` for the next call (so that a small,
+        highly compressed read never becomes one huge piece of memory)."""
         try:
-            out: bytes = self._decoder.decompress(data)
-            if final:
+            out: bytes = self._decoder.decompress(data, INFLATE_STEP)
+            if final and not self._decoder.unconsumed_tail:
                 out += self._decoder.flush()
         except zlib.error as exc:
             raise httpx.DecodingError(f"cannot decompress the body: {exc}") from None
@@ -966,11 +972,17 @@ class _BodyIterator:
 
     async def __anext__(self) -> bytes:
         reply = self._reply
+        decoder = reply._decoder
+        if decoder is not None and decoder.unconsumed_tail:
+            # What the last read left to decompress comes first, a step at a time.
+            data = reply._decode(decoder.unconsumed_tail, self._done)
+            if data:
+                return data
         while not self._done:
             body = reply._body
             assert body is not None
             data = await body._next()
-            if reply._decoder is None:
+            if decoder is None:
                 if data:
                     return data
                 self._done = True
