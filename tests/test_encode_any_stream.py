@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from polystream import StreamDecoder
+from polystream import Result, StreamDecoder
 from polystream.dialects import DIALECTS, get_dialect
 from polystream.events import (
     BlockEnd,
@@ -87,8 +87,21 @@ def _encode(target: str, events: list[Event]) -> tuple[bytes, Any]:
 
 
 def _decode(target: str, data: bytes) -> list[Event]:
-    decoder = StreamDecoder(target.partition(":")[0], strict=True, **_options(target))
-    return decoder.feed(data) + decoder.close()
+    return _decoder(target, data).events
+
+
+def _result(target: str, data: bytes) -> Result:
+    return _decoder(target, data).result()
+
+
+def _decoder(target: str, data: bytes) -> StreamDecoder:
+    """``data`` decoded whole, strictly, in the target's dialect (and framing)."""
+    decoder = StreamDecoder(
+        target.partition(":")[0], strict=True, keep_events=True, **_options(target)
+    )
+    decoder.feed(data)
+    decoder.close()
+    return decoder
 
 
 def _stream(rng: random.Random) -> list[Event]:
@@ -228,10 +241,7 @@ def test_responses_writes_data_only_into_an_image_generation_item(target: str) -
     out, encoder = _encode(target, events)
     assert b"partial_image" not in out
     assert [(loss.what, loss.event_index) for loss in encoder.losses] == [("data", 3)]
-    decoder = StreamDecoder(target, strict=True)
-    decoder.feed(out)
-    decoder.close()
-    assert decoder.result().text == "hi"
+    assert _result(target, out).text == "hi"
 
 
 def test_responses_still_writes_partial_images() -> None:
@@ -260,10 +270,7 @@ def test_messages_writes_nothing_after_the_error_event(target: str) -> None:
         b'event: error\ndata: {"type":"error","error":{"type":"api_error","message":"boom"}}\n\n'
     )
     assert [(loss.what, loss.event_index) for loss in encoder.losses] == [("after_error", 1)]
-    decoder = StreamDecoder(target, strict=True)
-    decoder.feed(out)
-    decoder.close()
-    assert decoder.result().status == "failed"
+    assert _result(target, out).status == "failed"
 
 
 def test_messages_after_the_error_event_a_second_finish_is_still_refused() -> None:
@@ -314,10 +321,7 @@ def test_gemini_joins_its_own_call_arguments_given_in_fragments(framing: str) ->
     ]
     out, encoder = _encode(f"gemini_generate:{framing}", events)
     assert encoder.losses == []
-    decoder = StreamDecoder("gemini_generate", strict=True, framing=framing)
-    decoder.feed(out)
-    decoder.close()
-    result = decoder.result()
+    result = _result(f"gemini_generate:{framing}", out)
     assert [(call.name, call.arguments) for call in result.tool_calls] == [
         ("get_weather", {"city": "Paris"})
     ]
@@ -363,10 +367,7 @@ def test_chat_opens_choices_in_index_order(target: str) -> None:
         % (b',"logprobs":null,"finish_reason":null' if target == "openai_chat" else b"")
     )
     assert b'"index":1,"delta":{"role":"assistant","content":"second"}' in chunks[1]
-    decoder = StreamDecoder(target, strict=True)
-    decoder.feed(out)
-    decoder.close()
-    result = decoder.result()
+    result = _result(target, out)
     assert [(b.candidate, b.text) for b in result.blocks] == [(1, "second"), (0, "first")]
 
     import httpx2

@@ -183,6 +183,19 @@ def traced_peak(feed: Callable[[], Any]) -> tuple[Any, int]:
     return result, peak
 
 
+def sse_frames(pieces: list[bytes], end: bytes) -> tuple[list[Any], int]:
+    """What one SSEDecoder gives for ``end`` after ``pieces`` (which complete nothing),
+    and the peak of Python allocations while it ran."""
+
+    def feed() -> list[Any]:
+        decoder = SSEDecoder()
+        for piece in pieces:
+            assert decoder.feed(piece) == []
+        return decoder.feed(end)
+
+    return traced_peak(feed)
+
+
 def test_sse_event_of_many_short_lines_keeps_memory_near_its_size() -> None:
     # Each short data line is an object and a reference: kept apart, 100,000 of them
     # would take about 45 bytes each for 3 bytes of data (4.5 MB for 0.3 MB).
@@ -190,14 +203,7 @@ def test_sse_event_of_many_short_lines_keeps_memory_near_its_size() -> None:
     body = b"".join(b"data: %02d\n" % (i % 100) for i in range(lines))
     expected = "\n".join(f"{i % 100:02d}" for i in range(lines))
     pieces = [body[at : at + 65536] for at in range(0, len(body), 65536)]
-
-    def feed() -> list[Any]:
-        decoder = SSEDecoder()
-        for piece in pieces:
-            assert decoder.feed(piece) == []
-        return decoder.feed(b"\n")
-
-    frames, peak = traced_peak(feed)
+    frames, peak = sse_frames(pieces, b"\n")
     assert [frame.data for frame in frames] == [expected]
     assert peak < 4 * len(expected)
 
@@ -206,14 +212,7 @@ def test_sse_line_trickled_in_small_chunks_keeps_memory_near_its_size() -> None:
     value = bytes(97 + i % 26 for i in range(256 * 1024))
     body = b"data: " + value
     pieces = [body[at : at + 4] for at in range(0, len(body), 4)]  # distinct objects
-
-    def feed() -> list[Any]:
-        decoder = SSEDecoder()
-        for piece in pieces:
-            assert decoder.feed(piece) == []
-        return decoder.feed(b"\n\n")
-
-    frames, peak = traced_peak(feed)
+    frames, peak = sse_frames(pieces, b"\n\n")
     assert [frame.data for frame in frames] == [value.decode()]
     assert peak < 4 * len(value)
 
