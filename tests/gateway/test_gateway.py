@@ -277,6 +277,19 @@ def test_malformed_and_untranslatable_requests_are_400(stack: Callable[..., Any]
         json={"model": "claude-x", "messages": []},
     )
     assert missing.status_code == 400 and "max_tokens" in missing.json()["error"]["message"]
+    # A value of the wrong type deep in the body: a 400 naming it, not a server error.
+    wrong_type = httpx.post(
+        gateway.base_url + "/anthropic/v1/messages",
+        headers=headers,
+        json={
+            "model": "claude-x",
+            "max_tokens": 10,
+            "messages": [{"role": "user", "content": "x"}],
+            "thinking": {"type": "enabled", "budget_tokens": {"n": 1}},
+        },
+    )
+    assert wrong_type.status_code == 400
+    assert "reasoning.budget_tokens" in wrong_type.json()["error"]["message"]
     unknown = httpx.post(gateway.base_url + "/anthropic/v1/nothing", headers=headers, json={})
     assert unknown.status_code == 404
 

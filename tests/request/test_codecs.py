@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from polystream.request import (
     ImagePart,
@@ -225,6 +230,73 @@ def test_responses_refuses_stop_sequences() -> None:
             },
             "messages[0].tool_calls[0].function.arguments",
         ),
+        # Values of the wrong type where a list, an object or a string is read.
+        ("openai_chat", {"model": "m", "messages": [], "tools": 1}, "tools"),
+        (
+            "openai_chat",
+            {"model": "m", "messages": [{"role": "assistant", "tool_calls": True}]},
+            "messages[0].tool_calls",
+        ),
+        ("openai_responses", {"model": "m", "input": "x", "tools": 1.5}, "tools"),
+        (
+            "openai_responses",
+            {"model": "m", "input": [{"type": "reasoning", "summary": 5}]},
+            "input[0].summary",
+        ),
+        (
+            "openai_responses",
+            {"model": "m", "input": [{"type": "reasoning", "encrypted_content": 5}]},
+            "messages[0].content[0].encrypted_content",
+        ),
+        (
+            "openai_responses",
+            {"model": "m", "input": "x", "reasoning": {"effort": {}}},
+            "reasoning.effort",
+        ),
+        (
+            "openai_responses",
+            {"model": "m", "input": [{"type": "function_call_output", "call_id": ["c"]}]},
+            "messages[0].content[0].call_id",
+        ),
+        (
+            "anthropic_messages",
+            {"model": "m", "max_tokens": 1, "messages": [], "tools": 2},
+            "tools",
+        ),
+        (
+            "anthropic_messages",
+            {
+                "model": "m",
+                "max_tokens": 1,
+                "messages": [{"role": "user", "content": [{"type": "thinking", "thinking": True}]}],
+            },
+            "messages[0].content[0].text",
+        ),
+        (
+            "anthropic_messages",
+            {
+                "model": "m",
+                "max_tokens": 1,
+                "messages": [],
+                "thinking": {"type": "enabled", "budget_tokens": {}},
+            },
+            "reasoning.budget_tokens",
+        ),
+        (
+            "gemini_generate",
+            {"contents": [], "tools": [{"functionDeclarations": 3}]},
+            "tools[0].functionDeclarations",
+        ),
+        (
+            "gemini_generate",
+            {"contents": [], "generationConfig": {"thinkingConfig": "x"}},
+            "generationConfig.thinkingConfig",
+        ),
+        (
+            "gemini_interactions",
+            {"model": "m", "input": [{"type": "thought", "summary": {"text": "x"}}]},
+            "input[0].summary",
+        ),
     ],
 )
 def test_malformed_bodies_name_the_parameter(dialect: str, body: dict, param: str) -> None:
@@ -321,3 +393,119 @@ def test_error_from_body(
         code,
         status,
     )
+
+
+BODIES = {
+    "openai_responses": {
+        "model": "gpt-5",
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"a":1}'},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+            {"type": "reasoning", "id": "rs", "summary": [{"type": "summary_text", "text": "t"}]},
+        ],
+        "instructions": "sys",
+        "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
+        "reasoning": {"effort": "low"},
+        "max_output_tokens": 10,
+    },
+    "openai_chat": {
+        "model": "gpt-5",
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+        "stop": ["x"],
+    },
+    "anthropic_messages": {
+        "model": "claude",
+        "max_tokens": 50,
+        "system": [{"type": "text", "text": "s"}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t", "signature": "sig"},
+                    {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+            },
+        ],
+        "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    },
+    "gemini_generate": {
+        "contents": [
+            {"role": "user", "parts": [{"text": "hi"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]},
+        ],
+        "systemInstruction": {"parts": [{"text": "s"}]},
+        "tools": [{"functionDeclarations": [{"name": "f", "parameters": {"type": "object"}}]}],
+        "generationConfig": {"maxOutputTokens": 5, "thinkingConfig": {"thinkingBudget": 100}},
+    },
+    "gemini_interactions": {
+        "model": "gemini",
+        "input": [
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {
+                "role": "model",
+                "content": [{"type": "function_call", "id": "c", "name": "f", "arguments": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "function_result", "call_id": "c", "result": "ok"}],
+            },
+        ],
+        "tools": [{"type": "function", "name": "f", "parameters": {}}],
+    },
+}
+ODD_VALUES = [None, 0, -1, 1.5, "", "x", [], {}, [None], {"type": None}, True, {"text": 1}, 10**30]
+
+
+def _mutated(value: object, rng: random.Random) -> object:
+    """``value`` with one nested value replaced by a value of another type, or removed."""
+    if isinstance(value, dict) and value:
+        key = rng.choice(list(value))
+        out = dict(value)
+        roll = rng.random()
+        if roll < 0.4:
+            out[key] = rng.choice(ODD_VALUES)
+        elif roll < 0.55:
+            del out[key]
+        else:
+            out[key] = _mutated(value[key], rng)
+        return out
+    if isinstance(value, list) and value:
+        at = rng.randrange(len(value))
+        items = list(value)
+        items[at] = rng.choice(ODD_VALUES) if rng.random() < 0.4 else _mutated(value[at], rng)
+        return items
+    return rng.choice(ODD_VALUES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rng=st.randoms(use_true_random=False), dialect=st.sampled_from(sorted(BODIES)))
+def test_any_malformed_body_is_a_request_error(rng: random.Random, dialect: str) -> None:
+    # Whatever a client sends, parsing it and building every dialect's body from it
+    # either works or raises RequestError: never a TypeError or an AttributeError.
+    body: object = BODIES[dialect]
+    for _ in range(rng.randint(1, 4)):
+        body = _mutated(body, rng)
+    try:
+        request = parse_request(dialect, body, model="m" if dialect == "gemini_generate" else None)
+    except RequestError:
+        return
+    for target in sorted(BODIES):
+        with contextlib.suppress(RequestError):
+            build_request(target, request)

@@ -217,8 +217,7 @@ def _parse_responses(body: dict[str, Any]) -> Request:
                     ),
                 )
             elif kind == "reasoning":
-                summary = item.get("summary") or []
-                text = "".join(s.get("text", "") for s in summary if isinstance(s, dict))
+                text = _text_of(item.get("summary") or [], f"{param}.summary")
                 _append(
                     messages,
                     "assistant",
@@ -371,7 +370,7 @@ def _parse_function_tools(body: dict[str, Any]) -> list[Tool]:
     """Read flat function tools (Responses, Interactions); other tool types cannot be
     translated to another provider."""
     tools = []
-    for i, tool in enumerate(body.get("tools") or []):
+    for i, tool in enumerate(_list(body.get("tools") or [], "tools")):
         tool = _obj(tool, f"tools[{i}]")
         if tool.get("type") != "function":
             raise RequestError("only function tools can be translated", param=f"tools[{i}].type")
@@ -454,7 +453,7 @@ def _parse_chat(body: dict[str, Any]) -> Request:
                 parts.append(ReasoningPart(text=message["reasoning_content"]))
             if content:
                 parts.extend(_chat_content(content, param))
-            for j, call in enumerate(message.get("tool_calls") or []):
+            for j, call in enumerate(_list(message.get("tool_calls") or [], f"{param}.tool_calls")):
                 call = _obj(call, f"{param}.tool_calls[{j}]")
                 function = _obj(call.get("function"), f"{param}.tool_calls[{j}].function")
                 parts.append(
@@ -480,7 +479,7 @@ def _parse_chat(body: dict[str, Any]) -> Request:
         else:
             raise RequestError("unknown role", param=f"{param}.role")
     tools = []
-    for i, tool in enumerate(body.get("tools") or []):
+    for i, tool in enumerate(_list(body.get("tools") or [], "tools")):
         tool = _obj(tool, f"tools[{i}]")
         function = _obj(tool.get("function"), f"tools[{i}].function")
         tools.append(
@@ -686,7 +685,7 @@ def _parse_messages(body: dict[str, Any]) -> Request:
     if isinstance(system, list):
         system = _text_of(system, "system")
     tools = []
-    for i, tool in enumerate(body.get("tools") or []):
+    for i, tool in enumerate(_list(body.get("tools") or [], "tools")):
         tool = _obj(tool, f"tools[{i}]")
         if "input_schema" not in tool:
             raise RequestError(
@@ -880,9 +879,12 @@ def _parse_gemini(body: dict[str, Any], model: str | None) -> Request:
         else None
     )
     tools = []
-    for i, tool in enumerate(body.get("tools") or []):
+    for i, tool in enumerate(_list(body.get("tools") or [], "tools")):
         tool = _obj(tool, f"tools[{i}]")
-        for j, decl in enumerate(tool.get("functionDeclarations") or []):
+        declarations = _list(
+            tool.get("functionDeclarations") or [], f"tools[{i}].functionDeclarations"
+        )
+        for j, decl in enumerate(declarations):
             decl = _obj(decl, f"tools[{i}].functionDeclarations[{j}]")
             tools.append(
                 Tool(
@@ -893,7 +895,7 @@ def _parse_gemini(body: dict[str, Any], model: str | None) -> Request:
             )
     config = body.get("generationConfig") or {}
     config = _obj(config, "generationConfig")
-    thinking = config.get("thinkingConfig") or {}
+    thinking = _obj(config.get("thinkingConfig") or {}, "generationConfig.thinkingConfig")
     reasoning = None
     if thinking:
         reasoning = ReasoningConfig(
@@ -1073,12 +1075,7 @@ def _interaction_part(content: Any, param: str) -> Part:
             data=content.get("data"), url=content.get("uri"), mime_type=content.get("mime_type")
         )
     if kind == "thought":
-        summary = content.get("summary") or []
-        text = (
-            "".join(s.get("text", "") for s in summary if isinstance(s, dict))
-            if isinstance(summary, list)
-            else ""
-        )
+        text = _text_of(content.get("summary") or [], f"{param}.summary")
         return ReasoningPart(text=text, signature=content.get("signature"))
     if kind == "function_call":
         return ToolCallPart(
@@ -1174,16 +1171,32 @@ def parse_request(dialect: str, body: Any, *, model: str | None = None) -> Reque
     """
     body = _obj(body, "body")
     if dialect in ("openai_responses", "xai_responses"):
-        return _parse_responses(body)
-    if dialect in ("openai_chat", "xai_chat"):
-        return _parse_chat(body)
-    if dialect in ("anthropic_messages", "xai_messages"):
-        return _parse_messages(body)
-    if dialect == "gemini_generate":
-        return _parse_gemini(body, model)
-    if dialect == "gemini_interactions":
-        return _parse_interactions(body)
-    raise RequestError(f"no request codec for dialect {dialect!r}")
+        request = _parse_responses(body)
+    elif dialect in ("openai_chat", "xai_chat"):
+        request = _parse_chat(body)
+    elif dialect in ("anthropic_messages", "xai_messages"):
+        request = _parse_messages(body)
+    elif dialect == "gemini_generate":
+        request = _parse_gemini(body, model)
+    elif dialect == "gemini_interactions":
+        request = _parse_interactions(body)
+    else:
+        raise RequestError(f"no request codec for dialect {dialect!r}")
+    return _checked(request)
+
+
+def _checked(request: Request) -> Request:
+    """``request`` with every field of the type the model declares (a few µs): the
+    parsers check what they read to build it, and this catches a value of the wrong
+    type they store as it is (an id, a text, an effort), which would otherwise fail
+    later, untyped, while a body is built from it."""
+    try:
+        return msgspec.convert(msgspec.to_builtins(request), Request)
+    except msgspec.ValidationError as exc:
+        message, _, where = str(exc).partition(" - at `$.")
+        raise RequestError(message, param=where.rstrip("`") or None) from None
+    except TypeError as exc:  # a value no JSON body holds (a set, an object)
+        raise RequestError(str(exc)) from None
 
 
 def build_request(dialect: str, request: Request, *, framing: str = "sse") -> NativeRequest:

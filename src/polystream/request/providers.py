@@ -219,10 +219,13 @@ def error_body(
 
     OpenAI/xAI ``{"error": {"message", "type", "param", "code"}}``; Anthropic
     ``{"type": "error", "error": {"type", "message"}}``; Gemini
-    ``{"error": {"code", "message", "status"}}``.
+    ``{"error": {"code", "message", "status"}}``. Where the shape has no ``param``
+    field, the message names the parameter: ``"expected a string (messages[0].role)"``.
     """
     kind = kind or kind_for_status(status)
     provider = _DIALECT_PROVIDER.get(dialect, "openai")
+    if param and (dialect in ("anthropic_messages", "xai_messages") or provider == "gemini"):
+        message = f"{message} ({param})"  # (these shapes have no field for it)
     if dialect in ("anthropic_messages", "xai_messages"):
         return {
             "type": "error",
