@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -87,11 +88,29 @@ def test_load_scenarios_yaml() -> None:
         (b"42", "expected a scenario object"),
         (b"{nope", "invalid JSON"),
         (b'{"timing": {"recorded": [0.5, 0.1]}}', "must not decrease"),
+        # A Retry-After the emulator cannot write (it overflowed as milliseconds).
+        (b'{"faults": {"http_error": {"status": 429, "retry_after": -1e308}}}', "retry_after"),
+        (b'{"faults": {"http_error": {"status": 429, "retry_after": 1e308}}}', "retry_after"),
+        (b'{"faults": {"http_error": {"status": 429, "times": -1}}}', "times"),
     ],
 )
 def test_invalid_scenarios_name_the_problem(document: bytes, message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
         load_scenarios(document, source="s.json")
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"timing": {"delay": float("inf")}},
+        {"timing": {"recorded": [0.0, float("nan")]}},
+        {"faults": {"keepalive": float("inf")}},
+    ],
+)
+def test_durations_must_be_finite(document: dict[str, Any]) -> None:
+    # (JSON has no infinity, YAML has: .inf)
+    with pytest.raises(ScenarioError, match="finite"):
+        parse_scenarios(document)
 
 
 def test_matching_rules() -> None:

@@ -15,7 +15,8 @@ dialect the client speaks.
 from __future__ import annotations
 
 import fnmatch
-from typing import Any, Literal
+import math
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -311,9 +312,18 @@ def _names(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else value
 
 
+_MAX_WAIT: Final = 86_400.0
+"""Longest ``Retry-After`` a scenario may ask for, in seconds (a day)."""
+
+
 def _check(scenario: Scenario) -> None:
     """Value checks msgspec's types cannot express (ranges)."""
     timing, faults = scenario.timing, scenario.faults
+    durations = [timing.first_event, timing.delay, timing.speed, *(timing.recorded or [])]
+    if faults.keepalive is not None:
+        durations.append(faults.keepalive)
+    if not all(math.isfinite(value) for value in durations):
+        raise ValueError("timing values and faults.keepalive must be finite numbers")
     if timing.first_event < 0 or timing.delay < 0:
         raise ValueError("timing durations must be >= 0")
     if timing.speed <= 0:
@@ -324,8 +334,14 @@ def _check(scenario: Scenario) -> None:
         raise ValueError("timing.recorded offsets must not decrease")
     if scenario.chunking.size is not None and scenario.chunking.size < 1:
         raise ValueError("chunking.size must be >= 1")
-    if faults.http_error is not None and not 400 <= faults.http_error.status <= 599:
-        raise ValueError("faults.http_error.status must be a 4xx or 5xx status")
+    http_error = faults.http_error
+    if http_error is not None:
+        if not 400 <= http_error.status <= 599:
+            raise ValueError("faults.http_error.status must be a 4xx or 5xx status")
+        if http_error.retry_after is not None and not 0 <= http_error.retry_after <= _MAX_WAIT:
+            raise ValueError(f"faults.http_error.retry_after must be 0 to {_MAX_WAIT:.0f} seconds")
+        if http_error.times is not None and http_error.times < 0:
+            raise ValueError("faults.http_error.times must be >= 0")
     for name in ("drop_at_event", "drop_at_byte", "chunk_size"):
         value = getattr(faults, name)
         if value is not None and value < (1 if name == "chunk_size" else 0):
