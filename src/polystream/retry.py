@@ -8,6 +8,7 @@ output would duplicate it).
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -52,17 +53,15 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     lower = {k.lower(): v for k, v in headers.items()}
     millis = lower.get("retry-after-ms")
     if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000.0)
-        except ValueError:
-            pass
+        seconds = _seconds(millis)
+        if seconds is not None:
+            return seconds / 1000.0
     value = lower.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     if now is None:
         return None
     try:
@@ -72,6 +71,18 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     except ValueError:
         return None
     return max(0.0, when.timestamp() - now)
+
+
+def _seconds(value: str) -> float | None:
+    """A header's number (negative reads 0; too large, infinity); None when it is no
+    number, ``nan`` included (which would read as no wait at all)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if math.isnan(number):
+        return None
+    return max(0.0, number)
 
 
 class RetryState:

@@ -49,6 +49,25 @@ def test_retry_after_http_date() -> None:
     assert parse_retry_after({"retry-after": "soon"}, now=now) is None
 
 
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "nan"}, None),  # not "retry now"
+        ({"retry-after-ms": "nan", "retry-after": "2"}, 2.0),
+        ({"retry-after": "-5"}, 0.0),
+        ({"retry-after": "1e999"}, float("inf")),  # longer than any wait: not retried
+        ({"retry-after-ms": "1500"}, 1.5),
+    ],
+)
+def test_retry_after_odd_values(headers: dict[str, str], seconds: float | None) -> None:
+    assert parse_retry_after(headers) == seconds
+
+
+def test_a_retry_after_that_is_no_number_leaves_the_backoff() -> None:
+    assert state().after_status(429, {"retry-after": "nan"}) == state().after_status(429, {})
+    assert state().after_status(429, {}) > 0
+
+
 def test_in_band_errors_only_before_output() -> None:
     s = state()
     assert s.after_stream_error("overloaded", output_delivered=False) == 0.5
