@@ -267,7 +267,9 @@ def test_reply_events_structure() -> None:
     assert "".join(e.delta for e in events if isinstance(e, ReasoningDelta)) == (
         "The user wants the weather. Call the tool."
     )
-    assert [e.delta for e in events if isinstance(e, SignatureDelta)] == ["c2lnLTE="]
+    # Chat has no place for opaque state or item ids: none that would need a carrier.
+    assert [e for e in events if isinstance(e, SignatureDelta)] == []
+    assert [s.id for s in starts[:2]] == [None, None]
     assert "".join(e.delta for e in events if isinstance(e, TextDelta)) == "Let me check."
     arguments = "".join(e.delta for e in events if isinstance(e, ToolInputDelta))
     assert json.loads(arguments) == {"city": "Paris"}
@@ -278,6 +280,44 @@ def test_reply_events_structure() -> None:
     usage = finish.usage
     assert usage is not None and usage.total_tokens == usage.input_tokens + usage.output_tokens  # type: ignore[operator]
     assert usage.reasoning_tokens and usage.reasoning_tokens <= usage.output_tokens  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "signatures", "ids"),
+    [
+        ("openai_responses", ["c2lnLTE="], ["rs_r-1", "msg_r-1"]),
+        ("anthropic_messages", ["c2lnLTE="], [None, None]),
+        ("gemini_generate", ["c2lnLTE="], [None, None]),
+        ("xai_chat", [], [None, None]),
+    ],
+)
+def test_reply_events_carry_only_what_the_dialect_has(
+    dialect: str, signatures: list[str], ids: list[str | None]
+) -> None:
+    (scenario,) = parse_scenarios(WEATHER)
+    body = {"model": "m", "messages": [{"role": "user", "content": "weather"}], "max_tokens": 9}
+    if dialect == "gemini_generate":
+        body = {"contents": [{"role": "user", "parts": [{"text": "weather"}]}]}
+    elif dialect == "openai_responses":
+        body = {"model": "m", "input": "weather"}
+    summary = summarize(dialect, body, model="gemini-3")
+    events = reply_events(scenario.reply, summary, response_id="r-1")
+    assert [e.delta for e in events if isinstance(e, SignatureDelta)] == signatures
+    assert [e.id for e in events if isinstance(e, BlockStart)][:2] == ids
+
+
+def test_emulated_chat_streams_hold_no_carrier() -> None:
+    # What OpenAI and xAI send: no ``polystream`` entry, though the scenario has
+    # reasoning with a signature (Responses' item ids and the signature have no place).
+    emulator = Emulator(parse_scenarios(WEATHER))
+    for dialect, model in (("openai_chat", "gpt-5"), ("xai_chat", "grok-4.3")):
+        message = {"role": "user", "content": "weather"}
+        body = {"model": model, "stream": True, "messages": [message]}
+        answer = emulator.answer(dialect, json.dumps(body).encode())
+        data = b"".join(chunk.data for chunk in answer.plan.chunks)
+        assert answer.status == 200
+        assert b'"tool_calls"' in data
+        assert b"polystream" not in data
 
 
 def test_default_reply_is_deterministic_and_quotes_the_user() -> None:

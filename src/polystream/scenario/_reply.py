@@ -67,6 +67,10 @@ ID_PREFIXES: Final = {
     "gemini_generate": "",
     "gemini_interactions": "v1_",
 }
+_ITEM_ID_DIALECTS: Final = frozenset({"openai_responses", "xai_responses"})
+"""Dialects whose reasoning and message blocks have ids (output items)."""
+_NO_STATE_DIALECTS: Final = frozenset({"openai_chat", "xai_chat"})
+"""Dialects with no place for a reasoning signature."""
 _CALL_PREFIXES: Final = {
     "anthropic_messages": "toolu_",
     "xai_messages": "toolu_",
@@ -146,11 +150,17 @@ def reply_events(
     reasoning = reply.reasoning
     if isinstance(reasoning, str):
         reasoning = ReasoningSpec(text=reasoning)
+    # Item ids exist in Responses only, and Chat has no place for opaque state: in a
+    # dialect without them they would be written as polystream carriers, which no
+    # provider sends.
+    item_ids = summary.dialect in _ITEM_ID_DIALECTS
     if reasoning is not None:
-        events.append(BlockStart(index=index, kind="reasoning", id=f"rs_{response_id}"))
+        events.append(
+            BlockStart(index=index, kind="reasoning", id=f"rs_{response_id}" if item_ids else None)
+        )
         for piece in split_text(reasoning.text, size):
             events.append(ReasoningDelta(index=index, delta=piece, summary=reasoning.summary))
-        if reasoning.signature is not None:
+        if reasoning.signature is not None and summary.dialect not in _NO_STATE_DIALECTS:
             # A scenario's opaque state is the answering provider's own: its origin is
             # the dialect being answered, so every encoder writes it natively.
             events.append(
@@ -191,7 +201,8 @@ def reply_events(
     else:
         texts = split_text(reply.text or "", size)
     if texts or reply.citations:
-        events.append(BlockStart(index=index, kind="text", id=f"msg_{response_id[-24:]}"))
+        text_id = f"msg_{response_id[-24:]}" if item_ids else None
+        events.append(BlockStart(index=index, kind="text", id=text_id))
         events.extend(TextDelta(index=index, delta=piece) for piece in texts)
         events.extend(Citation(index=index, citation=c) for c in reply.citations)
         events.append(BlockEnd(index=index))
