@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import hmac
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -124,6 +125,18 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     slow_client_seconds: float = 30.0
     resume_grace_seconds: float = 0.0
     idle_timeout: float = 120.0
+
+    def __post_init__(self) -> None:
+        # (A keep-alive period of 0 would send comments in a loop; a bound of 0 or
+        # less would refuse every request or drop every client.)
+        if self.max_body_bytes < 1 or self.max_concurrency < 1:
+            raise ValueError("max_body_bytes and max_concurrency must be at least 1")
+        for name in ("keepalive_seconds", "slow_client_seconds", "idle_timeout"):
+            value = getattr(self, name)
+            if not (0 < value < math.inf):
+                raise ValueError(f"{name} must be a finite number of seconds above 0")
+        if not (0 <= self.resume_grace_seconds < math.inf):
+            raise ValueError("resume_grace_seconds must be a finite number of seconds, 0 or more")
 
 
 class GatewayConfig(msgspec.Struct, kw_only=True):

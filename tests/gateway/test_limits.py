@@ -139,6 +139,28 @@ def test_command_line_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gateway"]) == 2
     assert "--upstream" in capsys.readouterr().err
     assert main(["gateway", "--upstream", "nope"]) == 2
+    assert main(["gateway", "--upstream", "openai", "--max-concurrency", "0"]) == 2
+    assert "max_concurrency must be at least 1" in capsys.readouterr().err
+    assert main(["gateway", "--upstream", "openai", "--resume-grace", "-1"]) == 2
+    assert "resume_grace_seconds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        ('{"keepalive_seconds": 0}', "keepalive_seconds"),  # keep-alives in a loop
+        ('{"slow_client_seconds": -1}', "slow_client_seconds"),  # every client dropped
+        ('{"idle_timeout": 0}', "idle_timeout"),
+        ('{"max_body_bytes": 0}', "max_body_bytes"),  # every request refused
+        ('{"resume_grace_seconds": -0.5}', "resume_grace_seconds"),
+    ],
+)
+def test_config_limits_out_of_range_are_refused(limits: str, message: str) -> None:
+    import msgspec
+
+    data = b'{"upstreams": {"u": {"dialect": "openai_chat"}}, "limits": ' + limits.encode() + b"}"
+    with pytest.raises(msgspec.ValidationError, match=message):
+        load_config(data)
 
 
 def test_slow_reader_is_disconnected(stack: Callable[..., Any]) -> None:

@@ -42,7 +42,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.max_concurrency is not None:
         limits["max_concurrency"] = args.max_concurrency
     if limits:
-        config.limits = msgspec.structs.replace(config.limits or Limits(), **limits)
+        try:
+            config.limits = Limits(**{**msgspec.structs.asdict(config.limits), **limits})
+        except ValueError as exc:
+            print(f"polystream: error: {exc}", file=sys.stderr)
+            return 2
     journal: Journal
     if args.journal == "memory":
         journal = MemoryJournal()
