@@ -53,15 +53,15 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     lower = {k.lower(): v for k, v in headers.items()}
     millis = lower.get("retry-after-ms")
     if millis is not None:
-        seconds = _seconds(millis)
-        if seconds is not None:
-            return seconds / 1000.0
+        number = _header_number(millis)
+        if number is not None:
+            return number / 1000.0
     value = lower.get("retry-after")
     if value is None:
         return None
-    seconds = _seconds(value)
-    if seconds is not None:
-        return seconds
+    number = _header_number(value)
+    if number is not None:
+        return number
     if now is None:
         return None
     try:
@@ -73,7 +73,7 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     return max(0.0, when.timestamp() - now)
 
 
-def _seconds(value: str) -> float | None:
+def _header_number(value: str) -> float | None:
     """A header's number (negative reads 0; too large, infinity); None when it is no
     number, ``nan`` included (which would read as no wait at all)."""
     try:
