@@ -158,6 +158,8 @@ def test_bare_text_that_never_balances_is_bounded_by_the_event_limit(strict: boo
     assert "bare text larger than max_event_size=4096 bytes" in str(info.value)
     with pytest.raises(BufferLimitExceeded):
         decoder.feed(b"}\n")
+    with pytest.raises(BufferLimitExceeded):
+        decoder.close()  # as after an SSE line over its limit: never a clean end
 
 
 def test_a_bare_text_of_many_short_lines_reads_whole() -> None:

@@ -615,7 +615,6 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._bare_parts: list[bytes] = []
         self._bare_joined = 0  # how many _bare_parts items are joins (wire._pieces)
         self._bare_size = 0  # bytes in _bare_parts: at most max_event_size
-        self._bare_failed: BufferLimitExceeded | None = None
         self._bare_start: int | None = None
         self._bare_first: int | None = None
         self._bare_depth = 0
@@ -1148,8 +1147,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         until their braces balance (strings and escapes respected), as google-genai
         does in ``_RawJsonLineBuffer``.
         """
-        if self._bare_failed is not None:
-            raise self._bare_failed
+        if self._deferred is not None:
+            raise self._deferred  # (the scan runs before the framer, which raises it too)
         if not data:
             return
         if (
@@ -1181,15 +1180,16 @@ class GeminiGenerateDecoder(FramedDecoder):
                 self._bare_size += len(piece)
                 if self._bare_size > self._max_event:
                     # As for an SSE event: a bare text that never balances must not
-                    # hold memory without bound. The stream stays failed.
+                    # hold memory without bound. The stream stays failed (the decoder's
+                    # deferred error is raised by every later feed and by close).
                     self._bare_parts = []
                     self._bare_joined = 0
-                    self._bare_failed = BufferLimitExceeded(
+                    self._deferred = BufferLimitExceeded(
                         f"bare text larger than max_event_size={self._max_event} bytes",
                         dialect=self.dialect,
                         byte_offset=self._bare_start,
                     )
-                    raise self._bare_failed
+                    raise self._deferred
                 parts = self._bare_parts
                 parts.append(piece)
                 if len(parts) - self._bare_joined >= PIECES:
