@@ -778,9 +778,8 @@ class GeminiGenerateEncoder(DialectEncoder):
         if block.pending is not None:
             # As for another dialect's call below: never a call without its arguments.
             block.pending = None
-            self.lose("tool_call.arguments", event, "arguments are not a JSON object")
             assert block.slot is not None
-            block.slot.fields["functionCall"]["willContinue"] = True
+            self._unfinished(block.slot.fields["functionCall"], event)
         if block.args is None:
             return
         self._buffering -= 1
@@ -794,11 +793,7 @@ class GeminiGenerateEncoder(DialectEncoder):
             if isinstance(args, dict):
                 call["args"] = args
             else:
-                # Gemini's args is an object: input that is not one (cut-off or free-text
-                # arguments) is written as a call still expecting fragments, which reads
-                # back as an incomplete call, never as a call without arguments.
-                self.lose("tool_call.arguments", event, "arguments are not a JSON object")
-                call["willContinue"] = True
+                self._unfinished(call, event)
             if block.id is not None:
                 call["id"] = block.id
             self._wrote_calls = True
@@ -808,6 +803,14 @@ class GeminiGenerateEncoder(DialectEncoder):
         if block.signature is not None:
             fields["thoughtSignature"] = block.signature
         self._add(block, fields, None)
+
+    def _unfinished(self, call: dict[str, Any], event: BlockEnd) -> None:
+        """A call whose arguments are no JSON object. Gemini's args is an object: input
+        that is not one (cut-off or free-text arguments) is written as a call still
+        expecting fragments, which reads back as an incomplete call, never as a call
+        without arguments."""
+        self.lose("tool_call.arguments", event, "arguments are not a JSON object")
+        call["willContinue"] = True
 
     def _citation(self, event: Citation) -> None:
         block = self._blocks.get(event.index) if event.index is not None else None
