@@ -362,11 +362,19 @@ def test_chat_opens_choices_in_index_order(target: str) -> None:
     encoder = get_dialect(target).encoder(id_factory=lambda: "chatcmpl-1")
     out = b"".join(encoder.encode(event) for event in events) + encoder.close()
     chunks = [line for line in out.split(b"\n\n") if line.startswith(b"data: {")]
-    assert chunks[0].endswith(
-        b'"choices":[{"index":0,"delta":{"role":"assistant"}%s}]}'
-        % (b',"logprobs":null,"finish_reason":null' if target == "openai_chat" else b"")
-    )
-    assert b'"index":1,"delta":{"role":"assistant","content":"second"}' in chunks[1]
+    if target == "openai_chat":
+        # OpenAI opens every choice with its documented first delta, before any output.
+        opening = (
+            b'{"role":"assistant","content":"","refusal":null}'
+            b',"logprobs":null,"finish_reason":null}]}'
+        )
+        assert chunks[0].endswith(b'"choices":[{"index":0,"delta":' + opening)
+        assert chunks[1].endswith(b'"choices":[{"index":1,"delta":' + opening)
+        assert b'"index":1,"delta":{"content":"second"}' in chunks[2]
+    else:
+        # xAI sends the role with the first text: choice 0 opens with the role alone.
+        assert chunks[0].endswith(b'"choices":[{"index":0,"delta":{"role":"assistant"}}]}')
+        assert b'"index":1,"delta":{"role":"assistant","content":"second"}' in chunks[1]
     result = _result(target, out)
     assert [(b.candidate, b.text) for b in result.blocks] == [(1, "second"), (0, "first")]
 

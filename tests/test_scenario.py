@@ -320,6 +320,33 @@ def test_emulated_chat_streams_hold_no_carrier() -> None:
         assert b"polystream" not in data
 
 
+def test_emulated_chat_streams_open_as_the_provider_does() -> None:
+    # OpenAI's documented first chunk opens the choice with an empty content and a null
+    # refusal before any text; xAI sends the role with the first text (its fixtures).
+    emulator = Emulator([])
+    heads = {
+        "openai_chat": (
+            b'data: {"id":"chatcmpl-097a7be0be0dd835c48279ea","object":"chat.completion.chunk",'
+            b'"created":0,"model":"gpt-5","choices":[{"index":0,"delta":{"role":"assistant",'
+            b'"content":"","refusal":null},"logprobs":null,"finish_reason":null}]}\n\n'
+            b'data: {"id":"chatcmpl-097a7be0be0dd835c48279ea","object":"chat.completion.chunk",'
+            b'"created":0,"model":"gpt-5","choices":[{"index":0,"delta":{"content":"Emulated"},'
+            b'"logprobs":null,"finish_reason":null}]}\n\n'
+        ),
+        "xai_chat": (
+            b'data: {"id":"chatcmpl-d714044b350e6679afe31791","object":"chat.completion.chunk",'
+            b'"created":0,"model":"grok-4.3","choices":[{"index":0,"delta":{"role":"assistant",'
+            b'"content":"Emulated"}}]}\n\n'
+        ),
+    }
+    for dialect, head in heads.items():
+        model = "gpt-5" if dialect == "openai_chat" else "grok-4.3"
+        body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        answer = emulator.answer(dialect, json.dumps(body).encode())
+        data = b"".join(chunk.data for chunk in answer.plan.chunks)
+        assert data.startswith(head)
+
+
 def test_default_reply_is_deterministic_and_quotes_the_user() -> None:
     summary = summarize(
         "anthropic_messages",

@@ -491,8 +491,10 @@ def test_encode_foreign_stream() -> None:
         c["object"] == "chat.completion.chunk" and c["model"] == "claude-t" for c in chunks[:-1]
     )
     deltas = [c["choices"][0]["delta"] if c["choices"] else None for c in chunks[:-1]]
-    assert deltas[0] == {"role": "assistant", "reasoning_content": "Think about "}
-    assert deltas[2] == {
+    # OpenAI's documented first chunk opens the choice before any output.
+    assert deltas[0] == {"role": "assistant", "content": "", "refusal": None}
+    assert deltas[1] == {"reasoning_content": "Think about "}
+    assert deltas[3] == {
         "polystream": [
             {
                 "index": 0,
@@ -503,8 +505,8 @@ def test_encode_foreign_stream() -> None:
             }
         ]
     }
-    assert deltas[3] == {"content": "Checking both."}
-    assert deltas[4] == {
+    assert deltas[4] == {"content": "Checking both."}
+    assert deltas[5] == {
         "tool_calls": [
             {
                 "index": 0,
@@ -514,7 +516,7 @@ def test_encode_foreign_stream() -> None:
             }
         ]
     }
-    assert deltas[7]["tool_calls"][0]["index"] == 1
+    assert deltas[8]["tool_calls"][0]["index"] == 1
     assert chunks[-3]["choices"][0]["finish_reason"] == "tool_calls"
     assert chunks[-2]["choices"] == []
     assert chunks[-2]["usage"] == {
@@ -608,13 +610,27 @@ def test_encode_failed_and_truncated_endings() -> None:
     )
     assert _data_lines(failed) == [
         {
+            "id": "chatcmpl-m",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "x",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"role": "assistant", "content": "", "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": None,
+                }
+            ],
+        },
+        {
             "error": {
                 "message": "busy",
                 "type": "overloaded_error",
                 "param": None,
                 "code": "overloaded_error",
             }
-        }
+        },
     ]
     events = decode_events(failed, DIALECT)
     finish = events[-1]

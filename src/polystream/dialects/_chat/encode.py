@@ -746,15 +746,31 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
     ) -> bytes:
         earlier = b""
         if candidate not in self._role_sent:
-            if candidate > 0:
-                # Choices first appear in index order, as in OpenAI's streams: the openai
-                # SDK's accumulator fails on a choice whose lower indexes it has not seen
-                # (another dialect's candidate 1 may have output before candidate 0).
-                earlier = b"".join(
-                    [self._chunk(c, {}) for c in range(candidate) if c not in self._role_sent]
-                )
-            self._role_sent.add(candidate)
-            delta = {"role": "assistant", **delta}
+            # Choices first appear in index order, as in OpenAI's streams: the openai SDK's
+            # accumulator fails on a choice whose lower indexes it has not seen (another
+            # dialect's candidate 1 may have output before candidate 0). A dialect with a
+            # role delta opens this choice with it too; else the role goes with ``delta``.
+            opens = self.quirks.role_delta is not None
+            earlier = b"".join(
+                [self._open_choice(c) for c in range(candidate + opens) if c not in self._role_sent]
+            )
+            if not opens:
+                self._role_sent.add(candidate)
+                delta = {"role": "assistant", **delta}
+        return earlier + self._one_entry(candidate, delta, finish_reason)
+
+    def _open_choice(self, candidate: int) -> bytes:
+        """The chunk that opens a choice before its first output: the dialect's role
+        delta (see :class:`~polystream.dialects._chat.quirks.Quirks`), else the role
+        alone."""
+        self._role_sent.add(candidate)
+        role = self.quirks.role_delta
+        return self._one_entry(candidate, {"role": "assistant"} if role is None else dict(role))
+
+    def _one_entry(
+        self, candidate: int, delta: dict[str, Any], finish_reason: str | None = None
+    ) -> bytes:
+        """A chunk of one choice entry."""
         if candidate not in self._candidates:
             self._candidates.append(candidate)
         chunk = dict(self._envelope())
@@ -763,7 +779,7 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
         if finish_reason is not None:
             entry["finish_reason"] = finish_reason
         chunk["choices"] = [entry]
-        return earlier + self._write(chunk)
+        return self._write(chunk)
 
     def _foreign(self, event: Event) -> bytes:
         kind = type(event)
@@ -783,6 +799,9 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
             assert isinstance(event, StreamStart)
             self._start = event
             self._foreign_env = self._synthesise(event)
+            if self.quirks.role_delta is not None and 0 not in self._role_sent:
+                # OpenAI's first chunk: the first choice opens before any output.
+                return prefix + self._open_choice(0)
             return prefix
         if kind is BlockStart:
             assert isinstance(event, BlockStart)

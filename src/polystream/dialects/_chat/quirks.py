@@ -36,6 +36,11 @@ class Quirks(msgspec.Struct, frozen=True, kw_only=True):
             puts on every choice of a chunk: OpenAI sends ``"logprobs": null,
             "finish_reason": null``; xAI omits both until the finish. Residual diffs
             start from this, and chunks written from another dialect's events use it.
+        role_delta: The delta of the chunk that opens a choice before its first
+            output, or None when the role goes with the first output instead. OpenAI
+            opens each choice with ``{"role": "assistant", "content": "", "refusal":
+            null}`` (its documented first chunk); xAI puts ``"role": "assistant"`` on
+            the first delta that carries text.
     """
 
     dialect: str
@@ -47,6 +52,9 @@ class Quirks(msgspec.Struct, frozen=True, kw_only=True):
     rebuild_reasoning: bool = False
     choice_fields: dict[str, Any] = msgspec.field(
         default_factory=lambda: {"logprobs": None, "finish_reason": None}
+    )
+    role_delta: dict[str, Any] | None = msgspec.field(
+        default_factory=lambda: {"role": "assistant", "content": "", "refusal": None}
     )
 
 
@@ -67,5 +75,6 @@ XAI = Quirks(
     model="grok-unknown",
     rebuild_reasoning=True,
     choice_fields={},
+    role_delta=None,
 )
 """xAI Chat Completions: reasoning_content, created 0, reasoning outside completion_tokens."""
