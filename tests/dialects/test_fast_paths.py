@@ -811,6 +811,82 @@ def test_chat_variants(dialect: str, case: str) -> None:
     assert_same(dialect, _chat_stream(middle, tools=tools), seed=len(case))
 
 
+def _openings() -> dict[str, bytes]:
+    """Each envelope variant on the chunk that opens the choice (the role, an empty
+    content, a null refusal: OpenAI's first chunk), then the first texts. The decoder
+    learns the envelope from that general chunk, and the first text opens its block on
+    the fast path."""
+    role = {"role": "assistant", "content": "", "refusal": None}
+    out: dict[str, bytes] = {}
+    for case, (middle, tools) in _chat_variants().items():
+        if tools:
+            continue
+        first = middle[0].decode()
+        payload = first[len("data: ") :].strip()
+        try:
+            chunk = json.loads(payload)
+        except ValueError:
+            continue
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
+            continue
+        if not chunk["choices"]:
+            continue
+        choice = chunk["choices"][0]
+        if not isinstance(choice, dict) or "delta" not in choice:
+            continue
+        raw = payload.replace(json.dumps(choice["delta"], separators=(",", ":")), "", 1)
+        opening = json.dumps({**chunk, "choices": [{**choice, "delta": role}]})
+        if raw != payload:  # the variant's own spelling kept (escapes, key order)
+            opening = payload.replace(
+                json.dumps(choice["delta"], separators=(",", ":")),
+                json.dumps(role, separators=(",", ":")),
+                1,
+            )
+        texts = [_data(_chunk({"content": c})) for c in "ABC"]
+        end = _data(_chunk({}, finish_reason="stop")) + b"data: [DONE]\n\n"
+        out[case] = _sse(None, None, raw=opening) + b"".join(texts) + end
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(_openings()))
+@pytest.mark.parametrize("dialect", ["openai_chat", "xai_chat"])
+def test_chat_first_text_after_the_role_chunk(dialect: str, case: str) -> None:
+    assert_same(dialect, _openings()[case], seed=len(case))
+
+
+def test_chat_blocks_opened_on_the_fast_path() -> None:
+    role = _data(_chunk({"role": "assistant", "content": "", "refusal": None}))
+    end = _data(_chunk({}, finish_reason="stop")) + b"data: [DONE]\n\n"
+    citation = {"type": "url_citation", "url_citation": {"url": "u", "title": "t"}}
+    streams = [
+        # an annotation after the finish still targets the block the fast path opened
+        role
+        + _data(_chunk({"content": "A"}))
+        + _data(_chunk({}, finish_reason="stop"))
+        + _data(_chunk({"annotations": [citation]}))
+        + b"data: [DONE]\n\n",
+        # reasoning first (xAI), then text
+        role
+        + _data(_chunk({"reasoning_content": "r"}))
+        + _data(_chunk({"reasoning_content": "s"}))
+        + _data(_chunk({"content": "A"}))
+        + end,
+        # an open tool call: the text takes the general path
+        _data(_chunk(_call("", id="c", type="function", function={"name": "f"})))
+        + _data(_chunk({"content": "A"}))
+        + end,
+        # a second choice opened after the first
+        role
+        + _data(_chunk({"content": "A"}))
+        + _data(_chunk({"role": "assistant", "content": ""}, index=1))
+        + _data(_chunk({"content": "B"}, index=1))
+        + end,
+    ]
+    for number, data in enumerate(streams):
+        assert_same("openai_chat", data, seed=number)
+        assert_same("xai_chat", data, seed=number)
+
+
 def test_chat_data_after_done_and_truncation() -> None:
     text = _data(_chunk({"content": "B"}))
     assert_same("openai_chat", _chat_stream([text]) + text)

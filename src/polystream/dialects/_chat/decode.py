@@ -90,6 +90,7 @@ from polystream.dialects._chat.wire import (
     ENCODER,
     EXTRA_KEY,
     FAST_TAIL_DECODER,
+    TAIL_SHAPE_DECODER,
     FastChoice,
     FastChunk,
     FastTail,
@@ -454,6 +455,49 @@ class ChatDecoder(FramedDecoder):
             self._fast_env = _envelope(fast)
             self._fast_obf = fast.obfuscation
             self._fast_prefix = _envelope_text(data)
+        elif self._fast_ok:
+            # A chunk of the fast envelope whose delta is of another shape (OpenAI's first
+            # chunk: the role, an empty content, a null refusal): the next chunk, the
+            # first text, may still take the fast path.
+            self._learn_envelope(obj, data)
+
+    def _learn_envelope(self, obj: dict[str, Any], data: str) -> None:
+        """The fast path's envelope state from a general chunk ``obj`` (the JSON text
+        ``data``), when its envelope is of the fast shape: exactly what
+        :func:`decode_fast_chunk` and :func:`_envelope_text` would have given, had its
+        delta been of a fast shape too."""
+        get = obj.get
+        env = (
+            get("id", UNSET),
+            get("object", UNSET),
+            get("created", UNSET),
+            get("model", UNSET),
+            get("service_tier", UNSET),
+            get("system_fingerprint", UNSET),
+            get("usage", UNSET),
+        )
+        obf = get("obfuscation", UNSET)
+        if not (
+            len(obj) == sum(value is not UNSET for value in env) + 1 + (obf is not UNSET)
+            and type(get("choices")) is list
+            and all(type(v) is str or v is UNSET for v in (env[0], env[1], env[3], obf))
+            and (type(env[2]) is int or env[2] is UNSET)
+            and all(type(v) is str or v is None or v is UNSET for v in env[4:6])
+            and (env[6] is None or env[6] is UNSET)
+        ):
+            return
+        self._fast_env = env
+        self._fast_obf = obf
+        # The prefix, as _envelope_text finds it: its tail holds the choices, usage and
+        # obfuscation, nothing else (not a repeated envelope key).
+        cut = data.find('"choices":')
+        prefix = data[:cut]
+        if cut != -1 and '"usage":' not in prefix and '"obfuscation":' not in prefix:
+            try:
+                TAIL_SHAPE_DECODER.decode("{" + data[cut:])
+            except msgspec.DecodeError:
+                return
+            self._fast_prefix = prefix
 
     def _fast(self, chunk: FastChunk, data: str, name: str | None, out: list[Event]) -> bool:
         """The hot chunk shapes without a dict per chunk; False: take the general path.
@@ -528,7 +572,29 @@ class ChatDecoder(FramedDecoder):
             reasoning = delta.reasoning_content
             current = state.text
             if current is None:
-                return False
+                # The first text (or reasoning) of the choice opens its block, as
+                # _choice and _open_text do: a BlockStart that writes nothing, then the
+                # delta that carries the chunk's envelope diff.
+                if state.open_tools:
+                    return False
+                if reasoning is UNSET:
+                    if content is UNSET or not content:
+                        return False
+                    kind: BlockKind = "text"
+                elif reasoning and content is UNSET:
+                    kind = "reasoning"
+                else:
+                    return False
+                index = self._block()
+                out.append(
+                    BlockStart(
+                        index=index, kind=kind, candidate=choice.index, extra={EXTRA_KEY: {}}
+                    )
+                )
+                state.text = (index, kind)
+                state.last_of_kind[kind] = index
+                current = state.text
+                self._last_frag = None
             if reasoning is UNSET:
                 if content is UNSET or not content or current[1] != "text":
                     return False

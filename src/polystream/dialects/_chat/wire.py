@@ -179,6 +179,18 @@ class FastTail(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     obfuscation: str | msgspec.UnsetType = msgspec.UNSET
 
 
+class TailShape(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """The members of a chunk from ``choices`` on, whatever its choices hold: what
+    follows them is ``usage`` and ``obfuscation`` at most, as in a :class:`FastTail`."""
+
+    choices: msgspec.Raw
+    usage: msgspec.UnsetType | None = msgspec.UNSET
+    obfuscation: str | msgspec.UnsetType = msgspec.UNSET
+
+
+TAIL_SHAPE_DECODER: Final = msgspec.json.Decoder(TailShape)
+"""Decodes ``{`` + the members of a chunk from ``choices`` on (see :class:`TailShape`)."""
+
 FAST_TAIL_DECODER: Final = msgspec.json.Decoder(FastTail)
 """Decodes ``{`` + the tail of a chunk whose envelope text is known."""
 
