@@ -488,16 +488,7 @@ class ChatDecoder(FramedDecoder):
             return
         self._fast_env = env
         self._fast_obf = obf
-        # The prefix, as _envelope_text finds it: its tail holds the choices, usage and
-        # obfuscation, nothing else (not a repeated envelope key).
-        cut = data.find('"choices":')
-        prefix = data[:cut]
-        if cut != -1 and '"usage":' not in prefix and '"obfuscation":' not in prefix:
-            try:
-                TAIL_SHAPE_DECODER.decode("{" + data[cut:])
-            except msgspec.DecodeError:
-                return
-            self._fast_prefix = prefix
+        self._fast_prefix = _envelope_text(data)
 
     def _fast(self, chunk: FastChunk, data: str, name: str | None, out: list[Event]) -> bool:
         """The hot chunk shapes without a dict per chunk; False: take the general path.
@@ -1225,14 +1216,16 @@ def _envelope(chunk: FastChunk) -> tuple[Any, ...]:
 
 
 def _envelope_text(data: str) -> str | None:
-    """The text of a fast-shape chunk before its ``"choices":`` key, if that text
-    holds every envelope key: nothing but ``choices``, ``usage`` and ``obfuscation``
-    after it (checked by decoding the tail), and neither of the last two before it.
+    """The text of a chunk of the fast envelope before its ``"choices":`` key, if that
+    text holds every envelope key: nothing but ``choices`` (whatever they hold),
+    ``usage`` and ``obfuscation`` after it (checked by decoding the tail), and neither
+    of the last two before it.
 
     JSON strings cannot hold an unescaped quote, so ``"choices":`` (or ``"usage":``)
-    found in the text is a key; a fast-shape chunk has no unknown keys, so it is the
-    chunk's own. A later chunk whose text starts with the returned prefix therefore
-    has exactly this envelope, less ``usage`` and ``obfuscation``, which its tail holds.
+    found in the text is a key; the fast envelope has no unknown keys and no nested
+    object, so it is the chunk's own. A later chunk whose text starts with the returned
+    prefix therefore has exactly this envelope, less ``usage`` and ``obfuscation``,
+    which its tail holds.
     """
     cut = data.find('"choices":')
     if cut == -1:
@@ -1240,7 +1233,9 @@ def _envelope_text(data: str) -> str | None:
     prefix = data[:cut]
     if '"usage":' in prefix or '"obfuscation":' in prefix:
         return None
-    if decode_fast_tail("{" + data[cut:]) is None:
+    try:
+        TAIL_SHAPE_DECODER.decode("{" + data[cut:])
+    except (msgspec.DecodeError, RecursionError):
         return None
     return prefix
 
