@@ -519,21 +519,29 @@ class _Gateway:
         call = stream.call
 
         splitter: SSECursorSplitter | None = None
+        start: Message | None = None
 
-        async def flush(parts: list[bytes], last: bool = False) -> bool:
-            """Write encoded events (the response head first; ``last``: and the end of
-            the response); False to stop."""
-            nonlocal splitter
-            if not state.started:
-                if state.gone:
-                    return True
-                state.started = True
+        def response_start() -> Message:
+            """The response head's message (and the stream id and cursor splitter it
+            names), made once."""
+            nonlocal splitter, start
+            if start is None:
                 headers = [(b"content-type", encoder_().content_type.encode()), *_SSE_HEADERS]
                 if sse:
                     stream_id = uuid.uuid4().hex
                     splitter = SSECursorSplitter(dialect, stream_id)
                     headers.append((b"x-polystream-stream-id", stream_id.encode()))
-                await send({"type": "http.response.start", "status": 200, "headers": headers})
+                start = {"type": "http.response.start", "status": 200, "headers": headers}
+            return start
+
+        async def flush(parts: list[bytes], last: bool = False) -> bool:
+            """Write encoded events (the response head first; ``last``: and the end of
+            the response); False to stop."""
+            if not state.started:
+                if state.gone:
+                    return True
+                state.started = True
+                await send(response_start())
             if not parts and not last:
                 return True
             return await self._out(send, state, splitter, dialect, parts, last)
@@ -606,10 +614,12 @@ class _Gateway:
 
         pumping = asyncio.create_task(pump())
         # The pump sends the upstream request at its first step: let it take that step
-        # before this task does anything else (the encoder is needed only once the
-        # upstream answers).
+        # before this task does anything else. The encoder and the response head are
+        # needed only once the upstream answers: made while it is asked, they are off
+        # the path of the first delta (which, with the events before the first output
+        # held back for a safe retry, also carries the response's start).
         await asyncio.sleep(0)
-        encoder_()
+        response_start()
 
         async def watch() -> None:
             while True:
