@@ -854,6 +854,25 @@ def test_chat_first_text_after_the_role_chunk(dialect: str, case: str) -> None:
     assert_same(dialect, _openings()[case], seed=len(case))
 
 
+def test_chat_first_text_takes_the_fast_path() -> None:
+    """After OpenAI's role chunk, the first text (which opens the block) and the texts
+    after it are not handled by the general path: only the role and finish chunks are."""
+    fast, _ = _classes("openai_chat")
+    general: list[Any] = []
+
+    class Spy(fast):  # type: ignore[valid-type,misc]
+        def _chunk(self, obj: Any, event: Any, out: list[Any]) -> None:
+            general.append(obj["choices"][0]["delta"])
+            super()._chunk(obj, event, out)
+
+    role = {"role": "assistant", "content": "", "refusal": None}
+    texts = [_data(_chunk({"content": c})) for c in "ABC"]
+    end = _data(_chunk({}, finish_reason="stop")) + b"data: [DONE]\n\n"
+    events = _run(Spy, [_data(_chunk(role)) + b"".join(texts) + end])[1]
+    assert general == [role, {}]
+    assert "".join(e.delta for e in events if type(e).__name__ == "TextDelta") == "ABC"
+
+
 def test_chat_blocks_opened_on_the_fast_path() -> None:
     role = _data(_chunk({"role": "assistant", "content": "", "refusal": None}))
     end = _data(_chunk({}, finish_reason="stop")) + b"data: [DONE]\n\n"

@@ -91,9 +91,11 @@ from polystream.dialects._chat.wire import (
     EXTRA_KEY,
     FAST_TAIL_DECODER,
     TAIL_SHAPE_DECODER,
+    EnvelopeChunk,
     FastChoice,
     FastChunk,
     FastTail,
+    decode_envelope,
     decode_fast_chunk,
     decode_fast_tail,
     diff,
@@ -451,44 +453,16 @@ class ChatDecoder(FramedDecoder):
             out.append(Unknown(name=name, data=data, extra={EXTRA_KEY: x}))
             return
         self._chunk(obj, event, out)
-        if fast is not None:
-            self._fast_env = _envelope(fast)
-            self._fast_obf = fast.obfuscation
+        envelope: FastChunk | EnvelopeChunk | None = fast
+        if envelope is None and self._fast_ok:
+            # A chunk of the fast envelope whose delta is of another shape (OpenAI's
+            # first chunk: the role, an empty content, a null refusal): the next chunk,
+            # the first text, may still take the fast path.
+            envelope = decode_envelope(data)
+        if envelope is not None:
+            self._fast_env = _envelope(envelope)
+            self._fast_obf = envelope.obfuscation
             self._fast_prefix = _envelope_text(data)
-        elif self._fast_ok:
-            # A chunk of the fast envelope whose delta is of another shape (OpenAI's first
-            # chunk: the role, an empty content, a null refusal): the next chunk, the
-            # first text, may still take the fast path.
-            self._learn_envelope(obj, data)
-
-    def _learn_envelope(self, obj: dict[str, Any], data: str) -> None:
-        """The fast path's envelope state from a general chunk ``obj`` (the JSON text
-        ``data``), when its envelope is of the fast shape: exactly what
-        :func:`decode_fast_chunk` and :func:`_envelope_text` would have given, had its
-        delta been of a fast shape too."""
-        get = obj.get
-        env = (
-            get("id", UNSET),
-            get("object", UNSET),
-            get("created", UNSET),
-            get("model", UNSET),
-            get("service_tier", UNSET),
-            get("system_fingerprint", UNSET),
-            get("usage", UNSET),
-        )
-        obf = get("obfuscation", UNSET)
-        if not (
-            len(obj) == sum(value is not UNSET for value in env) + 1 + (obf is not UNSET)
-            and type(get("choices")) is list
-            and all(type(v) is str or v is UNSET for v in (env[0], env[1], env[3], obf))
-            and (type(env[2]) is int or env[2] is UNSET)
-            and all(type(v) is str or v is None or v is UNSET for v in env[4:6])
-            and (env[6] is None or env[6] is UNSET)
-        ):
-            return
-        self._fast_env = env
-        self._fast_obf = obf
-        self._fast_prefix = _envelope_text(data)
 
     def _fast(self, chunk: FastChunk, data: str, name: str | None, out: list[Event]) -> bool:
         """The hot chunk shapes without a dict per chunk; False: take the general path.
@@ -1201,7 +1175,7 @@ def _error_info(error: Any) -> ErrorInfo:
     )
 
 
-def _envelope(chunk: FastChunk) -> tuple[Any, ...]:
+def _envelope(chunk: FastChunk | EnvelopeChunk) -> tuple[Any, ...]:
     """A fast-path chunk's envelope (typed values; ``UNSET`` for an absent key) less
     its ``obfuscation``, which changes on every chunk."""
     return (

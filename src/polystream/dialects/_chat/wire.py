@@ -53,15 +53,20 @@ __all__ = [
     "DECODER",
     "DONE",
     "ENCODER",
+    "ENVELOPE_DECODER",
     "EXTRA_KEY",
     "FAST_DECODER",
     "FAST_TAIL_DECODER",
+    "TAIL_SHAPE_DECODER",
     "CompletionTokensDetails",
     "CompletionUsage",
+    "EnvelopeChunk",
     "FastChunk",
     "FastTail",
     "PromptTokensDetails",
+    "TailShape",
     "apply",
+    "decode_envelope",
     "decode_fast_chunk",
     "decode_fast_tail",
     "diff",
@@ -147,14 +152,9 @@ class FastChoice(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     finish_reason: msgspec.UnsetType | None = msgspec.UNSET
 
 
-class FastChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """The common chunk shape, decoded first (see :mod:`polystream.dialects._chat.decode`).
+class _FastEnvelope(msgspec.Struct, forbid_unknown_fields=True, gc=False, kw_only=True):
+    """The envelope fields of the fast chunk shape (every key but ``choices``)."""
 
-    Every field the chunk may carry is declared: any other key (or another type) fails
-    validation and the chunk takes the general path, which keeps everything.
-    """
-
-    choices: list[FastChoice]
     id: str | msgspec.UnsetType = msgspec.UNSET
     object: str | msgspec.UnsetType = msgspec.UNSET
     created: int | msgspec.UnsetType = msgspec.UNSET
@@ -163,6 +163,24 @@ class FastChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     system_fingerprint: str | msgspec.UnsetType | None = msgspec.UNSET
     usage: msgspec.UnsetType | None = msgspec.UNSET
     obfuscation: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class FastChunk(_FastEnvelope, kw_only=True):
+    """The common chunk shape, decoded first (see :mod:`polystream.dialects._chat.decode`).
+
+    Every field the chunk may carry is declared: any other key (or another type) fails
+    validation and the chunk takes the general path, which keeps everything.
+    """
+
+    choices: list[FastChoice]
+
+
+class EnvelopeChunk(_FastEnvelope, kw_only=True):
+    """A chunk of the fast envelope whatever its choices hold (OpenAI's first chunk:
+    the role, an empty content, a null refusal), decoded so that the fast path can
+    take the chunk after it."""
+
+    choices: list[msgspec.Raw]
 
 
 FAST_DECODER: Final = msgspec.json.Decoder(FastChunk)
@@ -188,6 +206,9 @@ class TailShape(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     obfuscation: str | msgspec.UnsetType = msgspec.UNSET
 
 
+ENVELOPE_DECODER: Final = msgspec.json.Decoder(EnvelopeChunk)
+"""Decodes a chunk's envelope whatever its choices hold (see :class:`EnvelopeChunk`)."""
+
 TAIL_SHAPE_DECODER: Final = msgspec.json.Decoder(TailShape)
 """Decodes ``{`` + the members of a chunk from ``choices`` on (see :class:`TailShape`)."""
 
@@ -201,6 +222,15 @@ def decode_fast_chunk(data: str) -> FastChunk | None:
     try:
         return FAST_DECODER.decode(data)
     except msgspec.DecodeError:
+        return None
+
+
+def decode_envelope(data: str) -> EnvelopeChunk | None:
+    """The chunk as an :class:`EnvelopeChunk`, or None when its envelope is of another
+    shape (or it is not JSON)."""
+    try:
+        return ENVELOPE_DECODER.decode(data)
+    except (msgspec.DecodeError, RecursionError):
         return None
 
 
