@@ -390,7 +390,16 @@ class _Body(httpx.AsyncByteStream):
                     break
                 remaining = int(match.group(1), 16)
                 pos = match.end()
-                state = _DATA if remaining else _TRAILER
+                if not remaining:
+                    state = _TRAILER
+                    continue
+                stop = pos + remaining
+                if data[stop : stop + 2] == b"\r\n":
+                    # The whole chunk and its CRLF (the usual case): one step, not three.
+                    out.append(data[pos:stop])
+                    pos = stop + 2
+                else:
+                    state = _DATA
             elif state == _DATA_END:
                 if end - pos < 2:
                     if data[pos:] != b"\r":
