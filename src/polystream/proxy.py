@@ -380,10 +380,12 @@ class SSECursorSplitter:
 
 def _cursors(block: bytes) -> _Cursors:
     """The cursor fields of an SSE event's data, or none when it is no JSON object."""
-    at = 0 if block[:5] == b"data:" else block.find(b"\ndata:") + 1
-    eol = block.find(b"\n", at) if at or block[:5] == b"data:" else -1
+    # The usual event, LF line ends and one data line, is read by byte searches.
+    first = block[:5] == b"data:"
+    at = 0 if first else block.find(b"\ndata:") + 1  # where the data line begins
+    eol = block.find(b"\n", at) if first or at else -1
     if eol > 0 and 13 not in block and block.find(b"\ndata:", eol) < 0:
-        payload = block[at + 5 : eol].lstrip(b" ")  # the usual event: one data line
+        payload = block[at + 5 : eol].lstrip(b" ")
     else:
         # Any line ends; the data lines joined by a line break, as a client reads them.
         payload = b"\n".join(
