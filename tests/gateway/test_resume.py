@@ -4,6 +4,8 @@ instances)."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +16,8 @@ import pytest
 
 from polystream import decode
 from polystream.journal import Journal, MemoryJournal
+from polystream.proxy import GatewayConfig, Upstream
+from polystream.server import gateway as gateway_module
 from polystream.server.journal_redis import RedisJournal
 from polystream.server.journal_sqlite import SQLiteJournal
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
@@ -189,3 +193,53 @@ def test_client_disconnect_cancels_the_upstream(stack: Callable[..., Any]) -> No
     while time.monotonic() < deadline and not emulator.stats.cancelled:
         time.sleep(0.02)
     assert emulator.stats.cancelled == 1, "the upstream kept streaming after the client left"
+
+
+@pytest.mark.parametrize("entries", [1, 7, 20_000])
+def test_a_long_journal_is_replayed_whole_in_few_writes(entries: int) -> None:
+    """A resume sends the journalled suffix byte for byte, in writes of whole entries up
+    to 64 KiB each (not one write, and one send timer, per event)."""
+    stream = "0123456789abcdef0123456789abcdef"
+    journal = MemoryJournal()
+    journal.create(stream, {"dialect": "anthropic_messages"})
+    kept = [
+        (
+            f"{stream}.{n}",
+            f"id: {stream}.{n}\nevent: content_block_delta\ndata: "
+            f'{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta",'
+            f'"text":"{"word " * (n % 9)}"}}}}\n\n'.encode(),
+        )
+        for n in range(1, entries + 1)
+    ]
+    journal.append(stream, kept)
+    journal.finish(stream)
+    config = GatewayConfig(upstreams={"a": Upstream(name="a", dialect="anthropic_messages")})
+    app = gateway_module.create_gateway(config, journal=journal)
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/anthropic/v1/messages",
+        "query_string": b"",
+        "headers": [(b"last-event-id", f"{stream}.1".encode())],
+    }
+    asyncio.run(app(scope, receive, send))  # type: ignore[arg-type]
+    assert sent[0]["type"] == "http.response.start"
+    writes = [m["body"] for m in sent[1:]]
+    assert writes[-1] == b"" and sent[-1]["more_body"] is False
+    suffix = [data for _, data in kept[1:]]
+    assert b"".join(writes) == b"".join(suffix)
+    limit = gateway_module._REPLAY_BYTES
+    assert limit == 64 * 1024
+    longest = max((len(d) for d in suffix), default=0)
+    assert all(len(w) < limit + longest for w in writes)
+    assert all(len(w) >= limit for w in writes[:-2])  # all but the last two reach it
+    ends = set(itertools.accumulate(len(d) for d in suffix))
+    assert set(itertools.accumulate(len(w) for w in writes[:-1])) <= ends  # whole entries

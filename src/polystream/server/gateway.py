@@ -45,7 +45,7 @@ from polystream.events import (
     ToolInputDelta,
     Warning,
 )
-from polystream.journal import Journal, JournalMiss, MemoryJournal
+from polystream.journal import Entry, Journal, JournalMiss, MemoryJournal
 from polystream.proxy import GatewayConfig, SSECursorSplitter, check_key, presented_key, scrub
 from polystream.request import RequestError, error_body, parse_request
 from polystream.retry import RetryPolicy
@@ -68,6 +68,8 @@ _FIRST_OUTPUT: Final = frozenset(
 )
 """Events that end the opening of a stream: the first of them is written at once, not
 with the rest of its read."""
+_REPLAY_BYTES: Final = 64 * 1024
+"""Most journalled bytes a resume joins into one write (whole entries; at least one)."""
 
 
 def _match(method: str, path: str) -> tuple[str, str, dict[str, str]] | None:
@@ -762,9 +764,8 @@ class _Gateway:
         )
         position = entries[-1].position + 1 if entries else None
         last_cursor = entries[-1].cursor if entries else cursor
-        for entry in entries:
-            if not await self._send(send, entry.data):
-                return
+        if not await self._send_entries(send, entries):
+            return
         # Follow the stream live while it is still running (poll the shared journal).
         idle = 0.0
         while not finished and idle < self.limits.idle_timeout:
@@ -777,13 +778,28 @@ class _Gateway:
                     more, finished = await self._journal("read_after", stream_id, last_cursor)
             except JournalMiss:
                 break
-            for entry in more:
-                idle = 0.0
-                if not await self._send(send, entry.data):
-                    return
             if more:
+                idle = 0.0
+                if not await self._send_entries(send, more):
+                    return
                 position = more[-1].position + 1
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _send_entries(self, send: Send, entries: list[Entry]) -> bool:
+        """Send journalled entries, joined into writes of up to :data:`_REPLAY_BYTES`
+        (one per entry would cost a write and a timer per event); False when the client
+        was dropped."""
+        batch: list[bytes] = []
+        size = 0
+        for entry in entries:
+            batch.append(entry.data)
+            size += len(entry.data)
+            if size >= _REPLAY_BYTES:
+                if not await self._send(send, b"".join(batch)):
+                    return False
+                batch = []
+                size = 0
+        return not batch or await self._send(send, b"".join(batch))
 
 
 def create_gateway(
