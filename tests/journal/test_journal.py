@@ -10,10 +10,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from polystream.journal import Journal, JournalMiss, MemoryJournal, Retention
+from polystream.journal import Entry, Journal, JournalMiss, MemoryJournal, Retention
 from polystream.server.journal_redis import RedisJournal
 from polystream.server.journal_sqlite import SQLiteJournal
 
@@ -82,6 +83,112 @@ def test_append_and_read_after(make) -> None:  # type: ignore[no-untyped-def]
     assert journal.read_after("s1", "3") == ([], True)
     assert journal.meta("s1") == {"dialect": "anthropic_messages"}
     assert [e.cursor for e in journal.read_from("s1", 2)[0]] == ["3"]
+
+
+def test_read_from_every_position_while_the_stream_grows(make) -> None:  # type: ignore[no-untyped-def]
+    """What a resumed client following a live stream polls: the entries from a position
+    on, as ``read_after`` has them, at every position and after every append."""
+    journal = make()
+    journal.create("s", {})
+    written: list[tuple[str, bytes]] = []
+    for batch in ([("a", b"1")], [("b", b"22"), ("c", b"333")], [], [("d", b"4")]):
+        if batch:
+            journal.append("s", batch)
+        written += batch
+        whole, finished = journal.read_after("s", None)
+        assert [(e.cursor, e.data) for e in whole] == written and not finished
+        for position in range(len(written) + 2):
+            assert journal.read_from("s", position) == (whole[position:], False)
+    journal.finish("s")
+    assert journal.read_from("s", 3) == (journal.read_after("s", "c")[0], True)
+    assert journal.read_from("s", 4) == ([], True)
+
+
+class _CountingList(list):  # type: ignore[type-arg]
+    """A memory journal's entry list that counts the entries read out of it."""
+
+    def __init__(self, entries: list[Entry], seen: list[int]) -> None:
+        super().__init__(entries)
+        self.seen = seen
+
+    def __iter__(self) -> Iterator[Entry]:
+        for entry in super().__iter__():
+            self.seen.append(entry.position)
+            yield entry
+
+    def __getitem__(self, key: Any) -> Any:
+        got = super().__getitem__(key)
+        self.seen.extend(e.position for e in (got if isinstance(key, slice) else [got]))
+        return got
+
+
+class _CountingProxy:
+    """A database connection or Redis client whose entry reads are counted: ``method``
+    returns rows (a SQLite cursor's, fetched) or Redis records."""
+
+    def __init__(self, real: Any, method: str, seen: list[int]) -> None:
+        self._real = real
+        self._method = method
+        self._seen = seen
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._real, name)
+        if name != self._method:
+            return attr
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            result = attr(*args, **kwargs)
+            if name == "execute" and "FROM entries" in args[0]:
+                rows = result.fetchall()
+                self._seen.extend(range(len(rows)))
+                return _Rows(rows)
+            if name == "xrange":
+                self._seen.extend(range(len(result)))
+            return result
+
+        return counted
+
+
+class _Rows:
+    def __init__(self, rows: list[Any]) -> None:
+        self.rows = rows
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+    def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+
+def test_read_from_reads_only_the_suffix(make) -> None:  # type: ignore[no-untyped-def]
+    """A follower's poll costs what it returns, not the stream's length: each backend
+    reads only the entries from the position on (its reads are counted here)."""
+    journal = make()
+    journal.create("s", {})
+    journal.append("s", [(str(n), b"x" * 10) for n in range(2000)])
+    seen: list[int] = []
+    if isinstance(journal, MemoryJournal):
+        stream = journal._streams["s"]
+        stream.entries = _CountingList(stream.entries, seen)
+    elif isinstance(journal, SQLiteJournal):
+        journal._db = _CountingProxy(journal._db, "execute", seen)  # type: ignore[assignment]
+    else:
+        journal._redis = _CountingProxy(journal._redis, "xrange", seen)
+    entries, _ = journal.read_from("s", 1995)
+    assert [e.position for e in entries] == [1995, 1996, 1997, 1998, 1999]
+    assert len(seen) == 5
+
+
+def test_redis_reads_the_earlier_record_layout(redis_url: str) -> None:
+    """Records an earlier version wrote under Redis' own ids are read by position too."""
+    journal = RedisJournal(redis_url, prefix="layout")
+    journal.create("s", {})
+    _, entries_key = journal._keys("s")
+    for n in range(5):
+        journal._redis.xadd(entries_key, {"cursor": str(n), "data": b"d", "position": n})
+    journal._redis.hset(journal._keys("s")[0], mapping={"count": 5, "size": 5})
+    assert [e.cursor for e in journal.read_from("s", 3)[0]] == ["3", "4"]
+    assert [e.cursor for e in journal.read_after("s", "1")[0]] == ["2", "3", "4"]
 
 
 def test_unknown_stream_and_cursor(make) -> None:  # type: ignore[no-untyped-def]

@@ -103,7 +103,13 @@ class Journal(abc.ABC):
         """
 
     def read_from(self, stream_id: str, position: int) -> tuple[list[Entry], bool]:
-        """Entries from ``position`` on, and whether the stream finished."""
+        """Entries from ``position`` on, and whether the stream finished (a resumed
+        client following a live stream polls this: backends read only those entries;
+        this default reads them all).
+
+        Raises:
+            JournalMiss: As :meth:`read_after`.
+        """
         entries, finished = self.read_after(stream_id, None)
         return entries[position:], finished
 
@@ -172,15 +178,23 @@ class MemoryJournal(Journal):
         return dict(self._get(stream_id).meta)
 
     def read_after(self, stream_id: str, cursor: str | None) -> tuple[list[Entry], bool]:
-        stream = self._get(stream_id)
-        if stream.overflowed:
-            raise JournalMiss(
-                f"stream {stream_id!r} outgrew the journal's byte budget "
-                f"({self.retention.max_stream_bytes} bytes) and cannot be resumed"
-            )
+        stream = self._readable(stream_id)
         if cursor is None:
             return list(stream.entries), stream.finished
         position = stream.cursors.get(cursor)
         if position is None:
             raise JournalMiss(f"cursor {cursor!r} is not in stream {stream_id!r}")
         return stream.entries[position + 1 :], stream.finished
+
+    def read_from(self, stream_id: str, position: int) -> tuple[list[Entry], bool]:
+        stream = self._readable(stream_id)
+        return stream.entries[position:], stream.finished
+
+    def _readable(self, stream_id: str) -> _Stream:
+        stream = self._get(stream_id)
+        if stream.overflowed:
+            raise JournalMiss(
+                f"stream {stream_id!r} outgrew the journal's byte budget "
+                f"({self.retention.max_stream_bytes} bytes) and cannot be resumed"
+            )
+        return stream

@@ -1,8 +1,10 @@
 """A journal in Redis Streams, shared by several gateway instances.
 
 Layout, per stream ``S`` (prefix configurable): ``<prefix>:S:meta`` a hash
-(``meta`` JSON, ``finished``, ``overflowed``, ``size``) and ``<prefix>:S:entries`` a
-Redis Stream whose records hold ``cursor`` and ``data``. Both keys expire
+(``meta`` JSON, ``finished``, ``overflowed``, ``size``, ``count``) and
+``<prefix>:S:entries`` a Redis Stream whose records hold ``cursor``, ``data`` and
+``position``, under the record id ``0-<position + 1>``, so that a client following a
+live stream reads only the records after the last it has. Both keys expire
 ``ttl_seconds`` after the last write; the byte budget per stream is enforced on append.
 ``max_streams`` is left to Redis' own memory policy (keys expire by TTL).
 """
@@ -77,8 +79,9 @@ class RedisJournal(Journal):
             return
         count = self._redis.hincrby(meta_key, "count", len(entries)) - len(entries)
         pipe = self._redis.pipeline()
-        for i, (cursor, data) in enumerate(entries):
-            pipe.xadd(entries_key, {"cursor": cursor, "data": data, "position": count + i})
+        for i, (cursor, data) in enumerate(entries, count):
+            fields = {"cursor": cursor, "data": data, "position": i}
+            pipe.xadd(entries_key, fields, id=f"0-{i + 1}")  # type: ignore[arg-type]
         pipe.expire(entries_key, self._ttl)
         pipe.expire(meta_key, self._ttl)
         pipe.execute()
@@ -99,21 +102,35 @@ class RedisJournal(Journal):
         return meta
 
     def read_after(self, stream_id: str, cursor: str | None) -> tuple[list[Entry], bool]:
-        row = self._meta(stream_id)
-        if row.get(b"overflowed") == b"1":
-            raise JournalMiss(
-                f"stream {stream_id!r} outgrew the journal's byte budget and cannot be resumed"
-            )
-        _, entries_key = self._keys(stream_id)
-        records: Any = self._redis.xrange(entries_key)
-        entries = [
-            Entry(int(fields[b"position"]), fields[b"cursor"].decode(), bytes(fields[b"data"]))
-            for _, fields in records
-        ]
-        finished = row.get(b"finished") == b"1"
+        finished = self._readable(stream_id)
+        entries = self._entries(stream_id, 0)
         if cursor is None:
             return entries, finished
         for i, entry in enumerate(entries):
             if entry.cursor == cursor:
                 return entries[i + 1 :], finished
         raise JournalMiss(f"cursor {cursor!r} is not in stream {stream_id!r}")
+
+    def read_from(self, stream_id: str, position: int) -> tuple[list[Entry], bool]:
+        finished = self._readable(stream_id)
+        return self._entries(stream_id, position), finished
+
+    def _readable(self, stream_id: str) -> bool:
+        """Whether the stream finished (JournalMiss: unknown, or past its budget)."""
+        row = self._meta(stream_id)
+        if row.get(b"overflowed") == b"1":
+            raise JournalMiss(
+                f"stream {stream_id!r} outgrew the journal's byte budget and cannot be resumed"
+            )
+        return row.get(b"finished") == b"1"
+
+    def _entries(self, stream_id: str, start: int) -> list[Entry]:
+        """The entries from position ``start`` on (records whose id is not their position,
+        as an earlier layout wrote them, are read too and kept by their position)."""
+        _, entries_key = self._keys(stream_id)
+        records: Any = self._redis.xrange(entries_key, min=f"0-{start + 1}")
+        entries = [
+            Entry(int(fields[b"position"]), fields[b"cursor"].decode(), bytes(fields[b"data"]))
+            for _, fields in records
+        ]
+        return [e for e in entries if e.position >= start] if start else entries

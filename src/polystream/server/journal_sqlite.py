@@ -131,11 +131,7 @@ class SQLiteJournal(Journal):
 
     def read_after(self, stream_id: str, cursor: str | None) -> tuple[list[Entry], bool]:
         with self._lock:
-            _, finished, overflowed = self._row(stream_id)
-            if overflowed:
-                raise JournalMiss(
-                    f"stream {stream_id!r} outgrew the journal's byte budget and cannot be resumed"
-                )
+            finished = self._readable(stream_id)
             start = 0
             if cursor is not None:
                 found = self._db.execute(
@@ -145,9 +141,26 @@ class SQLiteJournal(Journal):
                 if found is None:
                     raise JournalMiss(f"cursor {cursor!r} is not in stream {stream_id!r}")
                 start = found[0] + 1
-            rows = self._db.execute(
-                "SELECT position, cursor, data FROM entries WHERE stream = ? AND position >= ? "
-                "ORDER BY position",
-                (stream_id, start),
-            ).fetchall()
-            return [Entry(p, c, bytes(d)) for p, c, d in rows], bool(finished)
+            return self._entries(stream_id, start), finished
+
+    def read_from(self, stream_id: str, position: int) -> tuple[list[Entry], bool]:
+        with self._lock:
+            finished = self._readable(stream_id)
+            return self._entries(stream_id, position), finished
+
+    def _readable(self, stream_id: str) -> bool:
+        """Whether the stream finished (JournalMiss: unknown, or past its budget)."""
+        _, finished, overflowed = self._row(stream_id)
+        if overflowed:
+            raise JournalMiss(
+                f"stream {stream_id!r} outgrew the journal's byte budget and cannot be resumed"
+            )
+        return bool(finished)
+
+    def _entries(self, stream_id: str, start: int) -> list[Entry]:
+        rows = self._db.execute(
+            "SELECT position, cursor, data FROM entries WHERE stream = ? AND position >= ? "
+            "ORDER BY position",
+            (stream_id, start),
+        ).fetchall()
+        return [Entry(p, c, bytes(d)) for p, c, d in rows]
