@@ -243,3 +243,59 @@ def test_a_long_journal_is_replayed_whole_in_few_writes(entries: int) -> None:
     assert all(len(w) >= limit for w in writes[:-2])  # all but the last two reach it
     ends = set(itertools.accumulate(len(d) for d in suffix))
     assert set(itertools.accumulate(len(w) for w in writes[:-1])) <= ends  # whole entries
+
+
+def test_a_resume_at_the_tip_follows_without_reading_the_whole_stream_again() -> None:
+    """A client that resumes with the last event it has (nothing after it yet) gets the
+    events journalled later, exactly once, and the gateway's polls read from a position
+    on: the whole stream is read once to find the cursor, not on every poll."""
+    stream = "feedfacefeedfacefeedfacefeedface"
+    calls: list[str] = []
+
+    class Counting(MemoryJournal):
+        def read_after(self, stream_id: str, cursor: str | None) -> Any:
+            calls.append(f"read_after {cursor}")
+            return super().read_after(stream_id, cursor)
+
+        def read_from(self, stream_id: str, position: int) -> Any:
+            calls.append(f"read_from {position}")
+            return super().read_from(stream_id, position)
+
+    journal = Counting()
+    journal.create(stream, {"dialect": "anthropic_messages"})
+    journal.append(stream, [(f"{stream}.{n}", b"id: %d\ndata: {}\n\n" % n) for n in (1, 2, 3)])
+    config = GatewayConfig(upstreams={"a": Upstream(name="a", dialect="anthropic_messages")})
+    app = gateway_module.create_gateway(config, journal=journal)
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def later() -> None:
+        await asyncio.sleep(0.15)
+        journal.append(stream, [(f"{stream}.4", b"id: 4\ndata: {}\n\n")])
+        await asyncio.sleep(0.1)
+        journal.append(stream, [(f"{stream}.5", b"id: 5\ndata: {}\n\n")])
+        journal.finish(stream)
+
+    async def main() -> None:
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/anthropic/v1/messages",
+            "query_string": b"",
+            "headers": [(b"last-event-id", f"{stream}.3".encode())],
+        }
+        await asyncio.gather(app(scope, receive, send), later())  # type: ignore[arg-type]
+
+    asyncio.run(main())
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    assert body == b"id: 4\ndata: {}\n\nid: 5\ndata: {}\n\n"
+    assert calls[:2] == [f"read_after {stream}.3", "read_after None"]
+    polls = calls[2:]
+    assert len(polls) >= 5 and all(c.startswith("read_from ") for c in polls)
+    assert set(polls) <= {"read_from 3", "read_from 4"}
+    assert polls[-1] == "read_from 4"

@@ -762,20 +762,24 @@ class _Gateway:
                 ],
             }
         )
-        position = entries[-1].position + 1 if entries else None
-        last_cursor = entries[-1].cursor if entries else cursor
         if not await self._send_entries(send, entries):
             return
-        # Follow the stream live while it is still running (poll the shared journal).
+        # Follow the stream live while it is still running (poll the shared journal for
+        # the entries from a position on: each poll reads only those).
+        position = 0
+        try:
+            if entries:
+                position = entries[-1].position + 1
+            elif not finished:
+                position = await self._position_after(stream_id, cursor)
+        except JournalMiss:
+            finished = True
         idle = 0.0
         while not finished and idle < self.limits.idle_timeout:
             await asyncio.sleep(0.02)
             idle += 0.02
             try:
-                if position is not None:
-                    more, finished = await self._journal("read_from", stream_id, position)
-                else:
-                    more, finished = await self._journal("read_after", stream_id, last_cursor)
+                more, finished = await self._journal("read_from", stream_id, position)
             except JournalMiss:
                 break
             if more:
@@ -784,6 +788,22 @@ class _Gateway:
                     return
                 position = more[-1].position + 1
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _position_after(self, stream_id: str, cursor: str | None) -> int:
+        """The position right after ``cursor`` (0 for None), from one read of the stream
+        (when nothing follows the cursor yet, its position is not otherwise known).
+
+        Raises:
+            JournalMiss: The stream or the cursor is gone.
+        """
+        if cursor is None:
+            return 0
+        everything: list[Entry]
+        everything, _ = await self._journal("read_after", stream_id, None)
+        for entry in everything:
+            if entry.cursor == cursor:
+                return entry.position + 1
+        raise JournalMiss(f"cursor {cursor!r} is not in stream {stream_id!r}")
 
     async def _send_entries(self, send: Send, entries: list[Entry]) -> bool:
         """Send journalled entries, joined into writes of up to :data:`_REPLAY_BYTES`
