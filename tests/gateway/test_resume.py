@@ -195,6 +195,32 @@ def test_client_disconnect_cancels_the_upstream(stack: Callable[..., Any]) -> No
     assert emulator.stats.cancelled == 1, "the upstream kept streaming after the client left"
 
 
+async def _resume_in_process(
+    journal: Journal, last_event_id: str, *alongside: Any
+) -> list[dict[str, Any]]:
+    """What a gateway on ``journal`` sends for a Messages request with Last-Event-ID
+    (an ASGI call in this process, while the ``alongside`` coroutines run)."""
+    config = GatewayConfig(upstreams={"a": Upstream(name="a", dialect="anthropic_messages")})
+    app = gateway_module.create_gateway(config, journal=journal)
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/anthropic/v1/messages",
+        "query_string": b"",
+        "headers": [(b"last-event-id", last_event_id.encode())],
+    }
+    await asyncio.gather(app(scope, receive, send), *alongside)  # type: ignore[arg-type]
+    return sent
+
+
 @pytest.mark.parametrize("entries", [1, 7, 20_000])
 def test_a_long_journal_is_replayed_whole_in_few_writes(entries: int) -> None:
     """A resume sends the journalled suffix byte for byte, in writes of whole entries up
@@ -213,24 +239,7 @@ def test_a_long_journal_is_replayed_whole_in_few_writes(entries: int) -> None:
     ]
     journal.append(stream, kept)
     journal.finish(stream)
-    config = GatewayConfig(upstreams={"a": Upstream(name="a", dialect="anthropic_messages")})
-    app = gateway_module.create_gateway(config, journal=journal)
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"{}", "more_body": False}
-
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/anthropic/v1/messages",
-        "query_string": b"",
-        "headers": [(b"last-event-id", f"{stream}.1".encode())],
-    }
-    asyncio.run(app(scope, receive, send))  # type: ignore[arg-type]
+    sent = asyncio.run(_resume_in_process(journal, f"{stream}.1"))
     assert sent[0]["type"] == "http.response.start"
     writes = [m["body"] for m in sent[1:]]
     assert writes[-1] == b"" and sent[-1]["more_body"] is False
@@ -264,15 +273,6 @@ def test_a_resume_at_the_tip_follows_without_reading_the_whole_stream_again() ->
     journal = Counting()
     journal.create(stream, {"dialect": "anthropic_messages"})
     journal.append(stream, [(f"{stream}.{n}", b"id: %d\ndata: {}\n\n" % n) for n in (1, 2, 3)])
-    config = GatewayConfig(upstreams={"a": Upstream(name="a", dialect="anthropic_messages")})
-    app = gateway_module.create_gateway(config, journal=journal)
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"{}", "more_body": False}
 
     async def later() -> None:
         await asyncio.sleep(0.15)
@@ -281,17 +281,7 @@ def test_a_resume_at_the_tip_follows_without_reading_the_whole_stream_again() ->
         journal.append(stream, [(f"{stream}.5", b"id: 5\ndata: {}\n\n")])
         journal.finish(stream)
 
-    async def main() -> None:
-        scope = {
-            "type": "http",
-            "method": "POST",
-            "path": "/anthropic/v1/messages",
-            "query_string": b"",
-            "headers": [(b"last-event-id", f"{stream}.3".encode())],
-        }
-        await asyncio.gather(app(scope, receive, send), later())  # type: ignore[arg-type]
-
-    asyncio.run(main())
+    sent = asyncio.run(_resume_in_process(journal, f"{stream}.3", later()))
     body = b"".join(m.get("body", b"") for m in sent[1:])
     assert body == b"id: 4\ndata: {}\n\nid: 5\ndata: {}\n\n"
     assert calls[:2] == [f"read_after {stream}.3", "read_after None"]
