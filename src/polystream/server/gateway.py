@@ -49,6 +49,7 @@ from polystream.journal import Entry, Journal, JournalMiss, MemoryJournal
 from polystream.proxy import GatewayConfig, SSECursorSplitter, check_key, presented_key, scrub
 from polystream.request import RequestError, error_body, parse_request
 from polystream.retry import RetryPolicy
+from polystream.server._journal_feed import JournalFeed
 
 __all__ = ["create_gateway"]
 
@@ -70,6 +71,10 @@ _FIRST_OUTPUT: Final = frozenset(
 with the rest of its read."""
 _REPLAY_BYTES: Final = 64 * 1024
 """Most journalled bytes a resume joins into one write (whole entries; at least one)."""
+_JOURNAL_LAG_SECONDS: Final = 1.0
+"""How long a resume waits for its stream or cursor to reach a shared (blocking)
+journal: another gateway instance writes it off its client's path, so a client may hold
+an event a few milliseconds before the journal does."""
 
 
 def _match(method: str, path: str) -> tuple[str, str, dict[str, str]] | None:
@@ -164,7 +169,7 @@ def _cancel_later(task: asyncio.Task[None], seconds: float) -> None:
 class _StreamState:
     """What the pump and the watcher of one stream share."""
 
-    __slots__ = ("aborted", "ended", "gone", "journal_id", "sending", "started")
+    __slots__ = ("aborted", "ended", "feed", "gone", "journal_id", "sending", "started")
 
     def __init__(self) -> None:
         self.started = False  # the response (a stream, or an error) has begun
@@ -173,6 +178,8 @@ class _StreamState:
         self.aborted = False  # the client was too slow: the response stays incomplete
         self.sending = False  # a write to the client is in progress
         self.journal_id: str | None = None
+        # The stream's journal writes, off its path, when the journal blocks.
+        self.feed: JournalFeed | None = None
 
 
 class _Gateway:
@@ -191,6 +198,8 @@ class _Gateway:
         self.retry = retry or RetryPolicy()
         self.active = 0
         self._background: set[asyncio.Task[None]] = set()
+        # The journal feeds of this process's streams, by every id a resume may name.
+        self._feeds: dict[str, JournalFeed] = {}
         pool = httpx.Limits(max_connections=None, max_keepalive_connections=256)
         if transport is None:
             transport = _upstream_transport()
@@ -604,8 +613,8 @@ class _Gateway:
                 with contextlib.suppress(BaseException):
                     await stream.aclose()
                 if state.journal_id is not None:
-                    with contextlib.suppress(Exception):
-                        await self._journal("finish", state.journal_id, now=time.time())
+                    with contextlib.suppress(BaseException):
+                        await self._journal_finish(state)
                 if encoder is not None:
                     self._loss_headers(encoder)
             if state.started and not state.gone and not state.aborted and not state.ended:
@@ -677,18 +686,25 @@ class _Gateway:
         data = parts[0] if len(parts) == 1 else b"".join(parts)
         if splitter is not None and data:
             entries = splitter.split(data)
-            if entries and state.journal_id is None:
+            journal_id = state.journal_id
+            if entries and journal_id is None:
                 journal_id = state.journal_id = splitter.native_id or splitter.stream_id
-                await self._journal("create", journal_id, {"dialect": dialect}, now=time.time())
+                names = {journal_id: {"dialect": dialect}}
                 if journal_id != splitter.stream_id:
-                    await self._journal(
-                        "create",
-                        splitter.stream_id,
-                        {"dialect": dialect, "alias": journal_id},
-                        now=time.time(),
-                    )
-            if entries:
-                await self._journal("append", state.journal_id, entries, now=time.time())
+                    names[splitter.stream_id] = {"dialect": dialect, "alias": journal_id}
+                if self.journal.blocking:
+                    feed = state.feed = JournalFeed(self.journal, self._feed_failed)
+                    for name, meta in names.items():
+                        feed.create(name, meta)
+                        self._feeds[name] = feed
+                else:
+                    for name, meta in names.items():
+                        self.journal.create(name, meta, now=time.time())
+            if entries and journal_id is not None:
+                if state.feed is not None:
+                    await state.feed.append(journal_id, entries)
+                else:
+                    self.journal.append(journal_id, entries, now=time.time())
             data = entries[0][1] if len(entries) == 1 else b"".join([e for _, e in entries])
         if state.gone or (not data and not last):
             return True
@@ -712,6 +728,27 @@ class _Gateway:
         except (TimeoutError, OSError):
             return False
         return True
+
+    async def _journal_finish(self, state: _StreamState) -> None:
+        """Mark the stream's journal complete, after everything handed to it is written
+        (its feed then leaves the table a resume looks in)."""
+        assert state.journal_id is not None
+        feed = state.feed
+        if feed is None:
+            self.journal.finish(state.journal_id, now=time.time())
+            return
+        feed.finish(state.journal_id)
+        try:
+            await feed.flushed()
+        finally:
+            for name in [name for name, known in self._feeds.items() if known is feed]:
+                del self._feeds[name]
+
+    def _feed_failed(self, exc: Exception) -> None:
+        logger.error(
+            "journal write failed (the stream cannot be resumed): %s",
+            scrub(f"{type(exc).__name__}: {exc}", self.secrets),
+        )
 
     # -- resume from the journal ----------------------------------------------------------
 
@@ -744,10 +781,7 @@ class _Gateway:
         self, send: Send, receive: Receive, dialect: str, stream_id: str, cursor: str | None
     ) -> None:
         try:
-            meta = await self._journal("meta", stream_id)
-            if "alias" in meta:
-                stream_id = meta["alias"]
-            entries, finished = await self._journal("read_after", stream_id, cursor)
+            stream_id, entries, finished = await self._suffix(stream_id, cursor)
         except JournalMiss as exc:
             await self._error(send, dialect, 404, f"cannot resume: {exc}", kind="not_found")
             return
@@ -788,6 +822,31 @@ class _Gateway:
                     return
                 position = more[-1].position + 1
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _suffix(self, stream_id: str, cursor: str | None) -> tuple[str, list[Entry], bool]:
+        """The journal id a resume names (an alias leads to it), the entries after
+        ``cursor`` and whether the stream finished. A shared (blocking) journal is
+        given :data:`_JOURNAL_LAG_SECONDS` to show what another instance is writing.
+
+        Raises:
+            JournalMiss: Unknown or expired stream, cursor not in it, or overflowed.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (_JOURNAL_LAG_SECONDS if self.journal.blocking else 0.0)
+        while True:
+            feed = self._feeds.get(stream_id)
+            if feed is not None:
+                await feed.flushed()  # what this process's client was sent is written
+            try:
+                meta = await self._journal("meta", stream_id)
+                journal_id: str = meta.get("alias", stream_id)
+                entries, finished = await self._journal("read_after", journal_id, cursor)
+            except JournalMiss:
+                if loop.time() >= deadline:
+                    raise
+                await asyncio.sleep(0.02)  # another instance's write on its way
+                continue
+            return journal_id, entries, finished
 
     async def _position_after(self, stream_id: str, cursor: str | None) -> int:
         """The position right after ``cursor`` (0 for None), from one read of the stream
