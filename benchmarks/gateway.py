@@ -24,7 +24,10 @@ directly and through the gateway, so that the difference is the gateway:
   scheduler slice ends (Linux's default slice is recorded as ``client_slice_ns``).
   Where Linux lets a thread choose its slice (6.12 and later), the unpaced routes run
   once more with the measuring client on a 0.1 ms slice, which lets it take a core at
-  once: the difference is the client's wait for a core, not the gateway's work.
+  once: the difference is the client's wait for a core, not the gateway's work. Chat
+  pass-through is measured both ways once more through a gateway journalling to SQLite
+  (written off the client's path; reported beside the targets, judged on the default
+  in-memory journal).
 * **concurrency**: N streams at once (each on its own connection), paced by the
   emulator so that they really overlap (the measured overlap is reported); every
   stream's final text, status and finish reason are checked.
@@ -866,6 +869,24 @@ def run_gateway_bench(
                             client_slice=SHORT_SLICE_NS,
                         )
                     )
+            data["paced_sqlite"] = {}
+            data["latency_sqlite"] = {}
+            if "latency" in phases:
+                durable = start_gateway(folder, emulator, "sqlite", "latency-sqlite")
+                servers.append(durable)
+                route = ROUTES[0]
+                for key, keyword, text in (
+                    ("paced_sqlite", "paced", "".join(texts["paced"])),
+                    ("latency_sqlite", "latency", expected),
+                ):
+                    cell = asyncio.run(
+                        measure_latency(
+                            route, emulator, durable, text, settings, log, keyword=keyword
+                        )
+                    )
+                    data[key][route.name] = {**cell, "journal": "sqlite"}
+                durable.stop()
+                servers.remove(durable)
             data["concurrency"] = []
             overlap = "".join(texts["overlap"])
             for n in settings.concurrency if "concurrency" in phases else ():
@@ -905,8 +926,11 @@ _PACES = {
     "paced": "paced",
     "latency": "unpaced",
     "latency_short_slice": "unpaced, client on a 0.1 ms slice",
+    "paced_sqlite": "paced, SQLite journal",
+    "latency_sqlite": "unpaced, SQLite journal",
 }
-"""The latency runs' keys in the figures, and how the targets name them."""
+"""The latency runs' keys in the figures, and how the targets name them (the targets
+are judged on the first two; the others are reported beside them)."""
 
 
 def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -928,14 +952,14 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
                 figure = f"{_ms(added['median'])} (p99 {_ms(added['p99'])})" + (
                     f", {errors} WRONG replies" if errors else ""
                 )
-                if pace != "paced" and what == "total":
+                if not pace.startswith("paced") and what == "total":
                     # All deltas at once: the sum of every event's processing (the
                     # gateway's throughput, see its CPU per request), not a latency.
                     add(f"{where}: added time to the complete response", None, figure)
                     continue
-                if pace == "latency_short_slice":
-                    # What the unpaced figure is without the client's wait for a core:
-                    # reported beside it, the target is judged on the default slice.
+                if pace not in ("paced", "latency"):
+                    # Without the client's wait for a core, or with a durable journal:
+                    # reported beside the targets, which are judged on the defaults.
                     add(f"{where}: median added latency {label}", None, figure)
                     continue
                 add(
@@ -1065,6 +1089,8 @@ def report(data: dict[str, Any]) -> str:
         )
         if any_cell.get("client_slice_ns"):
             pacing += f", the client on a {any_cell['client_slice_ns'] / 1e6:g} ms slice"
+        if any_cell.get("journal"):
+            pacing += f", the gateway journalling to {any_cell['journal']}"
         parts.append(
             f"Gateway latency: {any_cell['requests']} sequential requests per route, "
             f"{any_cell['events']} text deltas each sent {pacing}, keep-alive, direct and "

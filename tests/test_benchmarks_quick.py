@@ -185,8 +185,14 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
         assert set(short) == set(bench["latency"])
     else:
         assert short == {}
+    # Chat pass-through through a gateway journalling to SQLite, paced and unpaced.
+    chat = gateway.ROUTES[0].name
+    assert set(bench["paced_sqlite"]) == set(bench["latency_sqlite"]) == {chat}
+    durable = [bench["paced_sqlite"][chat], bench["latency_sqlite"][chat]]
+    assert all(cell["journal"] == "sqlite" for cell in durable)
     runs = [(name, cell, None) for name, cell in bench["latency"].items()]
     runs += [(name, cell, gateway.SHORT_SLICE_NS) for name, cell in short.items()]
+    runs += [(chat, cell, None) for cell in durable]
     for name, cell, client_slice in runs:
         assert cell["client_slice_ns"] == client_slice
         for side in ("direct", "gateway"):
