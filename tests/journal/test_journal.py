@@ -8,7 +8,7 @@ import socket
 import subprocess
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -274,3 +274,32 @@ def test_redis_shared_between_instances(redis_url: str) -> None:
     writer.append("s", [("1", b"data: {}\n\n")])
     entries, finished = reader.read_after("s", None)
     assert [e.data for e in entries] == [b"data: {}\n\n"] and not finished
+
+
+def test_sqlite_append_costs_the_same_however_long_the_stream(tmp_path: Path) -> None:
+    """An append does not count the stream's entries to find its next position
+    (SQLite's virtual-machine steps are counted, in hundreds: the same for an append
+    after 10 entries and after 5,000)."""
+    journal = SQLiteJournal(str(tmp_path / "j.db"))
+    steps = [0]
+
+    def step() -> int:
+        steps[0] += 1
+        return 0
+
+    def cost(write: Callable[[], None]) -> int:
+        steps[0] = 0
+        journal._db.set_progress_handler(step, 100)
+        try:
+            write()
+        finally:
+            journal._db.set_progress_handler(None, 100)
+        return steps[0]
+
+    journal.create("s", {}, now=1.0)
+    journal.append("s", [(str(n), b"x") for n in range(10)], now=1.0)
+    small = cost(lambda: journal.append("s", [("a", b"x")], now=1.0))
+    journal.append("s", [(str(n), b"x") for n in range(10, 5000)], now=1.0)
+    large = cost(lambda: journal.append("s", [("b", b"x")], now=1.0))
+    assert large <= small + 2, (small, large)
+    assert [e.position for e in journal.read_from("s", 5000)[0]] == [5000, 5001]

@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS entries (
     PRIMARY KEY (stream, position)
 );
 CREATE INDEX IF NOT EXISTS entries_cursor ON entries (stream, cursor);
+CREATE INDEX IF NOT EXISTS streams_touched ON streams (touched);
 """
 
 
@@ -86,8 +87,11 @@ class SQLiteJournal(Journal):
     def append(self, stream_id: str, entries: list[tuple[str, bytes]], *, now: float = 0.0) -> None:
         with self._lock:
             db = self._db
+            # The next position from the primary key's last one (a count of the stream's
+            # entries would read them all on every append).
             row = db.execute(
-                "SELECT size, overflowed, (SELECT COUNT(*) FROM entries WHERE stream = ?) "
+                "SELECT size, overflowed, "
+                "(SELECT COALESCE(MAX(position) + 1, 0) FROM entries WHERE stream = ?) "
                 "FROM streams WHERE id = ?",
                 (stream_id, stream_id),
             ).fetchone()
