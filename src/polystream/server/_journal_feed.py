@@ -20,8 +20,10 @@ from polystream.journal import Journal
 
 __all__ = ["MAX_PENDING_BYTES", "JournalFeed"]
 
-MAX_PENDING_BYTES: Final = 1 << 20
-"""Bytes of entries a feed holds unwritten before an append waits for the journal."""
+MAX_PENDING_BYTES: Final = 64 * 1024
+"""Bytes of entries a feed holds unwritten before an append waits for the journal (what
+a stream adds to the gateway's memory while its journal lags; the HTTP client's
+read-ahead has the same bound)."""
 
 
 class JournalFeed:
