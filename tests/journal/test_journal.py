@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import socket
@@ -303,3 +304,13 @@ def test_sqlite_append_costs_the_same_however_long_the_stream(tmp_path: Path) ->
     large = cost(lambda: journal.append("s", [("b", b"x")], now=1.0))
     assert large <= small + 2, (small, large)
     assert [e.position for e in journal.read_from("s", 5000)[0]] == [5000, 5001]
+
+
+def test_journal_entries_are_not_tracked_by_the_garbage_collector() -> None:
+    """A gateway's memory journal keeps every event it streamed; entries that the
+    collector tracked would lengthen every full collection of the process."""
+    journal = MemoryJournal()
+    journal.create("s", {})
+    journal.append("s", [("1", b"data: {}\n\n")])
+    (entry,), _ = journal.read_after("s", None)
+    assert not gc.is_tracked(entry)
