@@ -45,8 +45,10 @@ class JournalFeed:
         self._idle = asyncio.Event()
         self._idle.set()
         self.failed = False
+        self.names: list[str] = []  # the stream ids created through this feed
 
     def create(self, stream_id: str, meta: dict[str, Any]) -> None:
+        self.names.append(stream_id)
         self._put("create", stream_id, meta, 0)
 
     async def append(self, stream_id: str, entries: list[tuple[str, bytes]]) -> None:

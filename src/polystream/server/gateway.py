@@ -741,8 +741,9 @@ class _Gateway:
         try:
             await feed.flushed()
         finally:
-            for name in [name for name, known in self._feeds.items() if known is feed]:
-                del self._feeds[name]
+            for name in feed.names:
+                if self._feeds.get(name) is feed:
+                    del self._feeds[name]
 
     def _feed_failed(self, exc: Exception) -> None:
         logger.error(
