@@ -1,7 +1,7 @@
 """The gateway under load: ``python -m benchmarks.gateway [--quick] [--json OUT]``.
 
-Options: ``--phases latency,concurrency,memory`` (default all), ``--src DIR`` (run the
-servers from another source tree, to compare revisions). ``python -m benchmarks.run``
+Options: ``--phases latency,breakdown,concurrency,memory`` (default all), ``--src DIR``
+(run the servers from another source tree, to compare revisions). ``python -m benchmarks.run``
 runs it with its extras (``--gateway``: only this; ``--no-gateway``: not this).
 
 The emulator (``polystream serve``) and the gateway (``polystream gateway``) run as real
@@ -28,6 +28,15 @@ directly and through the gateway, so that the difference is the gateway:
   pass-through is measured both ways once more through a gateway journalling to SQLite
   (written off the client's path; reported beside the targets, judged on the default
   in-memory journal).
+* **breakdown**: the paced and unpaced routes once more (fewer requests) through a
+  gateway run by :mod:`benchmarks._probe`, which timestamps the bytes at its HTTP
+  boundaries (a request in, each upstream write and read, each write to the client).
+  The measuring client's times and the probe's share one clock, so each request's time
+  to its first delta is cut into stages that add up to it: to the gateway, the
+  gateway's request handling (request in -> upstream request out), the upstream (->
+  the read that completes the first delta), the gateway's handling of that read (->
+  its write to the client), and back to the client. This gateway is not the one the
+  targets are judged on (each record costs it about a microsecond).
 * **concurrency**: N streams at once (each on its own connection), paced by the
   emulator so that they really overlap (the measured overlap is reported); every
   stream's final text, status and finish reason are checked.
@@ -45,7 +54,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -150,6 +161,7 @@ class Settings:
     paced_requests: int
     paced_events: int
     paced_delay: float
+    breakdown_requests: int
 
 
 FULL = Settings(
@@ -165,6 +177,7 @@ FULL = Settings(
     paced_requests=150,
     paced_events=100,
     paced_delay=0.002,
+    breakdown_requests=60,
 )
 QUICK = Settings(
     requests=5,
@@ -177,6 +190,7 @@ QUICK = Settings(
     paced_requests=3,
     paced_events=20,
     paced_delay=0.002,
+    breakdown_requests=3,
 )
 
 
@@ -203,13 +217,15 @@ def _free_port() -> int:
 class Server:
     """A ``polystream`` subcommand serving on a loopback port, in its own process."""
 
-    def __init__(self, name: str, argv: list[str], port: int, log: Path) -> None:
+    def __init__(
+        self, name: str, argv: list[str], port: int, log: Path, module: str = "polystream"
+    ) -> None:
         self.name = name
         self.port = port
         self.log = log
         self._log_file = log.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "polystream", *argv],
+            [sys.executable, "-m", module, *argv],
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
             env=_env(),
@@ -368,16 +384,22 @@ def _gateway_config(emulator_port: int, max_concurrency: int) -> dict[str, Any]:
     }
 
 
-def start_gateway(folder: Path, emulator: Server, journal: str, tag: str) -> Server:
+def start_gateway(
+    folder: Path, emulator: Server, journal: str, tag: str, probe: Path | None = None
+) -> Server:
+    """A gateway in front of ``emulator`` (``probe``: run by :mod:`benchmarks._probe`,
+    which writes its records to that file when the gateway stops)."""
     port = _free_port()
     config = folder / f"gateway-{tag}.json"
     config.write_text(json.dumps(_gateway_config(emulator.port, 4096)))
     spec = "memory" if journal == "memory" else f"sqlite:{folder / f'journal-{tag}.db'}"
+    argv = ["gateway", "--listen", f"127.0.0.1:{port}", "--config", str(config), "--journal", spec]
     return Server(
         f"gateway ({journal} journal)",
-        ["gateway", "--listen", f"127.0.0.1:{port}", "--config", str(config), "--journal", spec],
+        argv if probe is None else [str(probe), *argv],
         port,
         folder / f"gateway-{tag}.log",
+        module="polystream" if probe is None else "benchmarks._probe",
     )
 
 
@@ -551,10 +573,12 @@ async def measure_latency(
     *,
     keyword: str = "latency",
     client_slice: int = 0,
+    times: list[Reply] | None = None,
 ) -> dict[str, Any]:
     """Sequential requests, direct and via the gateway interleaved, keep-alive
     (``keyword`` picks the scenario: ``latency`` unpaced, ``paced``; ``client_slice``:
-    the measuring client's scheduler slice in nanoseconds, see :func:`set_slice`).
+    the measuring client's scheduler slice in nanoseconds, see :func:`set_slice`;
+    ``times``: gets the gateway's replies, warm-up excluded).
 
     Raises:
         OSError: ``client_slice`` cannot be set.
@@ -607,6 +631,8 @@ async def measure_latency(
             set_slice(0)
         for connection in connections.values():
             await connection.close()
+    if times is not None:
+        times.extend(replies["gateway"])
     for kind, done in replies.items():
         for reply in done:
             problem = check(reply, routes[kind].dialect, expected)
@@ -651,6 +677,103 @@ async def measure_latency(
         f"(added {_ms(out.get('added_total', {}).get('median'))}, first event "
         f"{_ms(out.get('added_first', {}).get('median'))})"
     )
+    return out
+
+
+STAGES: tuple[tuple[str, str], ...] = (
+    ("to_gateway", "client -> gateway"),
+    ("request", "gateway: request -> upstream"),
+    ("upstream", "upstream: request -> first delta read"),
+    ("first", "gateway: first delta read -> written"),
+    ("to_client", "gateway -> client"),
+)
+"""The stages of a request's time to its first delta through the gateway, in order (they
+add up to it), and how the report names them."""
+
+
+def breakdown(records: list[tuple[str, float, int]], replies: list[Reply]) -> dict[str, Any]:
+    """Where the time to the first delta of each reply went, from a probed gateway's
+    ``records`` (see :mod:`benchmarks._probe`): per stage (:data:`STAGES`), and for the
+    gateway's own work (``own``: its request and first-delta stages together) and for
+    its last event (``last``: the upstream read that completed it to its write), the
+    median over the replies whose records are complete (``matched``)."""
+    times = [t for _, t, _ in records]
+    per: dict[str, list[float]] = {key: [] for key, _ in STAGES}
+    per["own"] = []
+    per["last"] = []
+    for reply in replies:
+        if reply.first is None:
+            continue
+        window = records[
+            bisect.bisect_left(times, reply.sent) : bisect.bisect_right(times, reply.end)
+        ]
+        request = next((t for what, t, _ in window if what == "request"), None)
+        if request is None:
+            continue
+        sent_up = next(
+            (t for what, t, _ in window if what == "upstream_out" and t >= request), None
+        )
+        if sent_up is None:
+            continue
+        reads = [t for what, t, _ in window if what == "upstream_in" and t >= sent_up]
+        writes = [t for what, t, _ in window if what == "out" and t >= sent_up]
+        # The write that carried the first delta: the last before the client saw it.
+        first_out = max((t for t in writes if t <= reply.first), default=None)
+        if first_out is None or not reads or reads[0] > first_out:
+            continue
+        first_read = max(t for t in reads if t <= first_out)
+        last_read = max(t for t in reads if t <= writes[-1])
+        stages = {
+            "to_gateway": request - reply.sent,
+            "request": sent_up - request,
+            "upstream": first_read - sent_up,
+            "first": first_out - first_read,
+            "to_client": reply.first - first_out,
+        }
+        for key, value in stages.items():
+            per[key].append(value)
+        per["own"].append(stages["request"] + stages["first"])
+        per["last"].append(writes[-1] - last_read)
+    matched = len(per["own"])
+    return {
+        "replies": len(replies),
+        "matched": matched,
+        "median": {key: statistics.median(v) if v else None for key, v in per.items()},
+    }
+
+
+async def measure_breakdown(
+    folder: Path,
+    emulator: Server,
+    texts: dict[str, list[str]],
+    settings: Settings,
+    log: Callable[[str], None],
+) -> dict[str, dict[str, Any]]:
+    """The latency runs (paced and unpaced, fewer requests) through a probed gateway, and
+    where each route's time to the first delta went (:func:`breakdown`)."""
+    records = folder / "probe.json"
+    probed = start_gateway(folder, emulator, "memory", "probed", probe=records)
+    runs: dict[tuple[str, str], tuple[dict[str, Any], list[Reply]]] = {}
+    few = dataclasses.replace(
+        settings, requests=settings.breakdown_requests, paced_requests=settings.breakdown_requests
+    )
+    try:
+        for route in ROUTES:
+            for keyword, text in (("paced", texts["paced"]), ("latency", texts["latency"])):
+                replies: list[Reply] = []
+                cell = await measure_latency(
+                    route, emulator, probed, "".join(text), few, log, keyword=keyword, times=replies
+                )
+                runs[(_PACES[keyword], route.name)] = (cell, replies)
+    finally:
+        probed.stop()
+    found = json.loads(records.read_text())
+    out: dict[str, dict[str, Any]] = {}
+    for (pace, name), (cell, replies) in runs.items():
+        figures = breakdown(found, replies)
+        figures["added_first"] = (cell.get("added_first") or {}).get("median")
+        figures["via_first"] = cell["gateway"]["first"] and cell["gateway"]["first"]["median"]
+        out.setdefault(pace, {})[name] = figures
     return out
 
 
@@ -818,7 +941,7 @@ async def measure_memory(
 # -- the run -------------------------------------------------------------------------------
 
 
-PHASES = ("latency", "concurrency", "memory")
+PHASES = ("latency", "breakdown", "concurrency", "memory")
 
 
 def run_gateway_bench(
@@ -887,6 +1010,11 @@ def run_gateway_bench(
                     data[key][route.name] = {**cell, "journal": "sqlite"}
                 durable.stop()
                 servers.remove(durable)
+            data["breakdown"] = (
+                asyncio.run(measure_breakdown(folder, emulator, texts, settings, log))
+                if "breakdown" in phases
+                else {}
+            )
             data["concurrency"] = []
             overlap = "".join(texts["overlap"])
             for n in settings.concurrency if "concurrency" in phases else ():
@@ -1095,6 +1223,39 @@ def report(data: dict[str, Any]) -> str:
             f"Gateway latency: {any_cell['requests']} sequential requests per route, "
             f"{any_cell['events']} text deltas each sent {pacing}, keep-alive, direct and "
             "gateway interleaved (wall clock):\n\n" + tables.markdown(rows)
+        )
+    if data.get("breakdown"):
+        rows = [
+            [
+                "route",
+                "pace",
+                "requests",
+                *(label for _, label in STAGES),
+                "gateway's own (request + first delta)",
+                "gateway: last read -> written",
+                "via gateway, first delta",
+                "added to first delta",
+            ]
+        ]
+        for pace, cells in data["breakdown"].items():
+            for name, cell in cells.items():
+                median = cell["median"]
+                rows.append(
+                    [
+                        name,
+                        pace,
+                        f"{cell['matched']}/{cell['replies']}",
+                        *(_ms(median[key]) for key, _ in STAGES),
+                        _ms(median["own"]),
+                        _ms(median["last"]),
+                        _ms(cell["via_first"]),
+                        _ms(cell["added_first"]),
+                    ]
+                )
+        parts.append(
+            "Where the time to the first delta goes through the gateway (a gateway run by "
+            "benchmarks._probe, timestamps at its reads and writes, medians per stage; the "
+            "stages add up to the first delta):\n\n" + tables.markdown(rows)
         )
     if data.get("concurrency"):
         rows = [

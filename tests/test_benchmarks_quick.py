@@ -204,6 +204,16 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
             if SCHEDSTAT:  # Linux reports each process's wait for a core
                 assert all(value is not None and value >= 0 for value in waits.values()), waits
         assert set(cell["added_total"]) == set(cell["added_first"]) == {"median", "p99"}
+    # Where the time to the first delta went, through a probed gateway: every reply's
+    # records found, each stage measured.
+    assert set(bench["breakdown"]) == {"paced", "unpaced"}
+    for cells in bench["breakdown"].values():
+        assert set(cells) == {route.name for route in gateway.ROUTES}
+        for cell in cells.values():
+            assert cell["matched"] == cell["replies"] == gateway.QUICK.breakdown_requests
+            stages = [cell["median"][key] for key, _ in gateway.STAGES]
+            assert all(value > 0 for value in stages), cell
+            assert cell["median"]["own"] > 0 and cell["median"]["last"] >= 0
     streams = gateway.QUICK.concurrency[0]
     cells = {cell["target"]: cell for cell in bench["concurrency"]}
     assert set(cells) == {"direct", "gateway"}
@@ -239,6 +249,42 @@ def test_gateway_client_checks_the_stream() -> None:
     assert gateway.check(cut, "openai_chat", text) is not None
     assert gateway.check(gateway.Reply(503, b"{}", 0.0, None, 0.1), "openai_chat", "") is not None
     assert gateway._max_overlap([(0, 2), (1, 3), (2.5, 4), (5, 6)]) == 2
+
+
+def test_gateway_breakdown_cuts_each_reply_at_the_probed_reads_and_writes() -> None:
+    # One reply: sent at 10, its first delta seen at 18, its end at 30. The gateway got the
+    # request at 11, asked the upstream at 12.5; the upstream's head came at 13, the first
+    # delta's bytes at 16 (written at 16.75), the last event's at 25 (written at 25.5).
+    # Records of other replies (before 10, after 30) and a late upstream read of the
+    # reply before (at 10.5, before the request) are left out.
+    records = [
+        ("out", 9.0, 10),
+        ("upstream_in", 10.5, 5),
+        ("request", 11.0, 300),
+        ("upstream_out", 12.5, 340),
+        ("upstream_in", 13.0, 260),
+        ("upstream_in", 16.0, 200),
+        ("out", 16.75, 700),
+        ("upstream_in", 25.0, 200),
+        ("out", 25.5, 150),
+        ("request", 31.0, 300),
+    ]
+    reply = gateway.Reply(200, b"", 10.0, 18.0, 30.0)
+    cut = gateway.breakdown(records, [reply])
+    assert cut["replies"] == cut["matched"] == 1
+    assert cut["median"] == {
+        "to_gateway": 1.0,
+        "request": 1.5,
+        "upstream": 3.5,
+        "first": 0.75,
+        "to_client": 1.25,
+        "own": 2.25,
+        "last": 0.5,
+    }
+    assert sum(cut["median"][key] for key, _ in gateway.STAGES) == reply.first - reply.sent
+    # A reply whose records are not all there (no upstream request) is not matched.
+    lost = gateway.breakdown(records[:3], [reply])
+    assert lost["matched"] == 0 and lost["median"]["own"] is None
 
 
 def test_floor_quick_mode_measures_every_step(tmp_path: Path) -> None:
