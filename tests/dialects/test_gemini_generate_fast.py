@@ -600,6 +600,21 @@ def test_usage_conversion_cases() -> None:
         {k: v for k, v in usual_meta.items() if k != "candidatesTokenCount"},
         {k: v for k, v in usual_meta.items() if k != "totalTokenCount"},
         {},
+        # Five keys, but not the usual five; five zeros; detail lists of other shapes.
+        {
+            **{k: v for k, v in usual_meta.items() if k != "thoughtsTokenCount"},
+            "cachedContentTokenCount": 3,
+        },
+        {
+            "promptTokenCount": 0,
+            "candidatesTokenCount": 0,
+            "totalTokenCount": 0,
+            "thoughtsTokenCount": 0,
+            "promptTokensDetails": [],
+        },
+        {**usual_meta, "promptTokensDetails": [1, {"modality": "AUDIO", "tokenCount": 2}]},
+        {**usual_meta, "promptTokensDetails": [{"modality": "AUDIO", "tokenCount": True}]},
+        {**usual_meta, "promptTokensDetails": [{"modality": "AUDIO"}, {"modality": "TEXT"}]},
     ]:
         assert convert_usage(meta) == general_convert_usage(meta)
 

@@ -44,8 +44,42 @@ def convert(meta: dict[str, Any]) -> tuple[Usage, int]:
     # This runs on nearly every chunk (Gemini restates usageMetadata on each). The
     # usual object first: integer prompt, candidates and total counts, maybe
     # thoughtsTokenCount and promptTokensDetails, no other key (a key whose value is
-    # null counts as another key, so that object takes the general way). The three
-    # counts it always has are read by subscript, cheaper than a call to get.
+    # null counts as another key, so that object takes the general way). Keys are read
+    # by subscript, cheaper than a call to get. A thinking model's object has all five.
+    if len(meta) == 5:
+        try:
+            prompt = meta["promptTokenCount"]
+            candidates = meta["candidatesTokenCount"]
+            total = meta["totalTokenCount"]
+            thoughts = meta["thoughtsTokenCount"]
+            details = meta["promptTokensDetails"]
+        except KeyError:
+            return _convert(meta)
+        if (
+            type(prompt) is not int
+            or type(candidates) is not int
+            or type(total) is not int
+            or type(thoughts) is not int
+            or type(details) is not list
+        ):
+            return _convert(meta)
+        audio_in = None
+        for entry in details:
+            if type(entry) is dict and entry.get("modality") == "AUDIO":
+                count = entry.get("tokenCount")
+                audio_in = count if type(count) is int else None
+                break
+        usage = Usage(
+            input_tokens=prompt,
+            output_tokens=candidates + thoughts,
+            reasoning_tokens=thoughts,
+            audio_input_tokens=audio_in,
+            total_tokens=total,
+            raw=meta,
+        )
+        if audio_in is not None:
+            return usage, 0b10100111
+        return usage, 0b10000111 if prompt or candidates or total or thoughts else 0
     try:
         prompt = meta["promptTokenCount"]
         candidates = meta["candidatesTokenCount"]
