@@ -767,7 +767,8 @@ async def measure_breakdown(
                 runs[(_PACES[keyword], route.name)] = (cell, replies)
     finally:
         probed.stop()
-    found = json.loads(records.read_text())
+    # (No file when the gateway did not exit cleanly: then no reply is matched.)
+    found = json.loads(records.read_text()) if records.exists() else []
     out: dict[str, dict[str, Any]] = {}
     for (pace, name), (cell, replies) in runs.items():
         figures = breakdown(found, replies)
