@@ -573,12 +573,12 @@ async def measure_latency(
     *,
     keyword: str = "latency",
     client_slice: int = 0,
-    times: list[Reply] | None = None,
+    gateway_replies: list[Reply] | None = None,
 ) -> dict[str, Any]:
     """Sequential requests, direct and via the gateway interleaved, keep-alive
     (``keyword`` picks the scenario: ``latency`` unpaced, ``paced``; ``client_slice``:
     the measuring client's scheduler slice in nanoseconds, see :func:`set_slice`;
-    ``times``: gets the gateway's replies, warm-up excluded).
+    ``gateway_replies``: gets the gateway's replies, warm-up excluded).
 
     Raises:
         OSError: ``client_slice`` cannot be set.
@@ -631,8 +631,8 @@ async def measure_latency(
             set_slice(0)
         for connection in connections.values():
             await connection.close()
-    if times is not None:
-        times.extend(replies["gateway"])
+    if gateway_replies is not None:
+        gateway_replies.extend(replies["gateway"])
     for kind, done in replies.items():
         for reply in done:
             problem = check(reply, routes[kind].dialect, expected)
@@ -762,7 +762,14 @@ async def measure_breakdown(
             for keyword, text in (("paced", texts["paced"]), ("latency", texts["latency"])):
                 replies: list[Reply] = []
                 cell = await measure_latency(
-                    route, emulator, probed, "".join(text), few, log, keyword=keyword, times=replies
+                    route,
+                    emulator,
+                    probed,
+                    "".join(text),
+                    few,
+                    lambda message: log(f"  breakdown: {message.strip()}"),
+                    keyword=keyword,
+                    gateway_replies=replies,
                 )
                 runs[(_PACES[keyword], route.name)] = (cell, replies)
     finally:
