@@ -63,12 +63,42 @@ def convert(meta: dict[str, Any]) -> tuple[Usage, int]:
             or type(details) is not list
         ):
             return _convert(meta)
-        audio_in = None
+    else:
+        try:
+            prompt = meta["promptTokenCount"]
+            candidates = meta["candidatesTokenCount"]
+            total = meta["totalTokenCount"]
+        except KeyError:
+            return _convert(meta)
+        thoughts = meta.get("thoughtsTokenCount")
+        details = meta.get("promptTokensDetails")
+        if not (
+            type(prompt) is int
+            and type(candidates) is int
+            and type(total) is int
+            and len(meta) == 3 + (thoughts is not None) + (details is not None)
+            and (thoughts is None or type(thoughts) is int)
+            and (details is None or type(details) is list)
+        ):
+            return _convert(meta)
+    audio_in = None
+    if details is not None:
         for entry in details:
             if type(entry) is dict and entry.get("modality") == "AUDIO":
                 count = entry.get("tokenCount")
                 audio_in = count if type(count) is int else None
                 break
+    # The general way's values: no tool or cached counts, no candidatesTokensDetails.
+    if thoughts is None:
+        usage = Usage(
+            input_tokens=prompt,
+            output_tokens=candidates,
+            audio_input_tokens=audio_in,
+            total_tokens=total,
+            raw=meta,
+        )
+        mask = 0b10000011
+    else:
         usage = Usage(
             input_tokens=prompt,
             output_tokens=candidates + thoughts,
@@ -77,56 +107,10 @@ def convert(meta: dict[str, Any]) -> tuple[Usage, int]:
             total_tokens=total,
             raw=meta,
         )
-        if audio_in is not None:
-            return usage, 0b10100111
-        return usage, 0b10000111 if prompt or candidates or total or thoughts else 0
-    try:
-        prompt = meta["promptTokenCount"]
-        candidates = meta["candidatesTokenCount"]
-        total = meta["totalTokenCount"]
-    except KeyError:
-        return _convert(meta)
-    thoughts = meta.get("thoughtsTokenCount")
-    details = meta.get("promptTokensDetails")
-    if (
-        type(prompt) is int
-        and type(candidates) is int
-        and type(total) is int
-        and len(meta) == 3 + (thoughts is not None) + (details is not None)
-        and (thoughts is None or type(thoughts) is int)
-        and (details is None or type(details) is list)
-    ):
-        audio_in = None
-        if details is not None:
-            for entry in details:
-                if type(entry) is dict and entry.get("modality") == "AUDIO":
-                    count = entry.get("tokenCount")
-                    audio_in = count if type(count) is int else None
-                    break
-        # The general way's values: no tool or cached counts, no candidatesTokensDetails.
-        if thoughts is None:
-            usage = Usage(
-                input_tokens=prompt,
-                output_tokens=candidates,
-                audio_input_tokens=audio_in,
-                total_tokens=total,
-                raw=meta,
-            )
-            mask = 0b10000011
-        else:
-            usage = Usage(
-                input_tokens=prompt,
-                output_tokens=candidates + thoughts,
-                reasoning_tokens=thoughts,
-                audio_input_tokens=audio_in,
-                total_tokens=total,
-                raw=meta,
-            )
-            mask = 0b10000111
-        if not (prompt or candidates or total or thoughts or audio_in):
-            return usage, 0
-        return usage, mask if audio_in is None else mask | 0b100000
-    return _convert(meta)
+        mask = 0b10000111
+    if not (prompt or candidates or total or thoughts or audio_in):
+        return usage, 0
+    return usage, mask if audio_in is None else mask | 0b100000
 
 
 def _convert(meta: dict[str, Any]) -> tuple[Usage, int]:
