@@ -280,6 +280,51 @@ def run_delay(pid: int | str = "self") -> float | None:
     return total / 1e9
 
 
+class RunDelay:
+    """:func:`run_delay` for one process, cheap enough to read around every request: its
+    threads' ``schedstat`` files are opened once and read again with ``pread``. (Listing
+    and opening them on each read cost the measuring client 0.1-0.3 ms of CPU just
+    before it sent the next request, and that delayed the gateway's first delta by up
+    to 0.4 ms, the direct one's not: see docs/performance.md.) A thread that has ended
+    still reads (its wait frozen), so the sum never goes backwards; the threads are
+    listed again when a file no longer reads. A thread started after the listing is not
+    counted, so a reader is made per measurement, after its connections are open."""
+
+    def __init__(self, pid: int | str = "self") -> None:
+        self.pid = pid
+        self._files: list[int] = []
+        self._list()
+
+    def _list(self) -> None:
+        self.close()
+        folder = f"/proc/{self.pid}/task"
+        try:
+            for task in os.listdir(folder):
+                self._files.append(os.open(f"{folder}/{task}/schedstat", os.O_RDONLY))
+        except OSError:
+            self.close()
+
+    def __call__(self) -> float | None:
+        for listed_again in (False, True):
+            try:
+                if not self._files:
+                    raise OSError("no thread listed")
+                total = sum(int(os.pread(fd, 128, 0).split()[1]) for fd in self._files)
+            except (OSError, IndexError, ValueError):
+                if listed_again:
+                    return None
+                self._list()
+                continue
+            return total / 1e9
+        return None
+
+    def close(self) -> None:
+        for fd in self._files:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._files = []
+
+
 SHORT_SLICE_NS = 100_000
 """The measuring client's scheduler slice in the second unpaced run (0.1 ms)."""
 
@@ -596,10 +641,10 @@ async def measure_latency(
     samples: dict[str, dict[str, list[float]]] = {k: {"total": [], "first": []} for k in targets}
     # Per request, the time each process spent waiting for a core (three busy processes
     # on a 2-core machine: a wait shows in the latency without being the gateway's work).
-    processes: dict[str, Callable[[], float | None]] = {
-        "client": run_delay,
-        "emulator": emulator.run_delay,
-        "gateway": gateway.run_delay,
+    processes = {
+        "client": RunDelay(),
+        "emulator": RunDelay(emulator.proc.pid),
+        "gateway": RunDelay(gateway.proc.pid),
     }
     waits: dict[str, dict[str, list[float]]] = {k: {p: [] for p in processes} for k in targets}
     errors: dict[str, list[str]] = {k: [] for k in targets}
@@ -629,6 +674,8 @@ async def measure_latency(
     finally:
         if client_slice:
             set_slice(0)
+        for reader in processes.values():
+            reader.close()
         for connection in connections.values():
             await connection.close()
     if gateway_replies is not None:

@@ -8,7 +8,9 @@ It never asserts a timing.
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -402,3 +404,34 @@ def test_run_delay_reads_this_process_and_fails_soft() -> None:
     sum(range(200_000))
     after = gateway.run_delay()
     assert after is not None and after >= before
+
+
+def test_run_delay_reader_keeps_its_files_open_and_lists_threads_again() -> None:
+    assert gateway.RunDelay(2**31 - 1)() is None  # no such process
+    if not SCHEDSTAT:
+        assert gateway.RunDelay()() is None
+        return
+    done = threading.Event()
+    worker = threading.Thread(target=done.wait)
+    worker.start()
+    reader = gateway.RunDelay()
+    try:
+        assert len(reader._files) >= 2  # this thread and the worker
+        first = reader()
+        assert first is not None
+        # A thread that ended still reads (its wait no longer grows): the sum never
+        # goes backwards, as a fresh listing would make it.
+        done.set()
+        worker.join()
+        second = reader()
+        assert second is not None and second >= first
+        # A file that no longer reads: the threads are listed again.
+        os.close(reader._files[0])
+        third = reader()
+        assert third is not None
+        assert len(reader._files) == len(os.listdir("/proc/self/task"))
+    finally:
+        reader.close()
+    assert reader._files == []
+    assert reader() is not None  # closed: it lists again
+    reader.close()
