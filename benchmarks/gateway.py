@@ -253,10 +253,6 @@ class Server:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def run_delay(self) -> float | None:
-        """Seconds the process has waited for a core so far (see :func:`run_delay`)."""
-        return run_delay(self.proc.pid)
-
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
@@ -268,21 +264,11 @@ class Server:
         self._log_file.close()
 
 
-def run_delay(pid: int | str = "self") -> float | None:
-    """Seconds a process's threads have spent runnable but waiting for a core, from
-    Linux's ``/proc/PID/schedstat`` (None where there is none)."""
-    total = 0
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            total += int((task / "schedstat").read_text().split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-    return total / 1e9
-
-
 class RunDelay:
-    """:func:`run_delay` for one process, cheap enough to read around every request: its
-    threads' ``schedstat`` files are opened once and read again with ``pread``. (Listing
+    """Seconds a process's threads have spent runnable but waiting for a core, from
+    Linux's ``/proc/PID/task/*/schedstat`` (None where there is none), cheap enough to
+    read around every request: the files are opened once and read again with
+    ``pread``. (Listing
     and opening them on each read cost the measuring client 0.1-0.3 ms of CPU just
     before it sent the next request, and that delayed the gateway's first delta by up
     to 0.4 ms, the direct one's not: see docs/performance.md.) A thread that has ended

@@ -394,20 +394,21 @@ def test_floor_transcoding_checks_what_it_writes(monkeypatch: pytest.MonkeyPatch
 
 
 def test_run_delay_reads_this_process_and_fails_soft() -> None:
-    assert gateway.run_delay(2**31 - 1) is None  # no such process
-    before = gateway.run_delay()
+    assert gateway.RunDelay(2**31 - 1)() is None  # no such process
+    reader = gateway.RunDelay()
+    before = reader()
     if not SCHEDSTAT:  # run-queue waits come from Linux's schedstat: none elsewhere
         assert before is None
         return
     assert before is not None and before >= 0
     # Busy work cannot make the wait go backwards.
     sum(range(200_000))
-    after = gateway.run_delay()
+    after = reader()
     assert after is not None and after >= before
+    reader.close()
 
 
 def test_run_delay_reader_keeps_its_files_open_and_lists_threads_again() -> None:
-    assert gateway.RunDelay(2**31 - 1)() is None  # no such process
     if not SCHEDSTAT:
         assert gateway.RunDelay()() is None
         return
