@@ -166,12 +166,105 @@ def _cancel_later(task: asyncio.Task[None], seconds: float) -> None:
     task.add_done_callback(lambda _: handle.cancel())
 
 
+class _WriteDeadline:
+    """How long each of one task's writes to the client may take, kept by one timer.
+
+    ``asyncio.timeout`` around a write arms a timer and cancels it, about 5 us a write
+    (the pump writes once per upstream read, so once per event of a paced stream). Here
+    a write notes when it began, and the timer is armed only when none is pending: when
+    it fires, a write that has taken the whole limit is cancelled (:meth:`send` then
+    returns False, as for ``TimeoutError``), a write under way for less re-arms it for
+    that write's own deadline, and with no write under way it lapses until the next.
+    One task writes at a time (the stream's pump).
+    """
+
+    __slots__ = (
+        "_cancelling",
+        "_expired",
+        "_handle",
+        "_limit",
+        "_loop",
+        "_since",
+        "_task",
+        "_when",
+    )
+
+    def __init__(self, limit: float) -> None:
+        self._limit = limit
+        self._loop = asyncio.get_running_loop()
+        self._handle: asyncio.TimerHandle | None = None
+        self._when = 0.0  # when the pending timer fires
+        self._since: float | None = None  # when the write under way began
+        self._task: asyncio.Task[Any] | None = None  # the task writing
+        self._cancelling = 0  # its cancellation requests before the write
+        self._expired = False
+
+    async def send(self, send: Send, message: Message) -> bool:
+        """``await send(message)``; False when it took the limit (the write was
+        cancelled) or the connection failed."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._cancelling = task.cancelling()
+        loop = self._loop
+        self._since = now = loop.time()
+        if self._handle is None:
+            self._when = now + self._limit
+            self._handle = loop.call_at(self._when, self._check)
+        try:
+            await send(message)
+        except asyncio.CancelledError:
+            if self._expired:
+                self._expired = False
+                # The deadline's own cancellation, unless another is pending too (as
+                # asyncio.timeout decides).
+                if task.uncancel() <= self._cancelling:
+                    return False
+            raise
+        except OSError:
+            return False
+        finally:
+            self._since = None
+            self._task = None
+        return True
+
+    def _check(self) -> None:
+        self._handle = None
+        since = self._since
+        if since is None:
+            return  # no write under way: the next one arms the timer
+        due = since + self._limit
+        if due <= self._when:
+            self._expired = True
+            assert self._task is not None
+            self._task.cancel()
+        else:
+            self._when = due
+            self._handle = self._loop.call_at(due, self._check)
+
+    def close(self) -> None:
+        """Drop the pending timer (unless a write is under way: it keeps its bound)."""
+        if self._handle is not None and self._since is None:
+            self._handle.cancel()
+            self._handle = None
+
+
 class _StreamState:
     """What the pump and the watcher of one stream share."""
 
-    __slots__ = ("aborted", "ended", "feed", "gone", "journal_id", "sending", "started")
+    __slots__ = (
+        "aborted",
+        "deadline",
+        "ended",
+        "feed",
+        "gone",
+        "journal_id",
+        "sending",
+        "started",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: _WriteDeadline) -> None:
+        self.deadline = deadline  # the bound on each of the pump's writes
         self.started = False  # the response (a stream, or an error) has begun
         self.ended = False  # the response is complete
         self.gone = False  # the client disconnected
@@ -516,7 +609,7 @@ class _Gateway:
         During upstream silences it sends keep-alive comments.
         """
         sse = options.get("framing", "sse") == "sse"
-        state = _StreamState()
+        state = _StreamState(_WriteDeadline(self.limits.slow_client_seconds))
         encoder: Any = None
 
         def encoder_() -> Any:
@@ -609,6 +702,7 @@ class _Gateway:
                         )
                     return
             finally:
+                state.deadline.close()
                 # Finalize the upstream call here, in this task, not in a GC finalizer.
                 with contextlib.suppress(BaseException):
                     await stream.aclose()
@@ -710,7 +804,9 @@ class _Gateway:
             return True
         state.sending = True
         try:
-            sent = await self._send(send, data, more=not last)
+            sent = await state.deadline.send(
+                send, {"type": "http.response.body", "body": data, "more_body": not last}
+            )
         finally:
             state.sending = False
         if not sent:
@@ -721,7 +817,9 @@ class _Gateway:
 
     async def _send(self, send: Send, data: bytes, more: bool = True) -> bool:
         """Send body bytes (``more=False``: the last); a client that does not read
-        within the limit is dropped."""
+        within the limit is dropped. (For the few writes outside a stream's pump:
+        keep-alive comments, resumed entries; the pump's take its
+        :class:`_WriteDeadline`.)"""
         try:
             async with asyncio.timeout(self.limits.slow_client_seconds):
                 await send({"type": "http.response.body", "body": data, "more_body": more})
