@@ -804,9 +804,7 @@ class _Gateway:
             return True
         state.sending = True
         try:
-            sent = await state.deadline.send(
-                send, {"type": "http.response.body", "body": data, "more_body": not last}
-            )
+            sent = await self._send(send, data, more=not last, deadline=state.deadline)
         finally:
             state.sending = False
         if not sent:
@@ -815,14 +813,23 @@ class _Gateway:
             state.ended = True
         return sent
 
-    async def _send(self, send: Send, data: bytes, more: bool = True) -> bool:
+    async def _send(
+        self,
+        send: Send,
+        data: bytes,
+        more: bool = True,
+        deadline: _WriteDeadline | None = None,
+    ) -> bool:
         """Send body bytes (``more=False``: the last); a client that does not read
-        within the limit is dropped. (For the few writes outside a stream's pump:
-        keep-alive comments, resumed entries; the pump's take its
-        :class:`_WriteDeadline`.)"""
+        within the limit is dropped. A stream's pump passes its ``deadline`` (one timer
+        for all its writes); the few other writes (keep-alive comments, resumed entries)
+        each take an ``asyncio.timeout``."""
+        message = {"type": "http.response.body", "body": data, "more_body": more}
+        if deadline is not None:
+            return await deadline.send(send, message)
         try:
             async with asyncio.timeout(self.limits.slow_client_seconds):
-                await send({"type": "http.response.body", "body": data, "more_body": more})
+                await send(message)
         except (TimeoutError, OSError):
             return False
         return True
