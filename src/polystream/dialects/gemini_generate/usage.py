@@ -81,6 +81,7 @@ def convert(meta: dict[str, Any]) -> tuple[Usage, int]:
             and (details is None or type(details) is list)
         ):
             return _convert(meta)
+    # _audio_count, inlined (a call per chunk; details is a list or None here).
     audio_in = None
     if details is not None:
         for entry in details:
@@ -134,21 +135,8 @@ def _convert(meta: dict[str, Any]) -> tuple[Usage, int]:
     cached = get("cachedContentTokenCount")
     if cached is not None and type(cached) is not int:
         cached = None
-    audio_in = audio_out = None
-    details = get("promptTokensDetails")
-    if details is not None and isinstance(details, list):
-        for entry in details:
-            if isinstance(entry, dict) and entry.get("modality") == "AUDIO":
-                count = entry.get("tokenCount")
-                audio_in = count if type(count) is int else None
-                break
-    details = get("candidatesTokensDetails")
-    if details is not None and isinstance(details, list):
-        for entry in details:
-            if isinstance(entry, dict) and entry.get("modality") == "AUDIO":
-                count = entry.get("tokenCount")
-                audio_out = count if type(count) is int else None
-                break
+    audio_in = _audio_count(get("promptTokensDetails"))
+    audio_out = _audio_count(get("candidatesTokensDetails"))
     # A sum is None only when both of its terms are.
     inputs = prompt if tool is None else (tool if prompt is None else prompt + tool)
     outputs = (
@@ -180,6 +168,17 @@ def _convert(meta: dict[str, Any]) -> tuple[Usage, int]:
         | (total is not None) << 7
     )
     return usage, mask
+
+
+def _audio_count(details: Any) -> int | None:
+    """The ``tokenCount`` of the first ``AUDIO`` entry of a modality detail list (None
+    when there is none, or its count is not an integer)."""
+    if isinstance(details, list):
+        for entry in details:
+            if isinstance(entry, dict) and entry.get("modality") == "AUDIO":
+                count = entry.get("tokenCount")
+                return count if type(count) is int else None
+    return None
 
 
 def to_usage_metadata(usage: Usage) -> dict[str, Any]:
