@@ -148,6 +148,12 @@ def test_sequential_requests_reuse_one_upstream_connection(stack: Callable[..., 
         response = _post(gateway, _messages_body())
         assert polystream.decode(response.content, "anthropic_messages").status == "completed"
     transport = gateway.app.http._transport
+    assert transport._open == 1
+    # The last reply's connection goes back to the pool once the gateway has read the
+    # upstream's terminator, after the client saw the end: wait for that, in bounds.
+    deadline = time.monotonic() + 5
+    while transport._idle_count != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert transport._open == 1 and transport._idle_count == 1
 
 
