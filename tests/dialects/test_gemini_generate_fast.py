@@ -1233,6 +1233,197 @@ def test_the_beginning_of_a_block_kept_for_the_next_feed(after: bytes, cut: int)
         assert decoder._held == b""
 
 
+def _element_cuts() -> dict[str, int]:
+    """Places to cut the 9th element of :func:`_held_stream`, named by what the
+    first piece ends in."""
+    element = dumps_pretty(usual("held 42", 9)).replace(b"\n", b"\r\n")
+    text = element.index(b'"held 42"')
+    usage = element.index(b'"usageMetadata": ') + len(b'"usageMetadata": ')
+    count = element.index(b'"candidatesTokenCount": 9') + len(b'"candidatesTokenCount": ')
+    model = element.index(b'"modelVersion"')
+    return {
+        "head": 5,
+        "head's end": text,
+        "the opening quote": text + 1,
+        "the text": text + 6,
+        "the closing quote": text + len(b'"held 42"'),
+        "mid": usage - 3,
+        "mid's end": usage,
+        "the usage's first key": usage + 9,
+        "a count": count,
+        "a count's digit": count + 1,
+        "the usage's end": model - 3,
+        "the suffix": model + 5,
+        "the last brace": len(element) - 1,
+        "the element": len(element),
+        "the comma line": len(element) + 3,
+    }
+
+
+_ELEMENT_CUTS = _element_cuts()
+_KEPT = {name for name, _ in _ELEMENT_CUTS.items() if name not in ("the element", "the comma line")}
+
+
+def _held_stream() -> tuple[list[bytes], bytes, bytes]:
+    """Eight usual elements with their comma lines, the 9th with its own, and the
+    end."""
+    chunks = [usual(f"w{i}", i) for i in range(1, 9)] + [usual("held 42", 9), last(10)]
+    feeds = elements(chunks)
+    return feeds[:8], feeds[8], feeds[9]
+
+
+@pytest.mark.parametrize("cut", sorted(_ELEMENT_CUTS))
+def test_the_beginning_of_an_element_kept_for_the_next_feed(cut: str) -> None:
+    # A feed ends inside a JSON-array element that fits (in any of its pieces): the
+    # bytes are kept, and the next feed reads the element whole, giving what the
+    # parser gives, from the same call.
+    before, element, end = _held_stream()
+    split = _ELEMENT_CUTS[cut]
+    head, tail = element[:split], element[split:]
+    for strict in (False, True):
+        events, error = assert_same([*before, head, tail, end], strict=strict)
+        assert error is None
+        assert events == assert_same([b"".join([*before, element, end])], strict=strict)[0]
+        # The stream ends there: close() reports the element cut where it begins, as
+        # the parser does (the two last cuts end after the element: a cut array).
+        events, error = assert_same([*before, head], strict=strict)
+        start = len(b"".join(before))
+        if cut not in _KEPT:
+            assert error or json.loads(events[-1])["error"]
+        elif strict:
+            assert error is not None and error[0] == "StreamTruncated"
+            assert error[2:] == (8, start)
+        else:
+            finish = json.loads(events[-1])
+            assert finish["status"] == "truncated"
+            assert finish["error"]["message"] == "JSON array not closed (inside an element)"
+            assert finish["error"]["byte_offset"] == start
+    decoder = Decoder()
+    for piece in before:
+        decoder.feed(piece)
+    decoder.feed(head)
+    assert decoder._held == (head if cut in _KEPT else b"")
+
+
+_BREAKS = [
+    (b"}", b"]"),  # a closing bracket that does not close what is open
+    (b'"gemini-3.8-flash"', b'"gemini-3.8-flash'),  # a string left open: truncated
+    (b"\r\n}", b"\r\n}}"),  # one closer too many
+]
+
+
+def _broken_cuts() -> list[tuple[str, int]]:
+    """(cut, break) pairs whose change lies after the kept part."""
+    element = _held_stream()[1]
+    return [
+        (cut, number)
+        for cut in sorted(_KEPT)
+        for number, (old, _) in enumerate(_BREAKS)
+        if element.rindex(old) >= _ELEMENT_CUTS[cut]
+    ]
+
+
+@pytest.mark.parametrize(("cut", "number"), _broken_cuts())
+def test_an_error_after_the_kept_beginning_comes_from_the_same_call(cut: str, number: int) -> None:
+    # What follows the kept bytes is wrong: the error is the parser's, raised by the
+    # same call at the same place, and the events before it are the same.
+    before, element, end = _held_stream()
+    old, new = _BREAKS[number]
+    at = element.rindex(old)
+    broken = element[:at] + new + element[at + len(old) :]
+    split = _ELEMENT_CUTS[cut]
+    for strict in (False, True):
+        events, error, counts = steps(
+            Decoder, [*before, broken[:split], broken[split:], end], strict=strict
+        )
+        assert (events, error, counts) == steps(
+            General, [*before, broken[:split], broken[split:], end], strict=strict
+        )
+        assert (events, error) == run(Decoder, [b"".join([*before, broken, end])], strict=strict)
+        if strict:
+            assert error is not None
+            assert counts[8] == 0  # (the kept part gave nothing)
+
+
+def test_the_beginning_of_another_element_is_the_parsers_at_once() -> None:
+    # Bytes that are not the beginning of an element fitting the template go to the
+    # parser at once: another usage object (digits aside), another text part, another
+    # layout, an escaped quote in the text.
+    before, element, last_element = _held_stream()
+    usage = element.index(b'"usageMetadata": ') + len(b'"usageMetadata": ')
+    others = [
+        element[:usage] + b'{\r\n    "cachedContentTokenCount": 1',
+        element[:usage] + b'{\r\n    "promptTokenCount": 7,\r\n    "x',
+        element.replace(b'"held 42"', b'"he\\"ld'),
+        dumps_pretty(usual("w", 9))[:80],  # LF line ends
+        element[:40].replace(b"candidates", b"candidatez"),
+    ]
+    for other in others:
+        decoder = Decoder()
+        for piece in before:
+            decoder.feed(piece)
+        decoder.feed(other[:-1] if other.endswith(b"}") else other)
+        assert decoder._held == b"", other
+    # After an element that ended exactly at the end of the feed, the comma line is
+    # read first, then the beginning of the next element is kept.
+    feeds = [*before[:-1], before[-1].rstrip(b"\r\n,"), b"\r\n,\r\n" + element[:50]]
+    decoder = Decoder()
+    for piece in feeds:
+        decoder.feed(piece)
+    assert decoder._held == element[:50]
+    assert_same([*feeds, element[50:], last_element])
+
+
+def test_what_the_structure_check_does_not_read_is_not_kept() -> None:
+    # The parser's structure check does not look inside strings: a raw line break
+    # there (not JSON, but no structure error either) or an escaped quote followed by
+    # the mid's bytes must not let the decoder take the bytes for what they are not.
+    before, element, end = _held_stream()
+    text = element.index(b'"held 42"')
+    close = text + len(b'"held 42"') - 1
+    usage = element.index(b'"usageMetadata": ') + len(b'"usageMetadata": ')
+    mid = element[close:usage]
+    # An escaped quote, then the mid's bytes: the string is not closed there.
+    escaped = element[:text] + b'"held\\' + mid + element[usage:]
+    decoder = Decoder()
+    for piece in before:
+        decoder.feed(piece)
+    decoder.feed(escaped[: text + 6 + len(mid)])
+    assert decoder._held == b""
+    cut = text + 6 + len(mid)
+    for strict in (False, True):
+        assert_same([*before, escaped[:cut], escaped[cut:], end], strict=strict)
+    # A raw "\n," inside the text, where the next feed begins: the comma line the
+    # decoder looks for to cut the kept element's end is not one.
+    raw = element[:text] + b'"held\n,\r\n42"' + element[close + 1 :]
+    cut = text + 3
+    for strict in (False, True):
+        assert_same([*before, raw[:cut], raw[cut:], end], strict=strict)
+        assert_same([*before, raw[:cut], raw[cut:] + end], strict=strict)
+    # A whole element that fits but for its text (an invalid escape), at the end of
+    # the feed: it is the parser's at once, not kept.
+    invalid = element.replace(b'"held 42"', b'"held \\x42"')
+    for strict in (False, True):
+        assert_same([*before, invalid[:-5], invalid[-5:], end], strict=strict)
+
+
+@pytest.mark.parametrize("layout", ["sse", "json_array"])
+def test_what_is_kept_is_bounded(layout: str) -> None:
+    # A chunk with a long text (1 MiB), fed 4 KiB at a time: each feed that keeps the
+    # beginning of a chunk copies it once more, so at most _HOLD_LIMIT bytes are
+    # kept; the rest is the parser's, with the same events.
+    chunks = [usual(f"w{i}", i) for i in range(1, 9)] + [usual("x" * (1 << 20), 9), last(10)]
+    body = sse(chunks) if layout == "sse" else array(chunks)
+    feeds = split_at(body, list(range(4096, len(body), 4096)))
+    decoder = Decoder()
+    kept = []
+    for piece in feeds:
+        decoder.feed(piece)
+        kept.append(len(decoder._held))
+    assert 0 < max(kept) <= 16 * 1024
+    assert run(Decoder, feeds) == run(General, feeds)
+
+
 _SAME_IN_PYTHON = [
     b'{"promptTokenCount": 1,"candidatesTokenCount": 1.0}',  # 1.0 == 1
     b'{"promptTokenCount": 1,"candidatesTokenCount": true}',  # True == 1

@@ -196,6 +196,12 @@ _USAGE_WINDOW: Final = 4096
 # block yet (no blank line: "\r\n\r" is one, a CR ends a line; see
 # GeminiGenerateDecoder._holds).
 _OPEN_BLOCK_ENDS: Final = (b"", b"\r", b"\r\n", b"\n")
+# The most a decoder keeps for the next feed (see GeminiGenerateDecoder._holds). Each
+# feed that keeps the beginning of a chunk copies it once more, so the bound keeps the
+# copying linear in a chunk's size; a usual chunk is a few hundred bytes, and a longer
+# beginning goes to the framing's parser, as any chunk does that does not fit.
+_HOLD_LIMIT: Final = 16 * 1024
+_DIGITS: Final = b"0123456789"
 # How much of a large feed goes to the framing while no template is known.
 _FIRST_LOOK: Final = 2048
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
@@ -600,7 +606,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._previous = _Previous()
         self._template: _Template | None = None
         self._template_tries = _TEMPLATE_TRIES
-        self._held = b""  # the beginning of an SSE block, kept for the next feed
+        self._held = b""  # the beginning of a chunk, kept for the next feed (_holds)
         # The dispatch inlines _on_event and _on_element unless a subclass replaced them.
         cls = type(self)
         self._inline_hooks = (
@@ -651,17 +657,17 @@ class GeminiGenerateDecoder(FramedDecoder):
                 self._scan_offset += len(data)
                 return super().feed(data)
             array = head[:1] == b"["  # (and an array needs no bare-text scan)
-        if self._held:
-            data = self._held + data
+        held = self._held
+        if held:
             self._held = b""
         if (
-            not data
+            not (data or held)
             or self._closed
             or not self._fast_paths
             or self.keep_raw
             or (self._template is None and not self._template_tries)
         ):
-            return self._feed_frames(data, scan=not array)
+            return self._feed_frames(held + data if held else data, scan=not array)
         # Chunks that fit the template are read here (see _take); the parser takes the
         # rest of the chunk under way, each chunk that does not fit, and, while there
         # is no template, the first chunks (of a large feed, only those in its first
@@ -671,29 +677,19 @@ class GeminiGenerateDecoder(FramedDecoder):
         boundary = _after_comma_line if array else _after_blank_line
         out: list[Event] = []
         pos = 0
-        n = len(data)
         try:
-            while pos < n:
-                template = self._template
-                if template is None or template.block_head is None:
-                    if template is not None or not self._template_tries:
-                        cut = n
-                    else:
-                        cut = boundary(data, pos + _FIRST_LOOK)
-                else:
-                    taken = self._take(data, pos, out)
-                    if taken > pos:
-                        pos = taken
-                        continue
-                    if not array and self._holds(data, pos):
-                        break
-                    cut = boundary(data, pos)
+            if held:
+                # The chunk the last feed kept (see _holds), with its end from this
+                # feed, is read first on its own: the rest of the feed is not copied.
+                cut = boundary(data, 0)
                 if cut < 0:
-                    cut = n
-                out += self._feed_frames(data[pos:cut] if pos or cut < n else data, scan=not array)
-                pos = cut
-                if self._deferred is not None:
-                    break  # raised by the next call
+                    data = held + data
+                else:
+                    self._read(held + data[:cut], 0, out, array, hold=False)
+                    if self._deferred is not None:
+                        return out  # raised by the next call
+                    pos = cut
+            self._read(data, pos, out, array, hold=True)
         except RemoteProtocolError as exc:
             if not out:
                 raise
@@ -701,36 +697,123 @@ class GeminiGenerateDecoder(FramedDecoder):
             self._deferred = exc
         return out
 
+    def _read(self, data: bytes, pos: int, out: list[Event], array: bool, *, hold: bool) -> None:
+        """:meth:`feed`'s loop over ``data[pos:]``: with ``hold``, the beginning of a
+        chunk that ends it may be kept for the next feed (:meth:`_holds`)."""
+        boundary = _after_comma_line if array else _after_blank_line
+        n = len(data)
+        while pos < n:
+            template = self._template
+            if template is None or template.block_head is None:
+                if template is not None or not self._template_tries:
+                    cut = n
+                else:
+                    cut = boundary(data, pos + _FIRST_LOOK)
+            else:
+                taken = self._take(data, pos, out)
+                if taken > pos:
+                    pos = taken
+                    continue
+                if hold and self._holds(data, pos):
+                    return
+                cut = boundary(data, pos)
+            if cut < 0:
+                cut = n
+            out += self._feed_frames(data[pos:cut] if pos or cut < n else data, scan=not array)
+            pos = cut
+            if self._deferred is not None:
+                return  # raised by the next call
+
     def _holds(self, data: bytes, pos: int) -> bool:
         """Keep ``data[pos:]`` for the next feed (``_held``) when it is the beginning
-        of an SSE block that fits the template, not whole yet: the next feed can read
-        it whole here. The parser would return nothing for those bytes: they hold no
-        line break but the block's own, and not the blank line's CR (at which the
-        parser dispatches), so no frame, comment or bare text is delayed. The parser
-        is idle, so they are the whole line so far, within its limits: no error is
-        delayed either. :meth:`close` hands them to the parser."""
+        of a chunk that fits the template, not whole yet: the next feed can then read
+        it whole in :meth:`_take`, instead of the framing's parser taking it in two
+        pieces (which costs tens of microseconds). Only what the parser would return
+        nothing for and raise nothing on is kept (see :meth:`_holds_block` and
+        :meth:`_holds_element`), at most ``_HOLD_LIMIT`` bytes; :meth:`close` hands
+        it to the parser."""
         template = self._template
-        sse = self._sse
-        rest = data[pos:]
         if (
             template is None
             or template.block_head is None
-            or sse is None
-            or not sse.idle
+            or not self._inline_hooks  # (_take reads nothing then)
             or self._deferred is not None  # (the next call raises it first)
-            or len(rest) > sse.block_limit
+            or len(data) - pos > _HOLD_LIMIT
         ):
             return False
+        rest = data[pos:]
+        sse = self._sse
+        if not (self._holds_block(rest) if sse is not None else self._holds_element(rest)):
+            return False
+        self._held = rest
+        return True
+
+    def _holds_block(self, rest: bytes) -> bool:
+        """Whether ``rest`` is the beginning of an SSE block that fits the template.
+        The parser would return nothing for those bytes: they hold no line break but
+        the block's own, and not the blank line's CR (at which the parser
+        dispatches), so no frame, comment or bare text is delayed. The parser is idle,
+        so they are the whole line so far, within its limits: no error is delayed
+        either."""
+        template = self._template
+        sse = self._sse
+        assert template is not None and template.block_head is not None and sse is not None
+        if not sse.idle or len(rest) > sse.block_limit:
+            return False
         line = rest.rstrip(b"\r\n")
-        if (
+        return not (
             rest[len(line) :] not in _OPEN_BLOCK_ENDS
             or 10 in line
             or 13 in line
             or line[: len(template.block_head)] != template.block_head[: len(line)]
+        )
+
+    def _holds_element(self, rest: bytes) -> bool:
+        """Whether ``rest`` is the beginning of a JSON-array element that fits the
+        template (Google's layout), right after the comma line before it: the head,
+        then the text (its string still open, or closed and followed by the mid), then
+        the beginning of a usage object and what follows it. The parser would return
+        nothing for those bytes, and raise nothing on them.
+
+        Its structure check reads only quotes, backslashes and brackets (and counts
+        bytes): it never looks inside a string, and a digit is none of those. So the
+        bytes after the mid, digits removed, are checked to be a *proper* prefix of
+        the last usage object read whole and the suffix after it, digits removed: the
+        parser sees in them what it saw in the beginning of an element it took
+        whole, which raised nothing (and within ``max_element_size``: at most
+        ``_HOLD_LIMIT`` bytes are kept), and whose last byte, its closing brace, is
+        not there yet: no element is complete."""
+        template = self._template
+        array = self._array
+        assert template is not None and template.block_head is not None
+        if (
+            array is None
+            or not array.idle
+            or array.after_element  # (a comma line comes first: left to the parser)
+            or self.finished
+            or len(rest) > array.max_element_size
         ):
             return False
-        self._held = rest
-        return True
+        head = template.block_head
+        head_size = len(head)
+        if len(rest) <= head_size:
+            return rest == head[: len(rest)]
+        if rest[:head_size] != head or rest[head_size] != 34:  # '"' opens the text
+            return False
+        close = rest.find(b'"', head_size + 1)
+        if close < 0:
+            return True  # inside the text
+        if rest[close - 1] == 92:
+            return False  # maybe an escaped quote: not decided here
+        mid = template.block_mid
+        after = rest[close:]
+        if len(after) <= len(mid):
+            return after == mid[: len(after)]
+        if after[: len(mid)] != mid:
+            return False
+        seen = after[len(mid) :].translate(None, _DIGITS)
+        known = (template.block_usage + template.block_suf).translate(None, _DIGITS)
+        return len(seen) < len(known) and known.startswith(seen)
 
     def close(self) -> list[Event]:
         """End of input: the events left, ending with the Finish (see the class)."""
