@@ -681,6 +681,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             if held:
                 # The chunk the last feed kept (see _holds), with its end from this
                 # feed, is read first on its own: the rest of the feed is not copied.
+                # Nothing of that piece is kept again: the rest of the feed follows it.
                 cut = boundary(data, 0)
                 if cut < 0:
                     data = held + data
