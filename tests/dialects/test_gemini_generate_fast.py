@@ -1400,6 +1400,16 @@ def test_what_the_structure_check_does_not_read_is_not_kept() -> None:
     for strict in (False, True):
         assert_same([*before, raw[:cut], raw[cut:], end], strict=strict)
         assert_same([*before, raw[:cut], raw[cut:] + end], strict=strict)
+    # More brackets than the parser's depth limit (here in the text, where they do not
+    # count, but the check does not read strings): not kept.
+    deep = element.replace(b'"held 42"', b'"' + b"[" * 300 + b'"')
+    cut = deep.index(b'"usageMetadata": ') + 30
+    decoder = Decoder()
+    for piece in before:
+        decoder.feed(piece)
+    decoder.feed(deep[:cut])
+    assert decoder._held == b""
+    assert_same([*before, deep[:cut], deep[cut:], end])
     # A whole element that fits but for its text (an invalid escape), at the end of
     # the feed: it is the parser's at once, not kept.
     invalid = element.replace(b'"held 42"', b'"held \\x42"')

@@ -780,10 +780,11 @@ class GeminiGenerateDecoder(FramedDecoder):
         bytes): it never looks inside a string, and a digit is none of those. So the
         bytes after the mid, digits removed, are checked to be a *proper* prefix of
         the last usage object read whole and the suffix after it, digits removed: the
-        parser sees in them what it saw in the beginning of an element it took
-        whole, which raised nothing (and within ``max_element_size``: at most
-        ``_HOLD_LIMIT`` bytes are kept), and whose last byte, its closing brace, is
-        not there yet: no element is complete."""
+        parser sees in them what it would see in the beginning of that element (valid
+        JSON: the usage object parsed), whose last byte, its closing brace, is not
+        there yet: no element is complete. The limits are checked on the bytes kept:
+        their size, and their brackets (at most ``max_depth``, so that no nesting
+        goes deeper)."""
         template = self._template
         array = self._array
         assert template is not None and template.block_head is not None
@@ -812,6 +813,8 @@ class GeminiGenerateDecoder(FramedDecoder):
             return after == mid[: len(after)]
         if after[: len(mid)] != mid:
             return False
+        if rest.count(b"{") + rest.count(b"[") > array.max_depth:
+            return False  # (it could nest deeper than the parser allows)
         seen = after[len(mid) :].translate(None, _DIGITS)
         known = (template.block_usage + template.block_suf).translate(None, _DIGITS)
         return len(seen) < len(known) and known.startswith(seen)
