@@ -22,7 +22,7 @@ from polystream.dialects.gemini_generate.finish_reason import (
 )
 from polystream.dialects.gemini_generate.status import kind_for
 from polystream.dialects.gemini_generate.usage import from_usage_metadata, to_usage_metadata
-from polystream.errors import RemoteProtocolError, StreamTruncated
+from polystream.errors import BufferLimitExceeded, RemoteProtocolError, StreamTruncated
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -120,6 +120,44 @@ def test_blank_prefix_before_either_framing() -> None:
         shifted = decoder.feed(b"\r\n  ") + decoder.feed(b"\n") + decoder.feed(data)
         shifted += decoder.close()
         assert shifted == events
+
+
+def test_a_blank_prefix_is_kept_in_pieces_and_bounded() -> None:
+    # Blank bytes before the framing is known are kept for the framing's parser in
+    # pieces (a feed does not copy what came before it), at most max_event_size of
+    # them: past that, a typed error, raised again by every later call.
+    data = (HERE / "skeleton.jsonarray").read_bytes()
+    decoder = Decoder(max_event_size=1000)
+    for _ in range(100):
+        assert decoder.feed(b"\r\n \t\n") == []
+    assert (decoder._blank_size, len(decoder._blank)) == (500, 100)
+    assert decoder.feed(data) + decoder.close() == decode(data)
+    assert decoder._blank == []
+    # The parser saw every byte: offsets count the blank ones.
+    broken = b"[{]"
+    for strict in (False, True):
+        whole = Decoder(strict=strict)
+        pieces = Decoder(strict=strict)
+        for decoder, feeds in ((whole, [b" \n" * 50 + broken]), (pieces, [b" \n"] * 50 + [broken])):
+            try:
+                for feed in feeds:
+                    decoder.feed(feed)
+                decoder.close()
+            except RemoteProtocolError as exc:
+                assert exc.byte_offset == 102
+            else:
+                raise AssertionError("no error")
+    decoder = Decoder(max_event_size=1000)
+    decoder.feed(b" " * 600)
+    with pytest.raises(BufferLimitExceeded) as info:
+        decoder.feed(b"\n" * 401)
+    assert info.value.byte_offset == 0
+    assert "no content in the first 1001 bytes" in str(info.value)
+    assert decoder._blank == []
+    with pytest.raises(BufferLimitExceeded):
+        decoder.feed(data)
+    with pytest.raises(BufferLimitExceeded):
+        decoder.close()
 
 
 def test_bare_text_that_is_not_json() -> None:

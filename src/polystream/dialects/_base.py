@@ -20,7 +20,12 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from polystream.dialects._usage_fold import BATCH as USAGE_BATCH
-from polystream.errors import LocalProtocolError, RemoteProtocolError, StreamTruncated
+from polystream.errors import (
+    BufferLimitExceeded,
+    LocalProtocolError,
+    RemoteProtocolError,
+    StreamTruncated,
+)
 from polystream.events import (
     ErrorEvent,
     ErrorInfo,
@@ -112,7 +117,9 @@ class FramedDecoder(DialectDecoder):
             non-blank byte: ``[`` means a JSON array). Dialects that only speak SSE
             ignore it.
         max_line_size: SSE line limit in bytes.
-        max_event_size: SSE event / JSON element limit in bytes.
+        max_event_size: SSE event / JSON element limit in bytes; with ``"auto"``, also
+            the most blank bytes accepted before the first non-blank one (they are
+            kept until the framing is known).
     """
 
     framings: ClassVar[tuple[Framing, ...]] = ("sse",)
@@ -144,7 +151,10 @@ class FramedDecoder(DialectDecoder):
         self._max_event = max_event_size
         self._sse: SSEDecoder | None = None
         self._array: JSONArrayDecoder | None = None
-        self._pending = b""  # bytes held until the framing is known
+        # Blank bytes (whitespace, BOM bytes) held until the framing is known, and how
+        # many: at most max_event_size (see feed).
+        self._blank: list[bytes] = []
+        self._blank_size = 0
         self.finished = False  # the Finish event has been emitted
         self.frame_index = 0  # index of the framing event being handled
         self.frame_offset = 0  # its byte offset
@@ -182,12 +192,28 @@ class FramedDecoder(DialectDecoder):
         if self._deferred is not None:
             raise self._deferred
         if self._framing is None:
-            data = self._pending + data
             stripped = data.lstrip(b" \t\r\n\xef\xbb\xbf")
             if not stripped:
-                self._pending = data
+                # Still blank: kept for the framing's parser, which sees every byte (its
+                # offsets and its reading of blank lines stay its own). Kept as pieces,
+                # joined once: each feed does not copy what came before.
+                self._blank.append(data)
+                self._blank_size += len(data)
+                if self._blank_size > self._max_event:
+                    self._deferred = BufferLimitExceeded(
+                        f"no content in the first {self._blank_size} bytes (blank bytes "
+                        f"before the framing is known, max_event_size={self._max_event})",
+                        dialect=self.dialect,
+                        event_index=0,
+                        byte_offset=0,
+                    )
+                    self._blank = []
+                    raise self._deferred
                 return []
-            self._pending = b""
+            if self._blank:
+                self._blank.append(data)
+                data = b"".join(self._blank)
+                self._blank = []
             self._make_framer("json_array" if stripped[:1] == b"[" else "sse")
         out: list[Event] = []
         try:
