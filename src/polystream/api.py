@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from polystream.accumulate import Accumulator, Result
-from polystream.dialects import DialectDecoder, detect, get_dialect
-from polystream.dialects._detect import MAX_DETECT_BYTES
+from polystream.dialects import DialectDecoder, get_dialect
+from polystream.dialects._detect import Detector
 from polystream.errors import LocalProtocolError, RemoteProtocolError
 from polystream.events import Event
 
@@ -65,8 +65,8 @@ class StreamDecoder:
             self._options["framing"] = framing
         self._dialect_name: str | None = None
         self._decoder: DialectDecoder | None = None
-        self._prefix: list[bytes] = []
-        self._prefix_size = 0
+        self._prefix: list[bytes] = []  # the input while the dialect is detected
+        self._detector = Detector()
         self._accumulator = Accumulator(strict=strict)
         self._events: list[Event] | None = [] if keep_events else None
         self._closed = False
@@ -100,13 +100,13 @@ class StreamDecoder:
         if self._closed:
             raise LocalProtocolError("feed() after close()")
         if self._decoder is None:
+            # The input is kept in pieces (joined once, when the dialect is known) and
+            # the detector reads each piece once.
             self._prefix.append(data)
-            self._prefix_size += len(data)
-            joined = b"".join(self._prefix)
-            found = detect(joined[:MAX_DETECT_BYTES])
+            found = self._detector.feed(data)
             if found is None:
-                self._prefix = [joined]
                 return []
+            joined = b"".join(self._prefix)
             self._prefix = []
             self._dialect_name = found[0]
             if found[0] == "gemini_generate":

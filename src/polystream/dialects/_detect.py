@@ -17,7 +17,9 @@ The rules, in order (documented in the README):
    * ``candidates``, ``usageMetadata``, ``promptFeedback`` or ``modelVersion`` keys:
      ``gemini_generate`` in the SSE framing.
 
-Detection needs at most :data:`MAX_DETECT_BYTES` of input.
+Detection needs at most :data:`MAX_DETECT_BYTES` of input: when nothing decides within
+it (blank bytes included), it fails. :class:`Detector` reads a stream that arrives in
+pieces, each byte once.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import msgspec
 from polystream.errors import RemoteProtocolError
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
 
-__all__ = ["MAX_DETECT_BYTES", "detect"]
+__all__ = ["MAX_DETECT_BYTES", "Detector", "detect"]
 
 MAX_DETECT_BYTES: Final = 1024 * 1024
 """Input read before giving up on detection (1 MiB)."""
@@ -87,30 +89,90 @@ def detect(prefix: bytes) -> tuple[str, str] | None:
         RemoteProtocolError: The input cannot be a stream of any dialect, or nothing
             was recognised within :data:`MAX_DETECT_BYTES`.
     """
-    stripped = prefix.lstrip(_BLANK)
-    if not stripped:
+    return Detector().feed(prefix)
+
+
+class Detector:
+    """:func:`detect` over a stream that arrives in pieces: after each :meth:`feed`,
+    the answer :func:`detect` gives for everything fed so far, with each byte read
+    once (calling :func:`detect` on the growing prefix reads it again on every
+    piece: quadratic in the prefix, up to :data:`MAX_DETECT_BYTES`)."""
+
+    __slots__ = ("_blank", "_error", "_found", "_size", "_sse")
+
+    def __init__(self) -> None:
+        self._size = 0  # bytes fed so far
+        self._blank: list[bytes] = []  # the input while it is all blank
+        self._sse: SSEDecoder | None = None  # once the input is read as SSE
+        self._found: tuple[str, str] | None = None
+        self._error: RemoteProtocolError | None = None
+
+    def feed(self, data: bytes) -> tuple[str, str] | None:
+        """Consume the next piece of the stream; return :func:`detect`'s answer for
+        the whole input so far (the same answer again once found).
+
+        Raises:
+            RemoteProtocolError: As :func:`detect` (again on each later call).
+        """
+        if self._found is not None:
+            return self._found
+        if self._error is not None:
+            raise self._error
+        try:
+            return self._feed(data)
+        except RemoteProtocolError as exc:
+            self._error = exc
+            self._blank = []
+            self._sse = None
+            raise
+
+    def _feed(self, data: bytes) -> tuple[str, str] | None:
+        before = self._size
+        self._size += len(data)
+        sse = self._sse
+        if sse is None:
+            stripped = data.lstrip(_BLANK)
+            if not stripped:
+                if self._size >= MAX_DETECT_BYTES:
+                    raise RemoteProtocolError(
+                        f"could not detect the dialect in the first {MAX_DETECT_BYTES} bytes"
+                        " (all blank)",
+                        byte_offset=0,
+                    )
+                self._blank.append(data)
+                return None
+            first = stripped[:1]
+            if first == b"[":
+                self._found = ("gemini_generate", "json_array")
+                return self._found
+            if first == b"{":
+                raise RemoteProtocolError(
+                    "input is a single JSON document, not a stream (a non-streaming response?)",
+                    byte_offset=before + len(data) - len(stripped),
+                )
+            self._blank.append(data)
+            data = b"".join(self._blank)
+            self._blank = []
+            before = 0
+            sse = self._sse = SSEDecoder(
+                max_line_size=MAX_DETECT_BYTES, max_event_size=MAX_DETECT_BYTES
+            )
+        # Only the first MAX_DETECT_BYTES are read.
+        room = MAX_DETECT_BYTES - before
+        if room > 0:
+            try:
+                frames = sse.feed(data[:room] if len(data) > room else data)
+            except RemoteProtocolError:
+                frames = []
+            for frame in frames:
+                if isinstance(frame, ServerSentEvent):
+                    dialect = _classify(frame)
+                    if dialect is not None:
+                        self._found = (dialect, "sse")
+                        return self._found
+        if self._size >= MAX_DETECT_BYTES:
+            raise RemoteProtocolError(
+                f"could not detect the dialect in the first {MAX_DETECT_BYTES} bytes",
+                byte_offset=0,
+            )
         return None
-    first = stripped[:1]
-    if first == b"[":
-        return ("gemini_generate", "json_array")
-    if first == b"{":
-        raise RemoteProtocolError(
-            "input is a single JSON document, not a stream (a non-streaming response?)",
-            byte_offset=len(prefix) - len(stripped),
-        )
-    decoder = SSEDecoder(max_line_size=MAX_DETECT_BYTES, max_event_size=MAX_DETECT_BYTES)
-    try:
-        frames = decoder.feed(prefix[:MAX_DETECT_BYTES])
-    except RemoteProtocolError:
-        frames = []
-    for frame in frames:
-        if isinstance(frame, ServerSentEvent):
-            dialect = _classify(frame)
-            if dialect is not None:
-                return (dialect, "sse")
-    if len(prefix) >= MAX_DETECT_BYTES:
-        raise RemoteProtocolError(
-            f"could not detect the dialect in the first {MAX_DETECT_BYTES} bytes",
-            byte_offset=0,
-        )
-    return None
