@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from benchmarks import floor, gateway, peers, run, workloads
+from benchmarks import floor, gateway, linearity, peers, run, workloads
 
 import polystream
 from polystream.dialects import get_dialect
@@ -436,3 +436,16 @@ def test_run_delay_reader_keeps_its_files_open_and_lists_threads_again() -> None
     assert reader._files == []
     assert reader() is not None  # closed: it lists again
     reader.close()
+
+
+def test_linearity_quick(tmp_path: Path) -> None:
+    # Every case runs at both sizes and checks its answer (the long text decoded, the
+    # dialect detected); the figures are not asserted.
+    out = tmp_path / "linearity.json"
+    assert linearity.main(["--quick", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["quick"] is True
+    assert set(data["cases"]) == set(linearity.CASES)
+    for cell in data["cases"].values():
+        assert cell["small_bytes"] > 0
+        assert cell["small"] >= 0 and cell["large"] >= 0

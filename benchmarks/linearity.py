@@ -1,0 +1,192 @@
+"""Cost against size where a stream reader can turn quadratic.
+
+``python -m benchmarks.linearity [--quick] [--repeat N] [--json OUT]``
+
+A reader that keeps part of its input and copies or reads it again on every feed costs
+time quadratic in what it keeps. Each case here runs at a size and at four times that
+size, and reports the ratio of the two times: near 4 when the cost is linear, near 16
+when it is quadratic. The cases are where a reader keeps input across feeds:
+
+* ``event:<dialect>``: one event (one JSON-array element for ``gemini_array``) whose
+  text is 4 MiB, then 16 MiB, in a stream of that dialect, fed in 64 KiB reads;
+* ``detect``: ``StreamDecoder("auto")`` behind 200 KiB, then 800 KiB, of SSE comment
+  blocks, fed in 1 KiB reads, then one Chat chunk that decides the dialect;
+* ``blank``: 4 MiB, then 16 MiB, of blank bytes before a Gemini stream whose framing is
+  ``auto``, fed in 64 KiB reads.
+
+Every run checks its answer (the decoded text holds the long text; detection finds the
+dialect). Times are medians of ``--repeat`` runs of this process's *user* CPU time: the
+system time of a run holds the page faults of its fresh memory, which depend on the
+allocator's state more than on the input (glibc serves a freed block again, or maps
+new pages, by a threshold that moves with what was freed before), and peak memory is
+measured elsewhere (``benchmarks.run``). The verdict is PASS when the ratio is at most
+6. ``--quick`` divides the sizes by 64 and runs once: it checks that the benchmark
+works, not its figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import resource
+import statistics
+import sys
+from collections.abc import Callable
+
+from benchmarks import workloads
+from polystream import StreamDecoder
+
+__all__ = ["CASES", "main", "measure"]
+
+LIMIT = 6.0
+"""Largest ratio of the two times that passes (the input grows 4x)."""
+
+_READ = 65536
+_CHAT_CHUNK = (
+    b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,'
+    b'"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},'
+    b'"finish_reason":null}]}\n\n'
+)
+_TEXT_KEYS = (b'"delta":"', b'"content":"', b'"text":"', b'"text": "')
+
+# The streams the event cases inflate: (workload, its dialect).
+_STREAMS: dict[str, Callable[[], workloads.Workload]] = {
+    "openai_responses": lambda: workloads.responses("r", text_deltas=40),
+    "openai_chat": lambda: workloads.chat("c", text_chunks=40),
+    "anthropic_messages": lambda: workloads.anthropic("a", text_deltas=40),
+    "gemini_sse": lambda: workloads.gemini_sse("g", chunks=40),
+    "gemini_array": lambda: workloads.gemini_array("ga", chunks=40),
+    "gemini_interactions": lambda: workloads.interactions("i", step_deltas=40),
+}
+
+
+def _inflate(body: bytes, size: int) -> bytes:
+    """``body`` with ``size`` bytes of text added to a delta in its middle."""
+    middle = len(body) // 2
+    for key in _TEXT_KEYS:
+        at = body.find(key, middle)
+        if at >= 0:
+            at += len(key)
+            return body[:at] + b"y" * size + body[at:]
+    raise ValueError("no text delta in the second half of the stream")
+
+
+def _feed(decoder: StreamDecoder, data: bytes, read: int) -> None:
+    for at in range(0, len(data), read):
+        decoder.feed(data[at : at + read])
+
+
+def _event_case(name: str) -> Callable[[int], Callable[[], None]]:
+    def prepare(size: int) -> Callable[[], None]:
+        work = _STREAMS[name]()
+        data = _inflate(work.body, size)
+        framing = {"framing": work.framing} if work.framing else {}
+
+        def run() -> None:
+            decoder = StreamDecoder(work.dialect, **framing)
+            _feed(decoder, data, _READ)
+            decoder.close()
+            if decoder.result().text.count("y") < size:
+                raise AssertionError(f"event:{name}: the long text did not come through")
+
+        return run
+
+    return prepare
+
+
+def _detect_case(size: int) -> Callable[[], None]:
+    comment = b": " + b"x" * 1020 + b"\n\n"
+    data = comment * (size // len(comment)) + _CHAT_CHUNK
+
+    def run() -> None:
+        decoder = StreamDecoder()
+        _feed(decoder, data, 1024)
+        decoder.close()
+        if decoder.dialect != "openai_chat":
+            raise AssertionError(f"detect: found {decoder.dialect}")
+
+    return run
+
+
+def _blank_case(size: int) -> Callable[[], None]:
+    stream = workloads.gemini_array("ga", chunks=40)
+    data = b"\r\n" * (size // 2) + stream.body
+
+    def run() -> None:
+        decoder = StreamDecoder("gemini_generate")
+        _feed(decoder, data, _READ)
+        decoder.close()
+        if decoder.result().text != stream.text:
+            raise AssertionError("blank: the text differs")
+
+    return run
+
+
+CASES: dict[str, tuple[Callable[[int], Callable[[], None]], int]] = {
+    **{f"event:{name}": (_event_case(name), 4 << 20) for name in _STREAMS},
+    "detect": (_detect_case, 200 << 10),
+    "blank": (_blank_case, 4 << 20),
+}
+"""Each case: what makes its run for a size, and its smaller size."""
+
+
+def _user_time() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
+
+
+def measure(repeat: int, scale: int = 1) -> dict[str, dict[str, float]]:
+    """Per case: the median user CPU seconds at the small and the large size, and
+    their ratio."""
+    out: dict[str, dict[str, float]] = {}
+    for name, (prepare, size) in CASES.items():
+        size //= scale
+        runs = {"small": prepare(size), "large": prepare(4 * size)}
+        times: dict[str, list[float]] = {"small": [], "large": []}
+        for run in runs.values():
+            run()  # warm-up (and the answer checked once more)
+        for _ in range(repeat):
+            for which, run in runs.items():
+                gc.collect()
+                start = _user_time()
+                run()
+                times[which].append(_user_time() - start)
+        small = statistics.median(times["small"])
+        large = statistics.median(times["large"])
+        out[name] = {
+            "small_bytes": size,
+            "small": small,
+            "large": large,
+            "ratio": large / small if small > 0 else float("inf"),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.linearity", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="sizes / 64, one repetition")
+    parser.add_argument("--repeat", type=int, default=5, help="repetitions (default 5)")
+    parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
+    args = parser.parse_args(argv)
+    repeat = 1 if args.quick else args.repeat
+    figures = measure(repeat, 64 if args.quick else 1)
+    print(
+        "Cost against size (median user CPU time; the input grows 4x, the target is a ratio "
+        f"of at most {LIMIT:g}):\n"
+    )
+    print("| case | small input | small, ms | 4x input, ms | ratio | verdict |")
+    print("|---|---|---|---|---|---|")
+    for name, cell in figures.items():
+        verdict = "PASS" if cell["ratio"] <= LIMIT else "FAIL"
+        print(
+            f"| {name} | {cell['small_bytes'] / 1024:,.0f} KiB | {cell['small'] * 1e3:.1f} "
+            f"| {cell['large'] * 1e3:.1f} | {cell['ratio']:.2f} | {verdict} |"
+        )
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"quick": args.quick, "repeat": repeat, "cases": figures}, out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
