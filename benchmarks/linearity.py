@@ -50,7 +50,7 @@ _CHAT_CHUNK = (
 )
 _TEXT_KEYS = (b'"delta":"', b'"content":"', b'"text":"', b'"text": "')
 
-# The streams the event cases inflate: (workload, its dialect).
+# The streams the event cases inflate, by case name.
 _STREAMS: dict[str, Callable[[], workloads.Workload]] = {
     "openai_responses": lambda: workloads.responses("r", text_deltas=40),
     "openai_chat": lambda: workloads.chat("c", text_chunks=40),
