@@ -96,14 +96,18 @@ class Detector:
     """:func:`detect` over a stream that arrives in pieces: after each :meth:`feed`,
     the answer :func:`detect` gives for everything fed so far, with each byte read
     once (calling :func:`detect` on the growing prefix reads it again on every
-    piece: quadratic in the prefix, up to :data:`MAX_DETECT_BYTES`)."""
+    piece: quadratic in the prefix, up to :data:`MAX_DETECT_BYTES`).
+
+    Every byte up to the limit goes to one SSE parser as it comes, blank bytes too:
+    they give it no event, and whether the input is SSE at all is decided by its first
+    non-blank byte."""
 
     __slots__ = ("_blank", "_error", "_found", "_size", "_sse")
 
     def __init__(self) -> None:
         self._size = 0  # bytes fed so far
-        self._blank: list[bytes] = []  # the input while it is all blank
-        self._sse: SSEDecoder | None = None  # once the input is read as SSE
+        self._blank = True  # no non-blank byte yet
+        self._sse = SSEDecoder(max_line_size=MAX_DETECT_BYTES, max_event_size=MAX_DETECT_BYTES)
         self._found: tuple[str, str] | None = None
         self._error: RemoteProtocolError | None = None
 
@@ -122,46 +126,29 @@ class Detector:
             return self._feed(data)
         except RemoteProtocolError as exc:
             self._error = exc
-            self._blank = []
-            self._sse = None
             raise
 
     def _feed(self, data: bytes) -> tuple[str, str] | None:
         before = self._size
         self._size += len(data)
-        sse = self._sse
-        if sse is None:
+        if self._blank:
             stripped = data.lstrip(_BLANK)
-            if not stripped:
-                if self._size >= MAX_DETECT_BYTES:
+            if stripped:
+                self._blank = False
+                first = stripped[:1]
+                if first == b"[":
+                    self._found = ("gemini_generate", "json_array")
+                    return self._found
+                if first == b"{":
                     raise RemoteProtocolError(
-                        f"could not detect the dialect in the first {MAX_DETECT_BYTES} bytes"
-                        " (all blank)",
-                        byte_offset=0,
+                        "input is a single JSON document, not a stream (a non-streaming response?)",
+                        byte_offset=before + len(data) - len(stripped),
                     )
-                self._blank.append(data)
-                return None
-            first = stripped[:1]
-            if first == b"[":
-                self._found = ("gemini_generate", "json_array")
-                return self._found
-            if first == b"{":
-                raise RemoteProtocolError(
-                    "input is a single JSON document, not a stream (a non-streaming response?)",
-                    byte_offset=before + len(data) - len(stripped),
-                )
-            self._blank.append(data)
-            data = b"".join(self._blank)
-            self._blank = []
-            before = 0
-            sse = self._sse = SSEDecoder(
-                max_line_size=MAX_DETECT_BYTES, max_event_size=MAX_DETECT_BYTES
-            )
         # Only the first MAX_DETECT_BYTES are read.
         room = MAX_DETECT_BYTES - before
         if room > 0:
             try:
-                frames = sse.feed(data[:room] if len(data) > room else data)
+                frames = self._sse.feed(data[:room] if len(data) > room else data)
             except RemoteProtocolError:
                 frames = []
             for frame in frames:
@@ -172,7 +159,8 @@ class Detector:
                         return self._found
         if self._size >= MAX_DETECT_BYTES:
             raise RemoteProtocolError(
-                f"could not detect the dialect in the first {MAX_DETECT_BYTES} bytes",
+                f"could not detect the dialect in the first {MAX_DETECT_BYTES} bytes"
+                + (" (all blank)" if self._blank else ""),
                 byte_offset=0,
             )
         return None
