@@ -1132,6 +1132,37 @@ def test_elements_that_do_not_quite_fit(index: int, old: bytes, new: bytes) -> N
             assert_same(pieces(data, size), strict=strict)
 
 
+@pytest.mark.parametrize("framing", ["sse", "json_array"])
+@pytest.mark.parametrize("index", [1, 2, 3, 5])
+def test_a_usage_with_no_value(framing: str, index: int) -> None:
+    # `"usageMetadata": ,` in a chunk otherwise usual, early in the stream (before the
+    # fast path has read a usage text: the text it compares with is then none) and
+    # later: the malformed chunk of the general path, never an untyped exception.
+    chunks = [usual(f"w{i}", i + 1) for i in range(8)] + [last(9)]
+    if framing == "sse":
+        feeds = [b"data: " + dumps_sse(c) + b"\r\n\r\n" for c in chunks]
+    else:
+        feeds = elements(chunks)
+    gap = b'"usageMetadata": '
+    start = feeds[index].index(gap) + len(gap)
+    end = feeds[index].rindex(b",", start, feeds[index].index(b'"modelVersion"'))
+    feeds[index] = feeds[index][:start] + feeds[index][end:]
+    assert feeds[index][start : start + 1] == b","
+    data = b"".join(feeds)
+    for strict in (False, True):
+        events, error = assert_same(feeds, strict=strict)
+        if strict:
+            assert error is not None
+            assert error[0] == "RemoteProtocolError"
+            assert "malformed JSON in chunk" in error[1]
+            assert error[2] == index
+            assert error[3] == len(b"".join(feeds[:index]))
+        else:
+            assert error is None
+            assert b'"type":"error"' in b"".join(events)
+        assert assert_same([data], strict=strict) == (events, error)
+
+
 def test_elements_over_the_limits() -> None:
     chunks = [usual(f"w{i}", i) for i in range(1, 12)] + [last(12)]
     chunks[7] = usual("a much longer text than the others " * 9, 7)

@@ -202,6 +202,9 @@ _OPEN_BLOCK_ENDS: Final = (b"", b"\r", b"\r\n", b"\n")
 # beginning goes to the framing's parser, as any chunk does that does not fit.
 _HOLD_LIMIT: Final = 16 * 1024
 _DIGITS: Final = b"0123456789"
+# The usage text _take compares a chunk's with before it has read one: a NUL byte, which
+# no JSON text holds (empty bytes would match a chunk whose usageMetadata has no value).
+_NO_USAGE: Final = b"\x00"
 # How much of a large feed goes to the framing while no template is known.
 _FIRST_LOOK: Final = 2048
 # First bytes of the SSE lines Gemini sends (data:, event:, id:, retry:, comments, blank).
@@ -386,7 +389,7 @@ class _Template:
         self.block_mid = b""
         self.block_suf = b""
         self.block_tail = b""
-        self.block_usage = b""
+        self.block_usage = _NO_USAGE
         self.block_meta: Any = None
 
 
