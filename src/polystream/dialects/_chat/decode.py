@@ -1077,8 +1077,10 @@ class ChatDecoder(FramedDecoder):
                 )
             elif (
                 kind == "finish"
-                and entry.get("unified") in _UNIFIED_REASONS
-                and entry.get("status") in _STATUSES
+                and type(entry.get("unified")) is str
+                and entry["unified"] in _UNIFIED_REASONS
+                and type(entry.get("status")) is str
+                and entry["status"] in _STATUSES
                 and (entry.get("raw") is None or isinstance(entry.get("raw"), str))
             ):
                 # The source's finish reason, which Chat could not say: it replaces the

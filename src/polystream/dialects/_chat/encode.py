@@ -72,6 +72,7 @@ from polystream.dialects._chat.wire import (
     apply,
 )
 from polystream.dialects._usage_fold import FoldsUsage
+from polystream.errors import LocalProtocolError
 from polystream.events import (
     BlockEnd,
     BlockKind,
@@ -98,6 +99,10 @@ from polystream.wire.sse import SSEEncoder
 __all__ = ["ChatEncoder"]
 
 _CHAT_KINDS: Final = frozenset({"text", "reasoning", "refusal", "tool_call"})
+# The choices an encoder opens (indexes 0 to MAX_CHOICES - 1). Choices appear in index
+# order (see _chunk), so a block of candidate N makes N + 1 of them; no provider sends
+# more than a few, and a malformed source's huge index is refused, not filled in.
+MAX_CHOICES: Final = 1024
 _SSE: Final = SSEEncoder()
 _NO_INDEX: Final = "-"
 # Events of another dialect that may write bytes (the rest write nothing).
@@ -746,6 +751,12 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
     ) -> bytes:
         earlier = b""
         if candidate not in self._role_sent:
+            if not 0 <= candidate < MAX_CHOICES:
+                raise LocalProtocolError(
+                    f"choice index {candidate} out of range (0 to {MAX_CHOICES - 1}): a Chat"
+                    " stream opens every choice below the one it writes",
+                    dialect=self.dialect,
+                )
             # Choices first appear in index order, as in OpenAI's streams: the openai SDK's
             # accumulator fails on a choice whose lower indexes it has not seen (another
             # dialect's candidate 1 may have output before candidate 0). A dialect with a

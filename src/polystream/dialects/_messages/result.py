@@ -56,6 +56,16 @@ def _parse_input(text: str) -> Any:
             return {}
 
 
+def _str(value: Any) -> str:
+    """A text field's value; one of another type (a malformed stream's) adds nothing."""
+    return value if type(value) is str else ""
+
+
+def _list(value: Any) -> list[Any]:
+    """A list field's value; one of another type (a malformed stream's) holds nothing."""
+    return value if type(value) is list else []
+
+
 def fold_native(payloads: Iterable[Any]) -> dict[str, Any]:
     """Fold native Messages stream payloads into the final Message object."""
     message: dict[str, Any] = {}
@@ -68,34 +78,39 @@ def fold_native(payloads: Iterable[Any]) -> dict[str, Any]:
         kind = payload.get("type")
         if kind == "message_start" and isinstance(payload.get("message"), dict):
             message = dict(payload["message"])
-            content = [dict(b) for b in message.get("content") or [] if isinstance(b, dict)]
+            first = message.get("content")
+            content = [dict(b) for b in _list(first) if isinstance(b, dict)]
             message["content"] = content
             if isinstance(message.get("usage"), dict):
                 message["usage"] = dict(message["usage"])
         elif kind == "content_block_start" and isinstance(payload.get("content_block"), dict):
-            position[payload.get("index", len(content))] = len(content)
+            index = payload.get("index", len(content))
+            if type(index) is not int:
+                continue
+            position[index] = len(content)
             content.append(dict(payload["content_block"]))
         elif kind == "content_block_delta":
-            at = position.get(payload.get("index", -1))
+            index = payload.get("index")
+            at = position.get(index) if type(index) is int else None
             delta = payload.get("delta")
             if at is None or not isinstance(delta, dict):
                 continue
             block = content[at]
             dtype = delta.get("type")
             if dtype == "text_delta":
-                block["text"] = (block.get("text") or "") + delta.get("text", "")
+                block["text"] = _str(block.get("text")) + _str(delta.get("text"))
             elif dtype == "thinking_delta":
-                block["thinking"] = (block.get("thinking") or "") + delta.get("thinking", "")
+                block["thinking"] = _str(block.get("thinking")) + _str(delta.get("thinking"))
             elif dtype == "signature_delta":
                 # A thinking block's field; on another block it is polystream's carrier
                 # (see .encode), which the SDK skips too: not part of the message.
                 if block.get("type") == "thinking":
-                    signature = delta.get("signature", "")
-                    block["signature"] = (block.get("signature") or "") + signature
+                    signature = _str(delta.get("signature"))
+                    block["signature"] = _str(block.get("signature")) + signature
             elif dtype == "input_json_delta":
-                inputs.setdefault(at, []).append(delta.get("partial_json", ""))
+                inputs.setdefault(at, []).append(_str(delta.get("partial_json")))
             elif dtype == "citations_delta":
-                block["citations"] = [*(block.get("citations") or []), delta.get("citation")]
+                block["citations"] = [*_list(block.get("citations")), delta.get("citation")]
             elif dtype == "compaction_delta":
                 # Each compaction delta replaces both fields (SDK BetaMessageStream).
                 block["content"] = delta.get("content")
@@ -106,10 +121,12 @@ def fold_native(payloads: Iterable[Any]) -> dict[str, Any]:
                 message.update(delta)
             usage = payload.get("usage")
             if isinstance(usage, dict):
-                message["usage"] = merge_native(message.get("usage") or {}, usage)
+                before = message.get("usage")
+                message["usage"] = merge_native(before if isinstance(before, dict) else {}, usage)
     for at, fragments in inputs.items():
         text = "".join(fragments)
-        if text.strip() and content[at].get("type") in TOOL_USE_TYPES:
+        block_type = content[at].get("type")
+        if text.strip() and type(block_type) is str and block_type in TOOL_USE_TYPES:
             content[at]["input"] = _parse_input(text)
     message["content"] = content
     return message

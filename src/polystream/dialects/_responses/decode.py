@@ -562,11 +562,13 @@ class ResponsesDecoder(FramedDecoder):
         if index in self._items:
             raise EventOrderError(f"output_index {index} added twice")
         item_type = item.get("type")
+        if type(item_type) is not str:
+            raise self.protocol_error(f"output item type {item_type!r} is not a string")
         if self.strict and item_type not in KNOWN_ITEM_TYPES:
             raise self.protocol_error(f"unknown output item type {item_type!r}")
         self._start(None, out)
         item_id = item.get("id")
-        state = _Item(index, item_id if isinstance(item_id, str) else None, str(item_type))
+        state = _Item(index, item_id if isinstance(item_id, str) else None, item_type)
         self._items[index] = state
         if state.id is not None:
             self._by_id[state.id] = state
@@ -640,9 +642,15 @@ class ResponsesDecoder(FramedDecoder):
         elif itype == "code_interpreter_call":
             value = item.get("code")
         elif itype == "reasoning":
-            parts = item.get("summary") or item.get("content") or []
-            value = "".join(
-                p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)
+            parts = item.get("summary") or item.get("content")
+            value = (
+                "".join(
+                    p["text"]
+                    for p in parts
+                    if isinstance(p, dict) and isinstance(p.get("text"), str)
+                )
+                if isinstance(parts, list)
+                else ""
             )
         elif itype == "image_generation_call":
             result = item.get("result")

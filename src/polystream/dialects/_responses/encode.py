@@ -538,7 +538,7 @@ class ResponsesEncoder(DialectEncoder):
                 )
             )
         elif out.kind == "reasoning":
-            for si, summary in enumerate(item.get("summary") or []):
+            for si, summary in enumerate(_text_parts(item.get("summary"))):
                 chunks.append(
                     self._emit(
                         "response.reasoning_summary_text.done",
@@ -551,7 +551,7 @@ class ResponsesEncoder(DialectEncoder):
                         {**where, "summary_index": si, "part": summary},
                     )
                 )
-            for rci, content in enumerate(item.get("content") or []):
+            for rci, content in enumerate(_text_parts(item.get("content"))):
                 chunks.append(
                     self._emit(
                         "response.reasoning_text.done",
@@ -659,3 +659,11 @@ class ResponsesEncoder(DialectEncoder):
     def close(self) -> bytes:
         """Nothing follows the terminal event (Responses has no ``[DONE]``)."""
         return b""
+
+
+def _text_parts(parts: Any) -> list[dict[str, Any]]:
+    """The parts of a reasoning item's ``summary`` or ``content`` that have a text (a
+    value of another shape, from a malformed stream, has none)."""
+    if not isinstance(parts, list):
+        return []
+    return [p for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]

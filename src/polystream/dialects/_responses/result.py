@@ -186,9 +186,11 @@ class Out:
                     if state.text:
                         part["text"] = text
                     if state.annotations or "annotations" in part:
-                        part["annotations"] = list(part.get("annotations") or []) + list(
-                            state.annotations
-                        )
+                        earlier = part.get("annotations")
+                        part["annotations"] = [
+                            *(earlier if isinstance(earlier, list) else ()),
+                            *state.annotations,
+                        ]
                 content.append(part)
             item["content"] = content
         elif itype in {"function_call", "mcp_call"}:
@@ -365,7 +367,9 @@ class Assembler:
         part = found[0].parts[found[1]]
         citation = event.citation
         if not native and not (
-            isinstance(citation, dict) and citation.get("type") in ANNOTATION_TYPES
+            isinstance(citation, dict)
+            and type(citation.get("type")) is str
+            and citation["type"] in ANNOTATION_TYPES
         ):
             url = citation.get("url") or citation.get("uri") if isinstance(citation, dict) else None
             if not isinstance(url, str):
@@ -417,11 +421,15 @@ class Assembler:
         elif kind == "response.reasoning_summary_part.added":
             out = self._by_output(extra)
             if out is not None:
-                out.summary.setdefault(extra.get("summary_index", 0), [])
+                index = extra.get("summary_index", 0)
+                if type(index) is int:
+                    out.summary.setdefault(index, [])
         elif kind == "response.content_part.added":
             out = self._by_output(extra)
             if out is not None:
-                out.rcontent.setdefault(extra.get("content_index", 0), [])
+                index = extra.get("content_index", 0)
+                if type(index) is int:
+                    out.rcontent.setdefault(index, [])
 
     def _by_output(self, extra: dict[str, Any]) -> Out | None:
         index = extra.get("output_index")

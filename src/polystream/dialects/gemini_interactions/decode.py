@@ -752,7 +752,7 @@ class Decoder(FramedDecoder):
         ctype = item.get("type")
         if ctype == "text" and type(item.get("text")) is str and item["text"]:
             out.append(TextDelta(index=index, delta=item["text"], cursor=cursor, extra=_derived()))
-        elif ctype in _DATA_TYPES and type(item.get("data")) is str:
+        elif type(ctype) is str and ctype in _DATA_TYPES and type(item.get("data")) is str:
             mime = item.get("mime_type")
             out.append(
                 DataDelta(
@@ -848,7 +848,7 @@ class Decoder(FramedDecoder):
             if drest:
                 extra["d"] = drest
             primary = ToolInputDelta(index=index, delta=text, cursor=cursor, extra=extra or None)
-        elif dtype in _DATA_TYPES:
+        elif type(dtype) is str and dtype in _DATA_TYPES:
             text = self._main_str(drest, "data", extra)
             mime = drest.get("mime_type")
             if type(mime) is str:

@@ -197,7 +197,8 @@ def _finish_step(build: _StepBuild, legacy: bool) -> dict[str, Any]:
             step.update(build.data.get(dtype, {}))
         return step
     if build.text or build.media or annotations:
-        content: list[dict[str, Any]] = list(step.get("content") or [])
+        previous = step.get("content")
+        content: list[dict[str, Any]] = list(previous) if isinstance(previous, list) else []
         if build.text or annotations:
             item: dict[str, Any] = {"type": "text", "text": "".join(build.text)}
             if content and isinstance(content[-1], dict) and content[-1].get("type") == "text":
@@ -256,7 +257,8 @@ def rebuild(events: Iterable[Event]) -> dict[str, Any]:
         elif isinstance(event, StatusUpdate):
             extra = event.extra or {}
             status = event.status
-            if extra.get("event") in _FINAL:
+            event_name = extra.get("event")
+            if type(event_name) is str and event_name in _FINAL:
                 final = dict(extra.get("interaction") or {})
                 if not extra.get("no_status"):
                     final["status"] = event.status
