@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from polystream.errors import PolystreamError
 from polystream.events import Event, event_to_builtins
 from polystream.wire.jsonarray import JSONArrayDecoder
 from polystream.wire.sse import SSEComment, SSEDecoder
@@ -48,6 +49,26 @@ def feed_all(make: Callable[[], Incremental], chunks: Sequence[bytes]) -> list[A
         out.extend(decoder.feed(chunk))
     out.extend(decoder.close())
     return out
+
+
+def feed_steps(decoder: Incremental, chunks: Sequence[bytes]) -> tuple[list[Any], list[int], Any]:
+    """Feed ``chunks``, then close: the events, how many each call returned (feeds,
+    then close), and the error that stopped it (type name, message, event index, byte
+    offset) or None."""
+    events: list[Any] = []
+    counts: list[int] = []
+    error = None
+    try:
+        for chunk in chunks:
+            returned = decoder.feed(chunk)
+            counts.append(len(returned))
+            events += returned
+        returned = decoder.close()
+        counts.append(len(returned))
+        events += returned
+    except PolystreamError as exc:
+        error = (type(exc).__name__, str(exc), exc.event_index, exc.byte_offset)
+    return events, counts, error
 
 
 def split_at(data: bytes, cuts: Sequence[int]) -> list[bytes]:

@@ -29,7 +29,7 @@ from polystream.events import (
     TextDelta,
     dump_event,
 )
-from tests.helpers import FIXTURES, fixture_dialect, stream_fixtures
+from tests.helpers import FIXTURES, feed_steps, fixture_dialect, stream_fixtures
 
 # Values of every JSON type, and the ones that tend to break code that trusts a field:
 # huge and non-finite numbers, a lone surrogate, a NUL, deep nesting, empty text.
@@ -133,20 +133,7 @@ def decode(dialect: str, chunks: list[bytes], fast: bool, strict: bool) -> Any:
     """The events, how many each call returned, and the error that stopped it."""
     decoder = get_dialect(dialect).decoder(strict=strict)
     decoder._fast_paths = fast  # type: ignore[attr-defined]
-    events: list[Any] = []
-    counts: list[int] = []
-    error = None
-    try:
-        for chunk in chunks:
-            returned = decoder.feed(chunk)
-            counts.append(len(returned))
-            events += returned
-        returned = decoder.close()
-        counts.append(len(returned))
-        events += returned
-    except PolystreamError as exc:
-        error = (type(exc).__name__, str(exc), exc.event_index, exc.byte_offset)
-    return events, counts, error
+    return feed_steps(decoder, chunks)
 
 
 def consume(dialect: str, events: list[Any], strict: bool, target: str) -> None:

@@ -27,7 +27,7 @@ from polystream.dialects.gemini_generate.usage import convert as convert_usage
 from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse
 from polystream.errors import PolystreamError
 from polystream.events import ErrorEvent, TextDelta, UsageUpdate, dump_event
-from tests.helpers import split_at, stream_fixtures
+from tests.helpers import feed_steps, split_at, stream_fixtures
 
 
 class General(Decoder):
@@ -39,20 +39,7 @@ def steps(
 ) -> tuple[list[bytes], Any, list[int]]:
     """The serialised events, the error that stopped decoding (type, message,
     location) or None, and how many events each call returned (feeds, then close)."""
-    decoder = cls(**options)
-    events: list[Any] = []
-    counts: list[int] = []
-    error = None
-    try:
-        for chunk in chunks:
-            returned = decoder.feed(chunk)
-            counts.append(len(returned))
-            events += returned
-        returned = decoder.close()
-        counts.append(len(returned))
-        events += returned
-    except PolystreamError as exc:
-        error = (type(exc).__name__, str(exc), exc.event_index, exc.byte_offset)
+    events, counts, error = feed_steps(cls(**options), chunks)
     return [dump_event(e) for e in events], error, counts
 
 
