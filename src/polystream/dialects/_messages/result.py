@@ -78,8 +78,7 @@ def fold_native(payloads: Iterable[Any]) -> dict[str, Any]:
         kind = payload.get("type")
         if kind == "message_start" and isinstance(payload.get("message"), dict):
             message = dict(payload["message"])
-            first = message.get("content")
-            content = [dict(b) for b in _list(first) if isinstance(b, dict)]
+            content = [dict(b) for b in _list(message.get("content")) if isinstance(b, dict)]
             message["content"] = content
             if isinstance(message.get("usage"), dict):
                 message["usage"] = dict(message["usage"])

@@ -197,8 +197,8 @@ def _finish_step(build: _StepBuild, legacy: bool) -> dict[str, Any]:
             step.update(build.data.get(dtype, {}))
         return step
     if build.text or build.media or annotations:
-        previous = step.get("content")
-        content: list[dict[str, Any]] = list(previous) if isinstance(previous, list) else []
+        given = step.get("content")
+        content: list[dict[str, Any]] = list(given) if isinstance(given, list) else []
         if build.text or annotations:
             item: dict[str, Any] = {"type": "text", "text": "".join(build.text)}
             if content and isinstance(content[-1], dict) and content[-1].get("type") == "text":
