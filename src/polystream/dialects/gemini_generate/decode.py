@@ -256,7 +256,9 @@ class _StreamedCall:
                 previous = self._get(segments)
                 if isinstance(previous, str):
                     value = previous + value
-            self._set(segments, value)
+            if not self._set(segments, value):
+                ok = False
+                continue
             self.continuing = path if arg.get("willContinue") is True else None
         return ok
 
@@ -271,10 +273,15 @@ class _StreamedCall:
                 return None
         return node
 
-    def _set(self, segments: list[str | int], value: Any) -> None:
+    def _set(self, segments: list[str | int], value: Any) -> bool:
+        """Set the value at a path; False (nothing set) when the path does not fit
+        what was assembled (a name into an array, an index into an object) or an
+        array index runs :data:`_MAX_INDEX_AHEAD` or more past the end of its array
+        (the elements between are null until set): what a fragment costs stays
+        bounded, where an index of 10**12 would fill an array with that many nulls."""
         if not segments:
             self.root = value
-            return
+            return True
         if not isinstance(self.root, dict | list):
             self.root = {} if isinstance(segments[0], str) else []
         node: Any = self.root
@@ -282,28 +289,36 @@ class _StreamedCall:
             fresh: Any = None if nxt is None else ({} if isinstance(nxt, str) else [])
             if isinstance(seg, str):
                 if not isinstance(node, dict):
-                    return
+                    return False
                 if nxt is None:
                     node[seg] = value
-                    return
+                    return True
                 if not isinstance(node.get(seg), dict | list):
                     node[seg] = fresh
                 node = node[seg]
             else:
                 if not isinstance(node, list):
-                    return
+                    return False
+                if seg - len(node) >= _MAX_INDEX_AHEAD:
+                    return False
                 while len(node) <= seg:
                     node.append(None)
                 if nxt is None:
                     node[seg] = value
-                    return
+                    return True
                 if not isinstance(node[seg], dict | list):
                     node[seg] = fresh
                 node = node[seg]
+        return True
 
     def json(self) -> str:
         """The assembled arguments as compact JSON ("" when none arrived)."""
         return "" if self.root is None else _ENCODE.encode(self.root).decode()
+
+
+# How far past the end of an array a streamed argument's index may reach (arrays are
+# streamed about in order; the elements skipped are null until set).
+_MAX_INDEX_AHEAD: Final = 64
 
 
 def _parse_path(path: str) -> list[str | int] | None:
