@@ -25,6 +25,7 @@ from polystream.events import (
     DataDelta,
     ErrorEvent,
     ErrorInfo,
+    Event,
     Finish,
     FinishReason,
     KeepAlive,
@@ -936,3 +937,23 @@ def test_mangled_streams_never_crash_the_pipeline(source: Path, edits: list[Any]
         decode_events(b"".join(frames), D, strict=True)
     except RemoteProtocolError as exc:
         assert exc.dialect == D and exc.event_index is not None
+
+
+def test_an_image_sent_in_many_pieces_is_rebuilt_whole() -> None:
+    # A foreign image block (Gemini's inline data, say) whose base64 arrives in pieces,
+    # appended, then replaced by a whole partial image, then appended again: the item's
+    # result is what the last replacement and the pieces after it make. (The pieces are
+    # kept in a list and joined when the item is built: joined at each delta, 40,000
+    # deltas took time quadratic in their number.)
+    events: list[Event] = [
+        StreamStart(dialect="gemini_generate", id="r", model="m"),
+        BlockStart(index=0, kind="image"),
+        *(DataDelta(index=0, delta=piece, mime_type="image/png") for piece in ("QU", "JD")),
+        DataDelta(index=0, delta="RUZH", mime_type="image/png", replace=True),
+        *(DataDelta(index=0, delta="SElK", mime_type="image/png") for _ in range(1000)),
+        BlockEnd(index=0),
+        Finish(status="completed", reason=FinishReason(unified="stop")),
+    ]
+    items = rebuild(events)["output"]
+    assert [item["type"] for item in items] == ["image_generation_call"]
+    assert items[0]["result"] == "RUZH" + "SElK" * 1000

@@ -18,7 +18,7 @@ mode), so the object holds what arrived; the unified Result reports it as incomp
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 import jiter
 import msgspec
@@ -67,11 +67,18 @@ def _list(value: Any) -> list[Any]:
 
 
 def fold_native(payloads: Iterable[Any]) -> dict[str, Any]:
-    """Fold native Messages stream payloads into the final Message object."""
+    """Fold native Messages stream payloads into the final Message object.
+
+    A block's text fields (``text``, ``thinking``, ``signature``), its tool input and
+    its citations are gathered in lists and joined once at the end: joined at each
+    delta, a long answer would cost time quadratic in its number of deltas.
+    """
     message: dict[str, Any] = {}
     content: list[dict[str, Any]] = []
     position: dict[int, int] = {}  # provider index -> position in content
-    inputs: dict[int, list[str]] = {}  # content position -> input fragments
+    # Per block (by identity: a second message_start replaces the list of blocks):
+    # the block, then its text fields' pieces, input fragments and citations.
+    folds: dict[int, tuple[dict[str, Any], dict[str, list[str]]]] = {}
     for payload in payloads:
         if not isinstance(payload, dict):
             continue
@@ -92,24 +99,23 @@ def fold_native(payloads: Iterable[Any]) -> dict[str, Any]:
             index = payload.get("index")
             at = position.get(index) if type(index) is int else None
             delta = payload.get("delta")
-            if at is None or not isinstance(delta, dict):
+            if at is None or at >= len(content) or not isinstance(delta, dict):
                 continue
             block = content[at]
             dtype = delta.get("type")
             if dtype == "text_delta":
-                block["text"] = _str(block.get("text")) + _str(delta.get("text"))
+                _piece(folds, block, "text", delta.get("text"))
             elif dtype == "thinking_delta":
-                block["thinking"] = _str(block.get("thinking")) + _str(delta.get("thinking"))
+                _piece(folds, block, "thinking", delta.get("thinking"))
             elif dtype == "signature_delta":
                 # A thinking block's field; on another block it is polystream's carrier
                 # (see .encode), which the SDK skips too: not part of the message.
                 if block.get("type") == "thinking":
-                    signature = _str(delta.get("signature"))
-                    block["signature"] = _str(block.get("signature")) + signature
+                    _piece(folds, block, "signature", delta.get("signature"))
             elif dtype == "input_json_delta":
-                inputs.setdefault(at, []).append(_str(delta.get("partial_json")))
+                _piece(folds, block, _INPUT, delta.get("partial_json"))
             elif dtype == "citations_delta":
-                block["citations"] = [*_list(block.get("citations")), delta.get("citation")]
+                _piece(folds, block, "citations", delta.get("citation"))
             elif dtype == "compaction_delta":
                 # Each compaction delta replaces both fields (SDK BetaMessageStream).
                 block["content"] = delta.get("content")
@@ -122,10 +128,41 @@ def fold_native(payloads: Iterable[Any]) -> dict[str, Any]:
             if isinstance(usage, dict):
                 before = message.get("usage")
                 message["usage"] = merge_native(before if isinstance(before, dict) else {}, usage)
-    for at, fragments in inputs.items():
-        text = "".join(fragments)
-        block_type = content[at].get("type")
-        if text.strip() and type(block_type) is str and block_type in TOOL_USE_TYPES:
-            content[at]["input"] = _parse_input(text)
+    for block, fields in folds.values():
+        for field, pieces in fields.items():
+            if field == "citations":
+                block["citations"] = [*_list(block.get("citations")), *pieces]
+            elif field != _INPUT:
+                block[field] = _str(block.get(field)) + "".join(pieces)
+            else:
+                text = "".join(pieces)
+                block_type = block.get("type")
+                if text.strip() and type(block_type) is str and block_type in TOOL_USE_TYPES:
+                    block["input"] = _parse_input(text)
     message["content"] = content
     return message
+
+
+# The key of a block's tool input fragments among its folded fields (no Message field).
+_INPUT: Final = "\x00input"
+
+
+def _piece(
+    folds: dict[int, tuple[dict[str, Any], dict[str, list[str]]]],
+    block: dict[str, Any],
+    field: str,
+    value: Any,
+) -> None:
+    """Add a delta's value to a block's field, to be joined at the end (a text value of
+    another type, from a malformed stream, adds nothing; a citation is kept as sent)."""
+    if field != "citations" and type(value) is not str:
+        return
+    entry = folds.get(id(block))
+    if entry is None:
+        entry = folds[id(block)] = (block, {})
+    pieces = entry[1].get(field)
+    if pieces is None:
+        pieces = entry[1][field] = []
+        if field != _INPUT and field not in block:
+            block[field] = None  # (its place among the keys, as when set at its delta)
+    pieces.append(value)

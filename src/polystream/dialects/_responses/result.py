@@ -150,7 +150,9 @@ class Out:
         self.args: list[str] = []
         self.summary: dict[int, list[str]] = {}
         self.rcontent: dict[int, list[str]] = {}
-        self.data: str | None = None
+        # The image's base64 in pieces (joined when built: joined at each delta, a
+        # result sent in many deltas would cost time quadratic in their number).
+        self.data: list[str] | None = None
         self.signature: list[str] = []
         self.closed = False
         self.foreign = False
@@ -219,7 +221,9 @@ class Out:
                 # Only this dialect's own state is collected (see Assembler.owns).
                 item["encrypted_content"] = "".join(self.signature)
         elif itype == "image_generation_call" and self.data is not None:
-            item["result"] = self.data
+            if len(self.data) > 1:
+                self.data = ["".join(self.data)]
+            item["result"] = self.data[0]
         elif itype == "web_search_call" and self.foreign:
             query = _query("".join(self.args) if self.args else self.start_args)
             if finished:
@@ -309,9 +313,9 @@ class Assembler:
             if found is not None:
                 out = found[0]
                 if event.replace or out.data is None:
-                    out.data = event.delta
+                    out.data = [event.delta]
                 else:
-                    out.data += event.delta
+                    out.data.append(event.delta)
         elif isinstance(event, SignatureDelta):
             found = self.blocks.get(event.index)
             if found is not None and self.owns(event):
