@@ -432,6 +432,81 @@ def test_a_streamed_argument_path_that_does_not_fit_is_reported() -> None:
     assert json.loads(deltas[-1]) == {"a": [1], "o": {"y": 3}}
 
 
+def _call_in_fragments(*fragments: dict[str, Any]) -> list[Event]:
+    """A call whose parts carry the given functionCall fragments, then its end."""
+    data = sse(
+        chunk([{"functionCall": {"name": "w", "willContinue": True}}]),
+        *(chunk([{"functionCall": {**f, "willContinue": True}}]) for f in fragments),
+        chunk([{"functionCall": {}}], "STOP"),
+    )
+    return decode(data)
+
+
+def _part(path: str, value: Any, more: bool = True) -> dict[str, Any]:
+    key = "stringValue" if isinstance(value, str) else "numberValue"
+    return {"jsonPath": path, key: value, "willContinue": more}
+
+
+@pytest.mark.parametrize(
+    ("fragments", "expected"),
+    [
+        # one string in many fragments
+        (
+            [
+                {"partialArgs": [_part("$.a", "ab")]},
+                {"partialArgs": [_part("$.a", "cd")]},
+                {"partialArgs": [_part("$.a", "ef", more=False)]},
+            ],
+            {"a": "abcdef"},
+        ),
+        (
+            [{"partialArgs": [_part("$.code", "x = 1\n")]} for _ in range(3000)],
+            {"code": "x = 1\n" * 3000},
+        ),
+        # another path ends the run: the same path again starts anew
+        (
+            [
+                {"partialArgs": [_part("$.a", "x"), _part("$.b", 1, more=False)]},
+                {"partialArgs": [_part("$.a", "y"), _part("$.a", "z", more=False)]},
+            ],
+            {"a": "yz", "b": 1},
+        ),
+        # whole args in a later part replace the string; the run continues from them
+        (
+            [
+                {"partialArgs": [_part("$.a", "x")]},
+                {"args": {"a": "P"}, "partialArgs": [_part("$.a", "Q"), _part("$.a", "R", False)]},
+            ],
+            {"a": "PQR"},
+        ),
+        # a number, then strings, at one path: the strings replace it, then join
+        (
+            [{"partialArgs": [_part("$.a", 5), _part("$.a", "s"), _part("$.a", "t", False)]}],
+            {"a": "st"},
+        ),
+        # a run inside an array element, then the next element
+        (
+            [
+                {"partialArgs": [_part("$.l[0]", "a"), _part("$.l[0]", "b", False)]},
+                {"partialArgs": [_part("$.l[1]", "c", False)]},
+            ],
+            {"l": ["ab", "c"]},
+        ),
+    ],
+)
+def test_streamed_string_arguments_join_their_fragments(
+    fragments: list[dict[str, Any]], expected: dict[str, Any]
+) -> None:
+    # (The fragments of a continuing string are joined once, when the run ends: joined
+    # at each one, 80,000 fragments took 3.2 s against 0.38 s for 20,000.)
+    events = _call_in_fragments(*fragments)
+    assert not [e for e in events if isinstance(e, Warning)]
+    deltas = [e.delta for e in events if isinstance(e, ToolInputDelta)]
+    assert all(d == "" for d in deltas[:-1])
+    assert json.loads(deltas[-1]) == expected
+    assert accumulate(events).tool_calls[0].arguments == expected
+
+
 def test_streamed_call_truncated_is_incomplete() -> None:
     data = sse(chunk([{"functionCall": {"name": "plan", "willContinue": True}}]))
     result = accumulate(decode(data))

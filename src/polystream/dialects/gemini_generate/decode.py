@@ -216,18 +216,24 @@ _BARE_LINE: Final = re.compile(rb"\n[^deir:\r\n]")
 class _StreamedCall:
     """A function call streamed with ``partialArgs``: its block and assembled args."""
 
-    __slots__ = ("continuing", "index", "root")
+    __slots__ = ("continuing", "index", "root", "run", "run_at")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.root: Any = None  # the arguments assembled so far
         self.continuing: str | None = None  # the path whose string value continues
+        # The pieces of the string that continues, joined into root only when the run
+        # ends (or json() is asked): joined at each fragment, a long string streamed
+        # in many fragments would cost time quadratic in their number.
+        self.run: list[str] | None = None
+        self.run_at: list[str | int] = []  # its path's segments
 
     def fold(self, call: dict[str, Any]) -> bool:
         """Fold one ``functionCall`` fragment in; False if a path was not understood."""
         ok = True
         args = call.get("args")
         if isinstance(args, dict):
+            self._end_run()
             self.root = args if not isinstance(self.root, dict) else {**self.root, **args}
         partial = call.get("partialArgs")
         if not isinstance(partial, list):
@@ -252,15 +258,38 @@ class _StreamedCall:
             if segments is None:
                 ok = False
                 continue
+            more = arg.get("willContinue") is True
             if isinstance(value, str) and self.continuing == path:
+                if self.run is not None:
+                    self.run.append(value)
+                    if not more:
+                        self._end_run()
+                        self.continuing = None
+                    continue
                 previous = self._get(segments)
                 if isinstance(previous, str):
                     value = previous + value
+            self._end_run()
             if not self._set(segments, value):
                 ok = False
                 continue
-            self.continuing = path if arg.get("willContinue") is True else None
+            self.continuing = path if more else None
+            if more and isinstance(value, str):
+                self.run = [value]
+                self.run_at = segments
         return ok
+
+    def _join_run(self) -> None:
+        """Set the continuing string's pieces, joined, at its path (the run goes on)."""
+        run = self.run
+        if run is not None and len(run) > 1:
+            joined = "".join(run)
+            self._set(self.run_at, joined)
+            self.run = [joined]
+
+    def _end_run(self) -> None:
+        self._join_run()
+        self.run = None
 
     def _get(self, segments: list[str | int]) -> Any:
         node = self.root
@@ -313,6 +342,7 @@ class _StreamedCall:
 
     def json(self) -> str:
         """The assembled arguments as compact JSON ("" when none arrived)."""
+        self._join_run()
         return "" if self.root is None else _ENCODE.encode(self.root).decode()
 
 
