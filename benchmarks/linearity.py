@@ -15,7 +15,9 @@ when it is quadratic. The cases are where a reader keeps input across feeds:
   ``auto``, fed in 64 KiB reads;
 * ``rebuild:<dialect>``: the dialect's rebuild of its own final object from the events
   of a stream of 10,000, then 40,000, text deltas (chunks for Gemini, step deltas for
-  Interactions): where a fold joins each delta to the text so far, it is quadratic.
+  Interactions): where a fold joins each delta to the text so far, it is quadratic;
+* ``args:gemini_partial``: a Gemini function call whose string argument is streamed in
+  20,000, then 80,000, ``partialArgs`` fragments (one SSE event each).
 
 Every run checks its answer (the decoded text holds the long text; detection finds the
 dialect; the rebuilt object holds the stream's text, checked before the timed runs).
@@ -174,14 +176,45 @@ def _rebuild_case(name: str) -> Callable[[int], Callable[[], None]]:
     return prepare
 
 
+def _partial_args_case(fragments: int) -> Callable[[], None]:
+    def event(call: dict[str, Any], finish: str | None = None) -> bytes:
+        candidate: dict[str, Any] = {
+            "content": {"parts": [{"functionCall": call}], "role": "model"},
+            "index": 0,
+        }
+        if finish is not None:
+            candidate["finishReason"] = finish
+        return b"data: " + json.dumps({"candidates": [candidate]}).encode() + b"\r\n\r\n"
+
+    line = "x = 1  # a line of code\n"
+    piece = {"jsonPath": "$.code", "stringValue": line, "willContinue": True}
+    data = b"".join(
+        [
+            event({"name": "write", "willContinue": True}),
+            event({"partialArgs": [piece], "willContinue": True}) * fragments,
+            event({}, "STOP"),
+        ]
+    )
+
+    def run() -> None:
+        decoder = StreamDecoder("gemini_generate")
+        _feed(decoder, data, _READ)
+        decoder.close()
+        if decoder.result().tool_calls[0].arguments != {"code": line * fragments}:
+            raise AssertionError("args:gemini_partial: the arguments differ")
+
+    return run
+
+
 CASES: dict[str, tuple[Callable[[int], Callable[[], None]], int]] = {
     **{f"event:{name}": (_event_case(name), 4 << 20) for name in _STREAMS},
     "detect": (_detect_case, 200 << 10),
     "blank": (_blank_case, 4 << 20),
     **{f"rebuild:{name}": (_rebuild_case(name), 10_000) for name in _REBUILT},
+    "args:gemini_partial": (_partial_args_case, 20_000),
 }
 """Each case: what makes its run for a size, and its smaller size (bytes; deltas for
-the rebuild cases)."""
+the rebuild cases, fragments for the arguments case)."""
 
 
 def _user_time() -> float:
@@ -245,10 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for name, cell in figures.items():
         verdict = "PASS" if cell["ratio"] <= LIMIT else "FAIL"
+        unit = "deltas" if name.startswith("rebuild:") else "fragments"
         small = (
-            f"{cell['small_bytes']:,.0f} deltas"
-            if name.startswith("rebuild:")
-            else f"{cell['small_bytes'] / 1024:,.0f} KiB"
+            f"{cell['small_bytes'] / 1024:,.0f} KiB"
+            if name.startswith(("event:", "detect", "blank"))
+            else f"{cell['small_bytes']:,.0f} {unit}"
         )
         print(
             f"| {name} | {small} | {cell['small'] * 1e3:.1f} "
