@@ -57,6 +57,7 @@ SAMPLE = 0.05
 """Seconds of the small size's runs in one timed sample (see :func:`measure`)."""
 
 MAX_LOOPS = 50
+"""Most runs in one timed sample."""
 
 _READ = 65536
 _CHAT_CHUNK = (

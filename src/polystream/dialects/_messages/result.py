@@ -78,7 +78,7 @@ def fold_native(payloads: Iterable[Any]) -> dict[str, Any]:
     position: dict[int, int] = {}  # provider index -> position in content
     # Per block (by identity: a second message_start replaces the list of blocks):
     # the block, then its text fields' pieces, input fragments and citations.
-    folds: dict[int, tuple[dict[str, Any], dict[str, list[str]]]] = {}
+    folds: dict[int, tuple[dict[str, Any], dict[str, list[Any]]]] = {}
     for payload in payloads:
         if not isinstance(payload, dict):
             continue
@@ -148,7 +148,7 @@ _INPUT: Final = "\x00input"
 
 
 def _piece(
-    folds: dict[int, tuple[dict[str, Any], dict[str, list[str]]]],
+    folds: dict[int, tuple[dict[str, Any], dict[str, list[Any]]]],
     block: dict[str, Any],
     field: str,
     value: Any,
