@@ -43,6 +43,7 @@ from polystream.events import (
     Usage,
     UsageUpdate,
     Warning,
+    dump_event,
 )
 from tests.helpers import FIXTURES, assert_chunking_invariant, native_frames
 
@@ -505,6 +506,35 @@ def test_streamed_string_arguments_join_their_fragments(
     assert all(d == "" for d in deltas[:-1])
     assert json.loads(deltas[-1]) == expected
     assert accumulate(events).tool_calls[0].arguments == expected
+
+
+def test_a_streamed_call_leaves_the_events_already_given_as_they_were() -> None:
+    # Whole args in the first part, a path set inside them by a later fragment: the
+    # first part's event keeps the args it came with (they were the object assembled
+    # into, and the round trip wrote {"x": 1, "y": 2} for them).
+    data = sse(
+        chunk([{"functionCall": {"name": "w", "args": {"o": {"x": 1}}, "willContinue": True}}]),
+        chunk(
+            [
+                {
+                    "functionCall": {
+                        "partialArgs": [{"jsonPath": "$.o.y", "numberValue": 2}],
+                        "willContinue": True,
+                    }
+                }
+            ]
+        ),
+        chunk([{"functionCall": {}}], "STOP"),
+    )
+    cut = data.index(b"\r\n\r\n") + 4
+    decoder = Decoder()
+    first = decoder.feed(data[:cut])
+    before = [dump_event(e) for e in first]
+    rest = decoder.feed(data[cut:]) + decoder.close()
+    assert [dump_event(e) for e in first] == before
+    deltas = [e.delta for e in first + rest if isinstance(e, ToolInputDelta)]
+    assert json.loads(deltas[-1]) == {"o": {"x": 1, "y": 2}}
+    assert Encoder().encode_all(first + rest) == data
 
 
 def test_streamed_call_truncated_is_incomplete() -> None:

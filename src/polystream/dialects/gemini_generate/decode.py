@@ -234,6 +234,9 @@ class _StreamedCall:
         args = call.get("args")
         if isinstance(args, dict):
             self._end_run()
+            # A copy: the fragment's own object is in its event's extra, and the later
+            # fragments set their paths in what is assembled.
+            args = _copied(args)
             self.root = args if not isinstance(self.root, dict) else {**self.root, **args}
         partial = call.get("partialArgs")
         if not isinstance(partial, list):
@@ -349,6 +352,15 @@ class _StreamedCall:
 # How far past the end of an array a streamed argument's index may reach (arrays are
 # streamed about in order; the elements skipped are null until set).
 _MAX_INDEX_AHEAD: Final = 64
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a JSON value, its objects and arrays copied all the way down."""
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copied(item) for item in value]
+    return value
 
 
 def _parse_path(path: str) -> list[str | int] | None:
