@@ -88,8 +88,13 @@ def rebuild_completion(
             if isinstance(logprobs, dict):
                 acc = state["logprobs"] = state["logprobs"] or {"content": None, "refusal": None}
                 for key in ("content", "refusal"):
-                    if isinstance(logprobs.get(key), list):
-                        acc[key] = (acc[key] or []) + logprobs[key]
+                    entries = logprobs.get(key)
+                    if isinstance(entries, list):
+                        # Extended in place (a new list per chunk was quadratic).
+                        if acc[key] is None:
+                            acc[key] = list(entries)
+                        else:
+                            acc[key].extend(entries)
             delta = choice.get("delta")
             if isinstance(delta, dict) and isinstance(delta.get("annotations"), list):
                 state["annotations"].extend(delta["annotations"])
