@@ -16,6 +16,8 @@ when it is quadratic. The cases are where a reader keeps input across feeds:
 * ``rebuild:<dialect>``: the dialect's rebuild of its own final object from the events
   of a stream of 10,000, then 40,000, text deltas (chunks for Gemini, step deltas for
   Interactions): where a fold joins each delta to the text so far, it is quadratic;
+* ``rebuild:openai_chat+logprobs``: the Chat rebuild of 5,000, then 20,000, chunks that
+  each carry a token's ``logprobs``;
 * ``args:gemini_partial``: a Gemini function call whose string argument is streamed in
   20,000, then 80,000, ``partialArgs`` fragments (one SSE event each).
 
@@ -177,6 +179,35 @@ def _rebuild_case(name: str) -> Callable[[int], Callable[[], None]]:
     return prepare
 
 
+def _logprobs_case(chunks: int) -> Callable[[], None]:
+    def chunk(delta: dict[str, Any], logprobs: Any, finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+        body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1}
+        body |= {"model": "gpt-x", "choices": [choice]}
+        return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+    entry = {"token": "w", "logprob": -0.1, "bytes": [119], "top_logprobs": []}
+    logprobs = {"content": [entry], "refusal": None}
+    data = b"".join(
+        [
+            chunk({"role": "assistant", "content": "w"}, logprobs),
+            chunk({"content": "w"}, logprobs) * (chunks - 1),
+            chunk({}, None, "stop"),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    events = decode_events(data, "openai_chat")
+    dialect = get_dialect("openai_chat")
+    rebuilt = dialect.rebuild(events)["choices"][0]["logprobs"]["content"]
+    if len(rebuilt) != chunks:
+        raise AssertionError("rebuild:openai_chat+logprobs: the entries differ")
+
+    def run() -> None:
+        dialect.rebuild(events)
+
+    return run
+
+
 def _partial_args_case(fragments: int) -> Callable[[], None]:
     def event(call: dict[str, Any], finish: str | None = None) -> bytes:
         candidate: dict[str, Any] = {
@@ -212,10 +243,11 @@ CASES: dict[str, tuple[Callable[[int], Callable[[], None]], int]] = {
     "detect": (_detect_case, 200 << 10),
     "blank": (_blank_case, 4 << 20),
     **{f"rebuild:{name}": (_rebuild_case(name), 10_000) for name in _REBUILT},
+    "rebuild:openai_chat+logprobs": (_logprobs_case, 5_000),
     "args:gemini_partial": (_partial_args_case, 20_000),
 }
-"""Each case: what makes its run for a size, and its smaller size (bytes; deltas for
-the rebuild cases, fragments for the arguments case)."""
+"""Each case: what makes its run for a size, and its smaller size (bytes; deltas or
+chunks for the rebuild cases, fragments for the arguments case)."""
 
 
 def _user_time() -> float:
@@ -279,7 +311,13 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for name, cell in figures.items():
         verdict = "PASS" if cell["ratio"] <= LIMIT else "FAIL"
-        unit = "deltas" if name.startswith("rebuild:") else "fragments"
+        unit = (
+            "chunks"
+            if name.endswith("+logprobs")
+            else "deltas"
+            if name.startswith("rebuild:")
+            else "fragments"
+        )
         small = (
             f"{cell['small_bytes'] / 1024:,.0f} KiB"
             if name.startswith(("event:", "detect", "blank"))
