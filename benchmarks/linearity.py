@@ -18,6 +18,8 @@ when it is quadratic. The cases are where a reader keeps input across feeds:
   Interactions): where a fold joins each delta to the text so far, it is quadratic;
 * ``rebuild:openai_chat+logprobs``: the Chat rebuild of 5,000, then 20,000, chunks that
   each carry a token's ``logprobs``;
+* ``rebuild:gemini_generate+audio``: the Gemini rebuild of 500, then 2,000, audio parts
+  of 4 KiB (one run, joined into one part);
 * ``args:gemini_partial``: a Gemini function call whose string argument is streamed in
   20,000, then 80,000, ``partialArgs`` fragments (one SSE event each).
 
@@ -35,6 +37,7 @@ works, not its figures.
 from __future__ import annotations
 
 import argparse
+import base64
 import gc
 import json
 import math
@@ -208,6 +211,30 @@ def _logprobs_case(chunks: int) -> Callable[[], None]:
     return run
 
 
+def _audio_case(parts: int) -> Callable[[], None]:
+    mime = "audio/L16;codec=pcm;rate=24000"
+    pieces = []
+    for i in range(parts):
+        data = base64.b64encode(bytes([i % 256]) * 4096).decode()
+        candidate: dict[str, Any] = {
+            "content": {"parts": [{"inlineData": {"mimeType": mime, "data": data}}]},
+            "index": 0,
+        }
+        if i == parts - 1:
+            candidate["finishReason"] = "STOP"
+        pieces.append(b"data: " + json.dumps({"candidates": [candidate]}).encode() + b"\r\n\r\n")
+    events = decode_events(b"".join(pieces), "gemini_generate")
+    dialect = get_dialect("gemini_generate")
+    rebuilt = dialect.rebuild(events)["candidates"][0]["content"]["parts"]
+    if len(rebuilt) != 1 or len(base64.b64decode(rebuilt[0]["inlineData"]["data"])) != 4096 * parts:
+        raise AssertionError("rebuild:gemini_generate+audio: the audio differs")
+
+    def run() -> None:
+        dialect.rebuild(events)
+
+    return run
+
+
 def _partial_args_case(fragments: int) -> Callable[[], None]:
     def event(call: dict[str, Any], finish: str | None = None) -> bytes:
         candidate: dict[str, Any] = {
@@ -244,10 +271,11 @@ CASES: dict[str, tuple[Callable[[int], Callable[[], None]], int]] = {
     "blank": (_blank_case, 4 << 20),
     **{f"rebuild:{name}": (_rebuild_case(name), 10_000) for name in _REBUILT},
     "rebuild:openai_chat+logprobs": (_logprobs_case, 5_000),
+    "rebuild:gemini_generate+audio": (_audio_case, 500),
     "args:gemini_partial": (_partial_args_case, 20_000),
 }
-"""Each case: what makes its run for a size, and its smaller size (bytes; deltas or
-chunks for the rebuild cases, fragments for the arguments case)."""
+"""Each case: what makes its run for a size, and its smaller size (bytes; deltas,
+chunks or parts for the rebuild cases, fragments for the arguments case)."""
 
 
 def _user_time() -> float:
@@ -314,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
         unit = (
             "chunks"
             if name.endswith("+logprobs")
+            else "parts"
+            if name.endswith("+audio")
             else "deltas"
             if name.startswith("rebuild:")
             else "fragments"
