@@ -116,7 +116,7 @@ class _Block:
         # Tool input of another dialect: "json" (sent as is), "text" (not JSON: sent
         # inside {"input": "..."}), or None while only whitespace arrived (held).
         self.mode: str | None = None
-        self.held = ""
+        self.held: list[str] = []  # (in pieces: joined once, when the input begins)
         # The bytes of this block's content_block_delta up to the value, once the fast
         # path wrote one (its type, and the tool input's mode, no longer change).
         self.head: bytes | None = None
@@ -644,12 +644,13 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
         (an OpenAI custom tool's free-form input) streams inside ``{"input": "..."}``,
         because Messages tool input is a JSON object (the SDK raises otherwise)."""
         if block.mode is None:
-            text = block.held + text
-            stripped = text.lstrip()
-            if not stripped:
-                block.held = text
+            if not text.strip():
+                block.held.append(text)
                 return b""
-            block.held = ""
+            if block.held:
+                text = "".join(block.held) + text
+                block.held.clear()
+            stripped = text.lstrip()
             block.content = True
             if stripped[0] == "{":
                 block.mode = "json"
