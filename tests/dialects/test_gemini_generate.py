@@ -590,6 +590,26 @@ def test_rebuild_extends_grounding_without_changing_the_events() -> None:
     assert rebuild(events)["candidates"][0]["groundingMetadata"] == merged
 
 
+@pytest.mark.parametrize(
+    "odd",
+    [
+        b'data: "a"\r\n\r\n',
+        b"data: [1,\r\ndata: 2]\r\n\r\n",
+        b"data: [1,\r\ndata: \r\ndata: 2]\r\n\r\n",
+    ],
+)
+def test_an_event_of_several_data_lines_that_is_no_chunk_round_trips(odd: bytes) -> None:
+    # Not a chunk: an Unknown event whose data is the lines joined with LF. Written
+    # back one data line per line (written whole, "2]" was bare text, and the blank
+    # line ended the event before it).
+    body = sse(chunk([{"text": "hi"}])) + odd + sse(chunk([{"text": "!"}], "STOP"))
+    events = decode(body)
+    assert [e.data for e in events if isinstance(e, Unknown)] == [
+        odd[6:-4].decode().replace("\r\ndata: ", "\n")
+    ]
+    assert Encoder().encode_all(events) == body
+
+
 def test_streamed_call_truncated_is_incomplete() -> None:
     data = sse(chunk([{"functionCall": {"name": "plan", "willContinue": True}}]))
     result = accumulate(decode(data))

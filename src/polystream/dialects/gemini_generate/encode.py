@@ -100,6 +100,8 @@ _METADATA_FIELDS: Final = {
     "url_context": "urlContextMetadata",
     "safety_ratings": "safetyRatings",
 }
+# What ends a line of SSE data (an unknown event's data is written a line at a time).
+_LINE_BREAK: Final = re.compile(rb"\r\n|\r|\n")
 # Base64 as google-genai (pydantic) accepts it: one alphabet, standard or URL-safe,
 # padding optional but never wrong, no stray bits in the last symbol.
 _BASE64_CHARS: Final = re.compile(r"[A-Za-z0-9+/]*|[A-Za-z0-9_-]*")
@@ -549,11 +551,15 @@ class GeminiGenerateEncoder(DialectEncoder):
             assert isinstance(event, Unknown)
             if self._same:
                 data = event.data.encode()
-                return (
-                    self._array.element(data)
-                    if self._array is not None
-                    else (b"data: " + data + b"\r\n\r\n")
-                )
+                if self._array is not None:
+                    return self._array.element(data)
+                if b"\n" in data or b"\r" in data:
+                    # One data line per line of the event's data (the decoder joined
+                    # them with LF): written whole, a line would be bare text, and a
+                    # blank one would end the event.
+                    lines = _LINE_BREAK.split(data)
+                    return b"".join([b"data: " + line + b"\r\n" for line in lines]) + b"\r\n"
+                return b"data: " + data + b"\r\n\r\n"
             self.lose(f"event:{event.name}", event, "an unknown event of another dialect")
             return b""
         self._content(event)
