@@ -55,13 +55,62 @@ def rebuild_completion(
     """
     events = list(events)
     encoder = encoder_type(record=True, id_factory=lambda: "chatcmpl-rebuilt")
-    encoder.encode_all(events)
-    chunks: list[dict[str, Any]] = encoder.chunks or []
+    recorded: list[dict[str, Any]] = encoder.chunks
 
     out: dict[str, Any] = {"id": None, "object": "chat.completion", "created": None, "model": None}
     extras: dict[str, Any] = {}
     per_choice: dict[int, dict[str, Any]] = {}
     usage: Any = None
+    # The chunks are read as the encoder writes them, and dropped: kept until the end,
+    # a long stream's chunks made every collection of the garbage collector longer.
+    for event in events:
+        encoder.encode(event)
+        if recorded:
+            usage = _fold_chunks(recorded, quirks, out, extras, per_choice, usage)
+            recorded.clear()
+    encoder.close()
+    usage = _fold_chunks(recorded, quirks, out, extras, per_choice, usage)
+
+    messages = _messages(events)
+    choices = []
+    for index in sorted(set(per_choice) | set(messages)):
+        parts = messages.get(index, {"text": [], "refusal": [], "reasoning": [], "tool_calls": []})
+        state = per_choice.get(index, {"finish_reason": None, "logprobs": None, "annotations": []})
+        msg: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(parts["text"]) if parts["text"] else None,
+            "refusal": "".join(parts["refusal"]) if parts["refusal"] else None,
+        }
+        if parts["reasoning"] or quirks.rebuild_reasoning:
+            msg["reasoning_content"] = "".join(parts["reasoning"]) if parts["reasoning"] else None
+        if parts["tool_calls"]:
+            msg["tool_calls"] = parts["tool_calls"]
+        if state["annotations"]:
+            msg["annotations"] = state["annotations"]
+        choices.append(
+            {
+                "index": index,
+                "message": msg,
+                "logprobs": state["logprobs"],
+                "finish_reason": state["finish_reason"],
+            }
+        )
+    out["choices"] = choices
+    out["usage"] = usage
+    out.update(extras)
+    return out
+
+
+def _fold_chunks(
+    chunks: list[dict[str, Any]],
+    quirks: Quirks,
+    out: dict[str, Any],
+    extras: dict[str, Any],
+    per_choice: dict[int, dict[str, Any]],
+    usage: Any,
+) -> Any:
+    """Fold chunks the encoder wrote into the completion's envelope, its choices'
+    finish reasons, logprobs and annotations; returns the usage so far."""
     for chunk in chunks:
         if "error" in chunk and "choices" not in chunk:
             continue
@@ -98,35 +147,7 @@ def rebuild_completion(
             delta = choice.get("delta")
             if isinstance(delta, dict) and isinstance(delta.get("annotations"), list):
                 state["annotations"].extend(delta["annotations"])
-
-    messages = _messages(events)
-    choices = []
-    for index in sorted(set(per_choice) | set(messages)):
-        parts = messages.get(index, {"text": [], "refusal": [], "reasoning": [], "tool_calls": []})
-        state = per_choice.get(index, {"finish_reason": None, "logprobs": None, "annotations": []})
-        msg: dict[str, Any] = {
-            "role": "assistant",
-            "content": "".join(parts["text"]) if parts["text"] else None,
-            "refusal": "".join(parts["refusal"]) if parts["refusal"] else None,
-        }
-        if parts["reasoning"] or quirks.rebuild_reasoning:
-            msg["reasoning_content"] = "".join(parts["reasoning"]) if parts["reasoning"] else None
-        if parts["tool_calls"]:
-            msg["tool_calls"] = parts["tool_calls"]
-        if state["annotations"]:
-            msg["annotations"] = state["annotations"]
-        choices.append(
-            {
-                "index": index,
-                "message": msg,
-                "logprobs": state["logprobs"],
-                "finish_reason": state["finish_reason"],
-            }
-        )
-    out["choices"] = choices
-    out["usage"] = usage
-    out.update(extras)
-    return out
+    return usage
 
 
 def _messages(events: list[Event]) -> dict[int, dict[str, list[Any]]]:
