@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
+from polystream.dialects._detect import BLANK
 from polystream.dialects._usage_fold import BATCH as USAGE_BATCH
 from polystream.errors import (
     BufferLimitExceeded,
@@ -192,7 +193,7 @@ class FramedDecoder(DialectDecoder):
         if self._deferred is not None:
             raise self._deferred
         if self._framing is None:
-            stripped = data.lstrip(b" \t\r\n\xef\xbb\xbf")
+            stripped = data.lstrip(BLANK)
             if not stripped:
                 # Still blank: kept for the framing's parser, which sees every byte (its
                 # offsets and its reading of blank lines stay its own). Kept as pieces,

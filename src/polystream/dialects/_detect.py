@@ -31,12 +31,15 @@ import msgspec
 from polystream.errors import RemoteProtocolError
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
 
-__all__ = ["MAX_DETECT_BYTES", "Detector", "detect"]
+__all__ = ["BLANK", "MAX_DETECT_BYTES", "Detector", "detect"]
 
 MAX_DETECT_BYTES: Final = 1024 * 1024
 """Input read before giving up on detection (1 MiB)."""
 
-_BLANK: Final = b" \t\r\n\xef\xbb\xbf"
+BLANK: Final = b" \t\r\n\xef\xbb\xbf"
+"""What may come before a stream's first byte, not read as any of it: whitespace and
+the bytes of a UTF-8 BOM (``bytes.lstrip(BLANK)``). The first other byte decides the
+framing (``[``: a JSON array) and the dialect."""
 
 
 def _model_of(obj: dict[str, Any], *path: str) -> str:
@@ -132,7 +135,7 @@ class Detector:
         before = self._size
         self._size += len(data)
         if self._blank:
-            stripped = data.lstrip(_BLANK)
+            stripped = data.lstrip(BLANK)
             if stripped:
                 self._blank = False
                 first = stripped[:1]

@@ -104,6 +104,7 @@ import msgspec
 
 from polystream.dialects._base import FramedDecoder, Framing
 from polystream.dialects._carrier import unwrap_base64
+from polystream.dialects._detect import BLANK
 from polystream.errors import BufferLimitExceeded, RemoteProtocolError, StreamTruncated
 from polystream.events import (
     RETRYABLE_KINDS,
@@ -712,7 +713,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         array = framing == "json_array"
         if framing is None and not self._closed:
             # Until the framing is known (auto), blank bytes are only counted.
-            head = data.lstrip(b" \t\r\n\xef\xbb\xbf")
+            head = data.lstrip(BLANK)
             if not head:
                 self._scan_offset += len(data)
                 return super().feed(data)
