@@ -116,6 +116,19 @@ ARRAY_LINES = [
 ]
 
 
+def test_frames_after_a_blank_prefix_of_several_reads(
+    capsys: pytest.CaptureFixture[str], write: Any
+) -> None:
+    # The blank reads before the first other byte are kept, and read with it: the
+    # framing is the same, and byte offsets count the blank bytes.
+    blank = b"\r\n" * (CHUNK_SIZE + 7)  # three reads, the last one partly blank
+    assert run(capsys, "frames", write(blank + ARRAY)) == (0, ARRAY_LINES, "")
+    status, lines, err = run(capsys, "frames", write(blank + b"data: a\n\n: k\nevent: x\ndata: b"))
+    assert status == 1
+    assert lines == [{"event": None, "data": "a", "id": None, "retry": None}, {"comment": "k"}]
+    assert f"byte {len(blank) + 13}" in err
+
+
 def test_frames_json_array_detected(capsys: pytest.CaptureFixture[str], write: Any) -> None:
     assert run(capsys, "frames", write(ARRAY)) == (0, ARRAY_LINES, "")
 

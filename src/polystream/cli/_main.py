@@ -57,12 +57,13 @@ def _fail(message: str) -> int:
 
 
 def _cmd_frames(args: argparse.Namespace) -> int:
+    from polystream.dialects._detect import BLANK
     from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
     from polystream.wire.sse import SSEComment, SSEDecoder
 
     out = sys.stdout.buffer
     decoder: SSEDecoder | JSONArrayDecoder | None = None
-    pending = b""
+    pending: list[bytes] = []  # the blank chunks before the framing is known
 
     def start(framing: str) -> SSEDecoder | JSONArrayDecoder:
         return JSONArrayDecoder() if framing == "json_array" else SSEDecoder()
@@ -100,18 +101,20 @@ def _cmd_frames(args: argparse.Namespace) -> int:
     try:
         for chunk in _read_chunks(args.file):
             if decoder is None:
-                # auto: the first non-blank byte decides ("[" is a JSON array).
-                pending += chunk
-                stripped = pending.lstrip(b" \t\r\n\xef\xbb\xbf")
+                # auto: the first non-blank byte decides ("[" is a JSON array). The
+                # blank chunks before it are joined once, with the chunk that holds it.
+                pending.append(chunk)
+                stripped = chunk.lstrip(BLANK)
                 if not stripped:
                     continue
                 decoder = start("json_array" if stripped[:1] == b"[" else "sse")
-                chunk, pending = pending, b""
+                chunk = b"".join(pending)
+                pending = []
             emit(decoder.feed(chunk))
         if decoder is None:
             # Blank (or empty) input: read as SSE, where blank lines are valid.
             decoder = SSEDecoder()
-            emit(decoder.feed(pending))
+            emit(decoder.feed(b"".join(pending)))
         emit(decoder.close())
     except ProtocolError as exc:
         return _fail(str(exc))
