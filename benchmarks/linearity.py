@@ -103,7 +103,7 @@ def _event_case(name: str) -> Callable[[int], Callable[[], None]]:
     def prepare(size: int) -> Callable[[], None]:
         work = _STREAMS[name]()
         data = _inflate(work.body, size)
-        framing = {"framing": work.framing} if work.framing else {}
+        framing: dict[str, Any] = {"framing": work.framing} if work.framing else {}
 
         def run() -> None:
             decoder = StreamDecoder(work.dialect, **framing)
@@ -166,20 +166,38 @@ def _holds(value: Any, text: str) -> bool:
     return False
 
 
+def _rebuilding(
+    case: str, name: str, data: bytes, check: Callable[[Any], bool]
+) -> Callable[[], None]:
+    """The run of a rebuild case: dialect ``name``'s rebuild of the events of ``data``,
+    decoded once, here; ``check`` is asked of the object once, before any run."""
+    events = decode_events(data, name)
+    dialect = get_dialect(name)
+    if not check(dialect.rebuild(events)):
+        raise AssertionError(f"{case}: the rebuilt object is not the stream's")
+
+    def run() -> None:
+        dialect.rebuild(events)
+
+    return run
+
+
 def _rebuild_case(name: str) -> Callable[[int], Callable[[], None]]:
     def prepare(deltas: int) -> Callable[[], None]:
         work = _REBUILT[name](deltas)
-        events = decode_events(work.body, work.dialect)
-        dialect = get_dialect(name)
-        if not _holds(dialect.rebuild(events), work.text):
-            raise AssertionError(f"rebuild:{name}: the text is not in the object")
-
-        def run() -> None:
-            dialect.rebuild(events)
-
-        return run
+        return _rebuilding(
+            f"rebuild:{name}", name, work.body, lambda rebuilt: _holds(rebuilt, work.text)
+        )
 
     return prepare
+
+
+def _gemini_event(part: dict[str, Any], finish: str | None = None) -> bytes:
+    """A Gemini SSE event: one chunk of one candidate with one part."""
+    candidate: dict[str, Any] = {"content": {"parts": [part], "role": "model"}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    return b"data: " + json.dumps({"candidates": [candidate]}).encode() + b"\r\n\r\n"
 
 
 def _logprobs_case(chunks: int) -> Callable[[], None]:
@@ -199,51 +217,42 @@ def _logprobs_case(chunks: int) -> Callable[[], None]:
             b"data: [DONE]\n\n",
         ]
     )
-    events = decode_events(data, "openai_chat")
-    dialect = get_dialect("openai_chat")
-    rebuilt = dialect.rebuild(events)["choices"][0]["logprobs"]["content"]
-    if len(rebuilt) != chunks:
-        raise AssertionError("rebuild:openai_chat+logprobs: the entries differ")
-
-    def run() -> None:
-        dialect.rebuild(events)
-
-    return run
+    return _rebuilding(
+        "rebuild:openai_chat+logprobs",
+        "openai_chat",
+        data,
+        lambda rebuilt: len(rebuilt["choices"][0]["logprobs"]["content"]) == chunks,
+    )
 
 
 def _audio_case(parts: int) -> Callable[[], None]:
     mime = "audio/L16;codec=pcm;rate=24000"
-    pieces = []
-    for i in range(parts):
-        data = base64.b64encode(bytes([i % 256]) * 4096).decode()
-        candidate: dict[str, Any] = {
-            "content": {"parts": [{"inlineData": {"mimeType": mime, "data": data}}]},
-            "index": 0,
-        }
-        if i == parts - 1:
-            candidate["finishReason"] = "STOP"
-        pieces.append(b"data: " + json.dumps({"candidates": [candidate]}).encode() + b"\r\n\r\n")
-    events = decode_events(b"".join(pieces), "gemini_generate")
-    dialect = get_dialect("gemini_generate")
-    rebuilt = dialect.rebuild(events)["candidates"][0]["content"]["parts"]
-    if len(rebuilt) != 1 or len(base64.b64decode(rebuilt[0]["inlineData"]["data"])) != 4096 * parts:
-        raise AssertionError("rebuild:gemini_generate+audio: the audio differs")
+    data = b"".join(
+        _gemini_event(
+            {
+                "inlineData": {
+                    "mimeType": mime,
+                    "data": base64.b64encode(bytes([i % 256]) * 4096).decode(),
+                }
+            },
+            "STOP" if i == parts - 1 else None,
+        )
+        for i in range(parts)
+    )
 
-    def run() -> None:
-        dialect.rebuild(events)
+    def whole(rebuilt: Any) -> bool:
+        joined = rebuilt["candidates"][0]["content"]["parts"]
+        return (
+            len(joined) == 1
+            and len(base64.b64decode(joined[0]["inlineData"]["data"])) == 4096 * parts
+        )
 
-    return run
+    return _rebuilding("rebuild:gemini_generate+audio", "gemini_generate", data, whole)
 
 
 def _partial_args_case(fragments: int) -> Callable[[], None]:
     def event(call: dict[str, Any], finish: str | None = None) -> bytes:
-        candidate: dict[str, Any] = {
-            "content": {"parts": [{"functionCall": call}], "role": "model"},
-            "index": 0,
-        }
-        if finish is not None:
-            candidate["finishReason"] = finish
-        return b"data: " + json.dumps({"candidates": [candidate]}).encode() + b"\r\n\r\n"
+        return _gemini_event({"functionCall": call}, finish)
 
     line = "x = 1  # a line of code\n"
     piece = {"jsonPath": "$.code", "stringValue": line, "willContinue": True}
@@ -265,34 +274,34 @@ def _partial_args_case(fragments: int) -> Callable[[], None]:
     return run
 
 
-CASES: dict[str, tuple[Callable[[int], Callable[[], None]], int]] = {
-    **{f"event:{name}": (_event_case(name), 4 << 20) for name in _STREAMS},
-    "detect": (_detect_case, 200 << 10),
-    "blank": (_blank_case, 4 << 20),
-    **{f"rebuild:{name}": (_rebuild_case(name), 10_000) for name in _REBUILT},
-    "rebuild:openai_chat+logprobs": (_logprobs_case, 5_000),
-    "rebuild:gemini_generate+audio": (_audio_case, 500),
-    "args:gemini_partial": (_partial_args_case, 20_000),
+CASES: dict[str, tuple[Callable[[int], Callable[[], None]], int, str]] = {
+    **{f"event:{name}": (_event_case(name), 4 << 20, "bytes") for name in _STREAMS},
+    "detect": (_detect_case, 200 << 10, "bytes"),
+    "blank": (_blank_case, 4 << 20, "bytes"),
+    **{f"rebuild:{name}": (_rebuild_case(name), 10_000, "deltas") for name in _REBUILT},
+    "rebuild:openai_chat+logprobs": (_logprobs_case, 5_000, "chunks"),
+    "rebuild:gemini_generate+audio": (_audio_case, 500, "parts"),
+    "args:gemini_partial": (_partial_args_case, 20_000, "fragments"),
 }
-"""Each case: what makes its run for a size, and its smaller size (bytes; deltas,
-chunks or parts for the rebuild cases, fragments for the arguments case)."""
+"""Each case: what makes its run for a size, its smaller size, and what that size
+counts."""
 
 
 def _user_time() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_utime
 
 
-def measure(repeat: int, scale: int = 1) -> dict[str, dict[str, float]]:
+def measure(repeat: int, scale: int = 1) -> dict[str, dict[str, Any]]:
     """Per case: the median user CPU seconds of one run at the small and the large
-    size, and their ratio.
+    size, their ratio, and the small size in the case's unit.
 
     Each timed sample is ``loops`` runs in a row, enough for the small size to take
     :data:`SAMPLE` seconds: the kernel splits a process's CPU time into user and
     system time by the clock ticks (4 ms apart at 250 Hz) that find it in each, so a
     run of a few milliseconds is timed to within a tick at best.
     """
-    out: dict[str, dict[str, float]] = {}
-    for name, (prepare, size) in CASES.items():
+    out: dict[str, dict[str, Any]] = {}
+    for name, (prepare, size, unit) in CASES.items():
         size //= scale
         runs = {"small": prepare(size), "large": prepare(4 * size)}
         times: dict[str, list[float]] = {"small": [], "large": []}
@@ -314,7 +323,8 @@ def measure(repeat: int, scale: int = 1) -> dict[str, dict[str, float]]:
         small = statistics.median(times["small"])
         large = statistics.median(times["large"])
         out[name] = {
-            "small_bytes": size,
+            "small_bytes": size,  # (in the case's unit)
+            "unit": unit,
             "loops": loops,
             "small": small,
             "large": large,
@@ -339,19 +349,10 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for name, cell in figures.items():
         verdict = "PASS" if cell["ratio"] <= LIMIT else "FAIL"
-        unit = (
-            "chunks"
-            if name.endswith("+logprobs")
-            else "parts"
-            if name.endswith("+audio")
-            else "deltas"
-            if name.startswith("rebuild:")
-            else "fragments"
-        )
         small = (
             f"{cell['small_bytes'] / 1024:,.0f} KiB"
-            if name.startswith(("event:", "detect", "blank"))
-            else f"{cell['small_bytes']:,.0f} {unit}"
+            if cell["unit"] == "bytes"
+            else f"{cell['small_bytes']:,.0f} {cell['unit']}"
         )
         print(
             f"| {name} | {small} | {cell['small'] * 1e3:.1f} "
