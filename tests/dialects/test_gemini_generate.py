@@ -389,53 +389,9 @@ def test_streamed_arguments_assemble_by_path() -> None:
     ]
 
 
-def _streamed_call(*paths: tuple[str, Any]) -> bytes:
-    """A call streamed in one fragment per (path, number) pair, then ended."""
-    return sse(
-        chunk([{"functionCall": {"name": "plan", "willContinue": True}}]),
-        *(
-            chunk(
-                [
-                    {
-                        "functionCall": {
-                            "partialArgs": [{"jsonPath": path, "numberValue": value}],
-                            "willContinue": True,
-                        }
-                    }
-                ]
-            )
-            for path, value in paths
-        ),
-        chunk([{"functionCall": {}}], "STOP"),
-    )
-
-
-def test_a_streamed_argument_index_far_past_the_end_is_not_filled_in() -> None:
-    # An index up to 63 past the end of an array fills the elements between with null;
-    # one 64 or more past it (10**12: a list of that many nulls, never done) is not
-    # set, and reported like any path that does not fit.
-    data = _streamed_call(("$.a[63]", 1), ("$.b[0]", 2), ("$.b[65]", 3), ("$.b[10**12]", 4))
-    data = data.replace(b"10**12", b"1000000000000")
-    events = decode(data)
-    warnings = [(e.code, e.message) for e in events if isinstance(e, Warning)]
-    message = "a partialArgs entry has a path that was not understood"
-    assert warnings == [("partial_args", message), ("partial_args", message)]
-    deltas = [e.delta for e in events if isinstance(e, ToolInputDelta)]
-    assert json.loads(deltas[-1]) == {"a": [None] * 63 + [1], "b": [2]}
-
-
-def test_a_streamed_argument_path_that_does_not_fit_is_reported() -> None:
-    # A name into what is an array so far, an index into what is an object: not set.
-    data = _streamed_call(("$.a[0]", 1), ("$.a.x", 2), ("$.o.y", 3), ("$.o[0]", 4))
-    events = decode(data)
-    codes = [e.code for e in events if isinstance(e, Warning)]
-    assert codes == ["partial_args", "partial_args"]
-    deltas = [e.delta for e in events if isinstance(e, ToolInputDelta)]
-    assert json.loads(deltas[-1]) == {"a": [1], "o": {"y": 3}}
-
-
 def _call_in_fragments(*fragments: dict[str, Any]) -> list[Event]:
-    """A call whose parts carry the given functionCall fragments, then its end."""
+    """The events of a call whose parts carry the given functionCall fragments, then
+    its end."""
     data = sse(
         chunk([{"functionCall": {"name": "w", "willContinue": True}}]),
         *(chunk([{"functionCall": {**f, "willContinue": True}}]) for f in fragments),
@@ -447,6 +403,32 @@ def _call_in_fragments(*fragments: dict[str, Any]) -> list[Event]:
 def _part(path: str, value: Any, more: bool = True) -> dict[str, Any]:
     key = "stringValue" if isinstance(value, str) else "numberValue"
     return {"jsonPath": path, key: value, "willContinue": more}
+
+
+def _numbers(*paths: tuple[str, Any]) -> list[Event]:
+    """:func:`_call_in_fragments` with one fragment per (path, number) pair."""
+    return _call_in_fragments(*({"partialArgs": [_part(p, v, more=False)]} for p, v in paths))
+
+
+def test_a_streamed_argument_index_far_past_the_end_is_not_filled_in() -> None:
+    # An index up to 63 past the end of an array fills the elements between with null;
+    # one 64 or more past it (10**12: a list of that many nulls, never done) is not
+    # set, and reported like any path that does not fit.
+    events = _numbers(("$.a[63]", 1), ("$.b[0]", 2), ("$.b[65]", 3), ("$.b[1000000000000]", 4))
+    warnings = [(e.code, e.message) for e in events if isinstance(e, Warning)]
+    message = "a partialArgs entry has a path that was not understood"
+    assert warnings == [("partial_args", message), ("partial_args", message)]
+    deltas = [e.delta for e in events if isinstance(e, ToolInputDelta)]
+    assert json.loads(deltas[-1]) == {"a": [None] * 63 + [1], "b": [2]}
+
+
+def test_a_streamed_argument_path_that_does_not_fit_is_reported() -> None:
+    # A name into what is an array so far, an index into what is an object: not set.
+    events = _numbers(("$.a[0]", 1), ("$.a.x", 2), ("$.o.y", 3), ("$.o[0]", 4))
+    codes = [e.code for e in events if isinstance(e, Warning)]
+    assert codes == ["partial_args", "partial_args"]
+    deltas = [e.delta for e in events if isinstance(e, ToolInputDelta)]
+    assert json.loads(deltas[-1]) == {"a": [1], "o": {"y": 3}}
 
 
 @pytest.mark.parametrize(
