@@ -11,8 +11,12 @@ loop one at a time, each step as tight as it can be written (so each is a lower 
 of what any implementation keeping the contract costs), and prints what each step
 costs per chunk and its ratio to the minimal loop:
 
-1. ``minimal``: the minimal loop itself (whole JSON array decoded in one call; SSE
-   split on the blank line), as in the main suite.
+1. ``minimal``: the minimal loop itself, as in the main suite: the body split on the
+   blank line (SSE) or on the comma line between two elements (the JSON array), each
+   payload decoded on its own. For the JSON array, ``whole array`` is then the array
+   decoded whole in one call (no loop over payloads, and nothing streamed): the least
+   work there is for those bytes, and what steps 2-5 build on for the array (each a
+   lower bound, then, of a reader that streams).
 2. ``+ usage dict``: the chunk Struct also keeps ``usageMetadata`` as the dict that
    becomes ``Usage.raw``.
 3. ``+ counts``: the canonical :class:`~polystream.events.Usage` built from it with
@@ -67,7 +71,14 @@ import msgspec
 
 import polystream
 from benchmarks import harness
-from benchmarks.peers import _Collect, _GCandidate, _minimal_blocks, _separator, _typed_handler
+from benchmarks.peers import (
+    _Collect,
+    _GCandidate,
+    _minimal_blocks,
+    _minimal_elements,
+    _separator,
+    _typed_handler,
+)
 from benchmarks.tables import markdown
 from benchmarks.workloads import Workload, gemini_array, gemini_sse
 from polystream.dialects import get_dialect
@@ -212,7 +223,7 @@ def steps_for(work: Workload) -> dict[str, Step]:
     ``minimal``)."""
     body = work.body
     array = work.framing == "json_array"
-    sep = b"" if array else _separator(work)
+    sep = _separator(work)
 
     def loop(decoder: msgspec.json.Decoder[Any], handle: Handler) -> Step:
         """The minimal loop's own shape, with another chunk type and handler."""
@@ -232,6 +243,18 @@ def steps_for(work: Workload) -> dict[str, Step]:
     plain_decoder, plain_handle = _typed_handler(work.family)
     usage_decoder = msgspec.json.Decoder(_GUsagePayload)
     steps = {"minimal": loop(plain_decoder, plain_handle)}
+    if array:
+        # The minimal loop proper splits the array on its comma lines and decodes each
+        # element, as it splits SSE on blank lines; the whole array in one call is the
+        # reference the steps after it build on.
+        steps["whole array"] = steps["minimal"]
+
+        def per_element() -> tuple[str, Any]:
+            acc = _Collect()
+            _minimal_elements(body.split(sep), plain_decoder, plain_handle, acc)
+            return "".join(acc.text), None
+
+        steps["minimal"] = per_element
     handlers = _handlers()
     for name, handle in handlers.items():
         steps[name] = loop(usage_decoder, handle)
@@ -320,6 +343,7 @@ def steps_for(work: Workload) -> dict[str, Step]:
 
 STEPS = (
     "minimal",
+    "whole array",
     "+ usage dict",
     "+ counts",
     "+ checked counts",

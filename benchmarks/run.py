@@ -447,6 +447,15 @@ def targets(data: dict[str, Any], works: list[workloads.Workload]) -> list[dict[
             None if minimal is None else minimal <= 2.0,
             _fmt_ratio(minimal),
         )
+        whole = _median(row.get("whole_array"))
+        if whole is not None:
+            # Reported, not a target: one msgspec call over the whole array is no loop
+            # over its payloads, and streams nothing.
+            add(
+                f"{work.name}: against msgspec on the whole array in one call",
+                None,
+                _fmt_ratio(_ratio(ps, whole)),
+            )
     one = _median(times.get("anthropic_tool_1k", {}).get("core", {}).get("polystream"))
     twenty = _median(times.get("anthropic_tool_20k", {}).get("core", {}).get("polystream"))
     if one is not None or twenty is not None:
