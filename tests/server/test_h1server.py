@@ -276,6 +276,174 @@ def test_leading_blank_lines_are_ignored() -> None:
     assert _no_date(_run(Recorder(), scenario)) == OK_CHUNKED
 
 
+# -- reads of any size -----------------------------------------------------------------------
+
+
+class _Wire:
+    """What a connection uses of its asyncio transport, with the bytes it writes kept:
+    the client's bytes reach the connection exactly as the reads a test gives."""
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self.closed = False
+        self.protocol: Any = None
+
+    def write(self, data: bytes) -> None:
+        self.out += data
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            asyncio.get_running_loop().call_soon(self.protocol.connection_lost, None)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+
+def _read_in(app: Callable[[asyncio.Event], App], reads: list[bytes], **limits: Any) -> bytes:
+    """What the server answers a client whose bytes arrive as ``reads``, one
+    ``data_received`` each with a turn of the loop after it; the app is made with an
+    event that is set once every read is in."""
+
+    async def main() -> bytes:
+        gate = asyncio.Event()
+        server = H1Server(app(gate), limits=ServerLimits(**limits))
+        wire = _Wire()
+        conn = _h1server._Connection(server)
+        wire.protocol = conn
+        conn.connection_made(wire)  # type: ignore[arg-type]
+        for read in reads:
+            if wire.closed:
+                break
+            conn.data_received(read)
+            await asyncio.sleep(0)
+        gate.set()
+        for _ in range(100):  # the apps' turns
+            await asyncio.sleep(0)
+        return bytes(wire.out)
+
+    return asyncio.run(main())
+
+
+def _pieces(data: bytes, size: int) -> list[bytes]:
+    return [data[i : i + size] for i in range(0, len(data), size)]
+
+
+@pytest.mark.parametrize("end", [b"\r\n\r\n", b"\n\n", b"\r\n\n", b"\n\r\n"])
+def test_heads_in_one_byte_reads_with_any_line_ends(end: bytes) -> None:
+    # Two pipelined requests, blank lines before each; every head's end, of each form
+    # RFC 9112 lets a server accept, arrives a byte at a time.
+    one = b"\r\n\n" + b"GET /a HTTP/1.1\r\nHost: h\r\nX-One: 1" + end
+    two = b"\r\n" + b"GET /b HTTP/1.1\nHost: h\nConnection: close" + end
+    recorders: list[Recorder] = []
+
+    def app(gate: asyncio.Event) -> App:
+        recorders.append(Recorder(length=True))
+        return recorders[-1]
+
+    whole = _read_in(app, [one + two])
+    assert _read_in(app, _pieces(one + two, 1)) == whole
+    assert _no_date(whole) == (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\n\r\nok:"
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\n"
+        b"connection: close\r\n\r\nok:"
+    )
+    for recorder in recorders:
+        assert [scope["path"] for scope in recorder.scopes] == ["/a", "/b"]
+        assert recorder.scopes[0]["headers"] == [(b"host", b"h"), (b"x-one", b"1")]
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 1000])
+def test_the_head_limit_holds_in_reads_of_any_size(size: int) -> None:
+    # max_head_bytes=64: a head of 64 bytes before its blank line is read, whatever
+    # part of its end a read brings; one of 65 is not, nor 65 bytes with no end of head
+    # in them.
+    def head(length: int) -> bytes:
+        start = b"GET / HTTP/1.1\r\nHost: h\r\nX: "
+        return start + b"a" * (length - len(start)) + b"\r\n\r\n"
+
+    def app(gate: asyncio.Event) -> App:
+        return Recorder(length=True)
+
+    fits = _no_date(_read_in(app, _pieces(head(64), size), max_head_bytes=64))
+    assert fits == b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\n\r\nok:"
+    for request in (head(65), head(65)[:65]):
+        refused = _read_in(app, _pieces(request, size), max_head_bytes=64)
+        assert refused.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"), refused
+
+
+TRAILERS = (
+    b"POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"3\r\nabc\r\n0\r\nX-A: 1\r\n\rX-B: 2\r\nX-Long: " + b"z" * 40 + b"\r\n\r\n"
+    b"GET /next HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, len(TRAILERS)])
+def test_trailer_lines_in_reads_of_any_size(size: int) -> None:
+    # Trailer lines are dropped, not kept, a line cut by a read too; a line that begins
+    # with a CR is no blank line. 7 + 8 + 49 = 64 trailer bytes (CRs counted, LFs not):
+    # within a limit of 64, over one of 63 (the app then sees a disconnect).
+    recorders: list[Recorder] = []
+
+    def app(gate: asyncio.Event) -> App:
+        recorders.append(Recorder(length=True))
+        return recorders[-1]
+
+    ok = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: %d\r\n"
+    read = _no_date(_read_in(app, _pieces(TRAILERS, size), max_head_bytes=64))
+    assert read == (ok % 6 + b"\r\nok:abc" + ok % 3 + b"connection: close\r\n\r\nok:")
+    assert [scope["path"] for scope in recorders[-1].scopes] == ["/up", "/next"]
+    refused = _read_in(app, _pieces(TRAILERS, size), max_head_bytes=63)
+    assert refused == b""
+    messages = recorders[-1].messages
+    assert messages[-1] == {"type": "http.disconnect"}
+    assert all(m["more_body"] for m in messages[:-1])  # the body never came whole
+
+
+def test_requests_read_ahead_in_one_byte_reads_while_a_response_runs() -> None:
+    # The first response waits until every read is in; the two requests after it (one
+    # with a 300-byte body) arrive a byte at a time meanwhile, and are answered in order.
+    body = bytes(range(256)) + b"x" * 44
+    first = b"GET /slow HTTP/1.1\r\nHost: h\r\n\r\n"
+    ahead = (
+        b"POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 300\r\n\r\n"
+        + body
+        + b"GET /last HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+    )
+    recorder = Recorder(length=True)
+
+    def app(gate: asyncio.Event) -> App:
+        async def gated(scope: Scope, receive: Any, send: Any) -> None:
+            if scope["path"] == "/slow":
+                await gate.wait()
+            await recorder(scope, receive, send)
+
+        return gated
+
+    answer = _no_date(_read_in(app, [first, *_pieces(ahead, 1)]))
+    ok = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: %d\r\n"
+    assert answer == (
+        ok % 3
+        + b"\r\nok:"
+        + ok % 303
+        + b"\r\nok:"
+        + body
+        + ok % 3
+        + b"connection: close\r\n\r\nok:"
+    )
+    assert [scope["path"] for scope in recorder.scopes] == ["/slow", "/up", "/last"]
+
+
 # -- request bodies ---------------------------------------------------------------------------
 
 CHUNKED_BODY = (

@@ -50,6 +50,7 @@ App = Callable[
 ]
 
 _HEAD_END: Final = re.compile(rb"\r?\n\r?\n")
+_BLANK_LINES: Final = re.compile(rb"[\r\n]*")
 _REQUEST_LINE: Final = re.compile(rb"([-!#$%&'*+.^_`|~0-9A-Za-z]+) ([\x21-\x7e]+) HTTP/1\.([01])")
 _TOKEN: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
 _HEADER_LINE: Final = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+:[^\r\n\x00]*"
@@ -182,6 +183,7 @@ class _Cycle:
         "scope",
         "started",
         "trailer",
+        "trailer_open",
     )
 
     def __init__(
@@ -209,7 +211,8 @@ class _Cycle:
         self.request_sent = False
         self.chunk_state = _SIZE
         self.partial = b""
-        self.trailer = 0
+        self.trailer = 0  # trailer bytes so far (its lines are dropped, not kept)
+        self.trailer_open = False  # a trailer line under way is known not to be blank
         self.app_waiter: asyncio.Future[None] | None = None
         self.started = False
         self.complete = False
@@ -277,19 +280,20 @@ class _Cycle:
                 state = _SIZE
             else:  # _TRAILER: header lines up to a blank line, dropped
                 eol = data.find(b"\n", pos)
-                if eol < 0:
-                    if end - pos > self.conn.server.limits.max_head_bytes:
-                        raise _BadRequest(431, "chunked trailer too long")
-                    break
-                line = data[pos:eol]
-                pos = eol + 1
-                if line in (b"", b"\r"):
+                if eol < 0 and end - pos < 2 and not self.trailer_open:
+                    break  # nothing, or a CR: maybe the blank line, kept
+                line = data[pos:end] if eol < 0 else data[pos:eol]
+                pos = end if eol < 0 else eol + 1
+                if eol >= 0 and not self.trailer_open and line in (b"", b"\r"):
                     state = _END
                     self.body_done = True
-                else:
-                    self.trailer += len(line)
-                    if self.trailer > self.conn.server.limits.max_head_bytes:
-                        raise _BadRequest(431, "chunked trailer too long")
+                    continue
+                # A trailer line, whole or in part: counted and dropped (a line cut
+                # by a read is not kept to be read again with the next bytes).
+                self.trailer_open = eol < 0
+                self.trailer += len(line)
+                if self.trailer > self.conn.server.limits.max_head_bytes:
+                    raise _BadRequest(431, "chunked trailer too long")
         self.chunk_state = state
         if state == _END:
             return data[pos:]
@@ -440,7 +444,13 @@ class _Connection(asyncio.Protocol):
     def __init__(self, server: H1Server) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
-        self.buffer = b""
+        # What was read and not yet handed on: the head under way, or the requests a
+        # client sent ahead of this one's response. A bytearray: appending to it costs
+        # what is appended (a bytes object would be copied whole on every read).
+        self.buffer = bytearray()
+        # How much of the buffer is known to hold no end of head: each search starts
+        # there (less the 3 bytes an end may have begun with), not at its start.
+        self.scanned = 0
         self.cycle: _Cycle | None = None
         self.closed = False
         self.reading = True
@@ -560,7 +570,8 @@ class _Connection(asyncio.Protocol):
             b"content-length: %d\r\nconnection: close\r\ndate: %b\r\n\r\n%b"
             % (status, _reason(status), len(body), _Date.now(), body)
         )
-        self.buffer = b""
+        self.buffer = bytearray()
+        self.scanned = 0
         self.close()
 
     # -- requests -------------------------------------------------------------------------
@@ -584,13 +595,22 @@ class _Connection(asyncio.Protocol):
         buffer = self.buffer
         if buffer[:1] in (b"\r", b"\n"):
             # Blank lines before a request line are ignored (RFC 9112, 2.2).
-            buffer = self.buffer = buffer.lstrip(b"\r\n")
+            match = _BLANK_LINES.match(buffer)
+            assert match is not None  # (it matches the empty string)
+            del buffer[: match.end()]  # (from the front: no copy of the rest)
+            self.scanned = 0
         if not buffer or self.closed:
             return
         limits = self.server.limits
-        match = _HEAD_END.search(buffer)
+        match = _HEAD_END.search(buffer, max(0, self.scanned - 3))
         if match is None:
-            if len(buffer) > limits.max_head_bytes:
+            self.scanned = len(buffer)
+            # The head is at least what comes before the line ends it ends with (the
+            # beginning of its end, maybe): a head of the largest size is not refused
+            # for the bytes of its end that a read brought ahead of the rest.
+            tail = buffer[-3:]
+            least = len(buffer) - len(tail) + len(tail.rstrip(b"\r\n"))
+            if least > limits.max_head_bytes:
                 self._reject(431, "request head too large")
             elif not self.head_started:
                 self.head_started = True
@@ -601,18 +621,19 @@ class _Connection(asyncio.Protocol):
             return
         self._disarm()
         self.head_started = False
-        head = buffer[: match.start()]
-        rest = buffer[match.end() :]
-        self.buffer = b""
+        self.scanned = 0
+        head = bytes(buffer[: match.start()])
+        del buffer[: match.end()]
         try:
             cycle = self._cycle(head)
         except _BadRequest as exc:
             self._reject(exc.status, str(exc))
             return
         self.cycle = cycle
-        if rest and cycle.body_done:
-            self.buffer = rest
-        elif rest:
+        if buffer and not cycle.body_done:
+            # The body's first bytes (and maybe requests sent after it).
+            rest = bytes(buffer)
+            self.buffer = bytearray()
             self._feed_body(cycle, rest)
         elif not cycle.body_done:
             self._arm(self.server.limits.body_timeout)
