@@ -21,7 +21,12 @@ when it is quadratic. The cases are where a reader keeps input across feeds:
 * ``rebuild:gemini_generate+audio``: the Gemini rebuild of 500, then 2,000, audio parts
   of 4 KiB (one run, joined into one part);
 * ``args:gemini_partial``: a Gemini function call whose string argument is streamed in
-  20,000, then 80,000, ``partialArgs`` fragments (one SSE event each).
+  20,000, then 80,000, ``partialArgs`` fragments (one SSE event each);
+* ``server:head``, ``server:trailer``, ``server:ahead``: the HTTP server that the
+  emulator and the gateway run, reading in 16-byte reads a request head with a header
+  value of 16 KiB, then 64 KiB; a chunked body's trailer line of that size; and a
+  request with a body of 256 KiB, then 1 MiB, sent while the response before it is
+  under way (the server holds it until then).
 
 Every run checks its answer (the decoded text holds the long text; detection finds the
 dialect; the rebuilt object holds the stream's text, checked before the timed runs).
@@ -37,6 +42,7 @@ works, not its figures.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import gc
 import json
@@ -274,6 +280,101 @@ def _partial_args_case(fragments: int) -> Callable[[], None]:
     return run
 
 
+class _Wire:
+    """What the HTTP server's connection uses of its asyncio transport."""
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.out += data
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+
+async def _answer_size(scope: Any, receive: Any, send: Any) -> None:
+    """An app that answers with the size of the longest header value or the body."""
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    if scope["path"] == "/slow":
+        await asyncio.sleep(0.001)  # (the request after it is read meanwhile)
+    size = b"%d" % max([len(body), *(len(value) for _, value in scope["headers"])])
+    head = [(b"content-length", b"%d" % len(size))]
+    await send({"type": "http.response.start", "status": 200, "headers": head})
+    await send({"type": "http.response.body", "body": size})
+
+
+def _server_case(kind: str) -> Callable[[int], Callable[[], None]]:
+    """polystream's HTTP server (the emulator's and the gateway's) reading what a
+    client sends in 16-byte reads: a request head with a ``size``-byte header value
+    (``head``), a chunked body's ``size``-byte trailer line (``trailer``), or a request
+    with a ``size``-byte body sent while the response before it is under way
+    (``ahead``). Each read is one ``data_received`` call, as the event loop makes it."""
+    from polystream.server import _h1server
+
+    def make(size: int) -> Callable[[], None]:
+        if kind == "head":
+            data = b"GET / HTTP/1.1\r\nHost: h\r\nX-Long: " + b"a" * size + b"\r\n\r\n"
+            want = size
+        elif kind == "trailer":
+            data = (
+                b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"1\r\nx\r\n0\r\nX-T: " + b"a" * size + b"\r\n\r\n"
+            )
+            want = 7  # (trailer lines are dropped: the longest value is "chunked")
+        else:
+            data = (
+                b"GET /slow HTTP/1.1\r\nHost: h\r\n\r\n"
+                b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n" % size
+            ) + b"a" * size
+            want = size
+        reads = [data[i : i + 16] for i in range(0, len(data), 16)]
+        limits = _h1server.ServerLimits(max_head_bytes=1 << 30, max_buffered_bytes=1 << 30)
+        end = b"\r\n\r\n%d" % want
+
+        async def serve() -> None:
+            server = _h1server.H1Server(_answer_size, limits=limits)
+            conn = _h1server._Connection(server)
+            wire = _Wire()
+            conn.connection_made(wire)  # type: ignore[arg-type]
+            receive = conn.data_received
+            for read in reads:
+                receive(read)
+            for _ in range(1000):
+                if wire.out.endswith(end):
+                    break
+                await asyncio.sleep(0.0005)
+            if not wire.out.endswith(end):
+                raise AssertionError(f"server:{kind}: no answer of {want}")
+
+        def run() -> None:
+            asyncio.run(serve())
+
+        return run
+
+    return make
+
+
 CASES: dict[str, tuple[Callable[[int], Callable[[], None]], int, str]] = {
     **{f"event:{name}": (_event_case(name), 4 << 20, "bytes") for name in _STREAMS},
     "detect": (_detect_case, 200 << 10, "bytes"),
@@ -282,6 +383,9 @@ CASES: dict[str, tuple[Callable[[int], Callable[[], None]], int, str]] = {
     "rebuild:openai_chat+logprobs": (_logprobs_case, 5_000, "chunks"),
     "rebuild:gemini_generate+audio": (_audio_case, 500, "parts"),
     "args:gemini_partial": (_partial_args_case, 20_000, "fragments"),
+    "server:head": (_server_case("head"), 16 << 10, "bytes"),
+    "server:trailer": (_server_case("trailer"), 16 << 10, "bytes"),
+    "server:ahead": (_server_case("ahead"), 256 << 10, "bytes"),
 }
 """Each case: what makes its run for a size, its smaller size, and what that size
 counts."""
