@@ -593,7 +593,7 @@ class _Connection(asyncio.Protocol):
 
     def _next_request(self) -> None:
         buffer = self.buffer
-        if buffer[:1] in (b"\r", b"\n"):
+        if buffer and buffer[0] in (13, 10):  # CR, LF
             # Blank lines before a request line are ignored (RFC 9112, 2.2).
             match = _BLANK_LINES.match(buffer)
             assert match is not None  # (it matches the empty string)
