@@ -409,6 +409,31 @@ def test_a_head_just_under_the_limit_is_accepted() -> None:
     assert _run(_answer(reply, pause=0.002), scenario) == (len(big), b"!")
 
 
+@pytest.mark.parametrize("cut", [0, 1, 2, 3])
+def test_a_head_of_the_largest_size_is_accepted_however_its_end_arrives(cut: int) -> None:
+    # The head is MAX_HEAD_BYTES long; the first read brings `cut` bytes of its end
+    # (CR, CRLF, CRLF CR), the second the rest. One byte more is refused.
+    start = OK_HEAD + b"Content-Length: 1\r\nX-Big: "
+    big = b"a" * (_h1.MAX_HEAD_BYTES - len(start))
+    head = start + big
+    reply = [head + b"\r\n\r\n"[:cut], b"\r\n\r\n"[cut:] + b"!"]
+
+    async def scenario(server: _Server, client: httpx.AsyncClient) -> tuple[int, bytes]:
+        response = await _get(server, client)
+        return len(response.headers["x-big"]), response.content
+
+    assert len(head) == _h1.MAX_HEAD_BYTES
+    assert _run(_answer(reply, pause=0.002), scenario) == (len(big), b"!")
+
+    longer = [head + b"a" + b"\r\n\r\n"[:cut], b"\r\n\r\n"[cut:] + b"!"]
+
+    async def refused(server: _Server, client: httpx.AsyncClient) -> None:
+        with pytest.raises(httpx.RemoteProtocolError, match="response head too long"):
+            await _get(server, client)
+
+    _run(_answer(longer, pause=0.002), refused)
+
+
 # -- connections ----------------------------------------------------------------------------
 
 

@@ -765,7 +765,10 @@ class AsyncH1Transport(httpx.AsyncBaseTransport):
             while True:
                 match = _HEAD_END.search(buffer, max(0, scanned - 2)) if buffer else None
                 if match is None:
-                    if len(buffer) > MAX_HEAD_BYTES:
+                    # The head is at least what comes before the line ends it ends with
+                    # (maybe the beginning of its end, which a read may bring first).
+                    tail = buffer[-3:]
+                    if len(buffer) - len(tail) + len(tail.rstrip(b"\r\n")) > MAX_HEAD_BYTES:
                         raise httpx.RemoteProtocolError("response head too long")
                     scanned = len(buffer)
                     try:
@@ -792,7 +795,9 @@ class AsyncH1Transport(httpx.AsyncBaseTransport):
                             buffer = bytearray(buffer)
                         buffer += data
                     continue
-                if match.start() > MAX_HEAD_BYTES:
+                # (Its size without the CR of its last line, if it has one.)
+                start = match.start()
+                if start - (buffer[start - 1 : start] == b"\r") > MAX_HEAD_BYTES:
                     raise httpx.RemoteProtocolError("response head too long")
                 minor, status, reason, headers = _parse_head(bytes(buffer[: match.start()]))
                 rest = bytes(buffer[match.end() :])
