@@ -568,23 +568,18 @@ def _prepare_minimal(work: Workload, level: str) -> Runner:
     return run_http
 
 
-def _prepare_whole_array(work: Workload, level: str) -> Runner:
-    """Gemini's JSON array decoded whole, in one ``msgspec`` call into a list of the
-    minimal loop's Structs: no loop over payloads and no streaming (nothing is given
-    before the array's last byte), the least work there is for those bytes."""
-    _, handle = _typed_handler(work.family)
-    array = msgspec.json.Decoder(list[_GPayload])
+def _whole_array(
+    work: Workload, level: str, elements: Callable[[bytes], Any], handle: Any
+) -> Runner:
+    """A peer that reads Gemini's JSON array whole (at the http level, once the body
+    has arrived), decodes it with ``elements`` and hands each element to ``handle``."""
     body = work.body
-
-    def decode_array(data: bytes, acc: _Collect) -> None:
-        for element in array.decode(data):
-            handle(element, acc)
-
     if level == "core":
 
         def run() -> Outcome:
             acc = _Collect()
-            decode_array(body, acc)
+            for element in elements(body):
+                handle(element, acc)
             return acc.outcome()
 
         return run
@@ -594,10 +589,19 @@ def _prepare_whole_array(work: Workload, level: str) -> Runner:
         acc = _Collect()
         with client.stream("POST", "http://test/v1/stream") as response:
             data = b"".join(response.iter_raw())
-        decode_array(data, acc)
+        for element in elements(data):
+            handle(element, acc)
         return acc.outcome()
 
     return run_http
+
+
+def _prepare_whole_array(work: Workload, level: str) -> Runner:
+    """Gemini's JSON array decoded whole, in one ``msgspec`` call into a list of the
+    minimal loop's Structs: no loop over payloads and no streaming (nothing is given
+    before the array's last byte), the least work there is for those bytes."""
+    _, handle = _typed_handler(work.family)
+    return _whole_array(work, level, msgspec.json.Decoder(list[_GPayload]).decode, handle)
 
 
 # -- generic: httpx-sse + json.loads (or json.loads of the whole array) --------------------
@@ -607,28 +611,7 @@ def _prepare_generic(work: Workload, level: str) -> Runner:
     handle = _dict_handler(work.family)
     loads = json.loads
     if work.framing == "json_array":
-        body = work.body
-
-        if level == "core":
-
-            def run_array() -> Outcome:
-                acc = _Collect()
-                for element in loads(body):
-                    handle(element, acc)
-                return acc.outcome()
-
-            return run_array
-        client = _httpx_client(work)
-
-        def run_array_http() -> Outcome:
-            acc = _Collect()
-            with client.stream("POST", "http://test/v1/stream") as response:
-                data = b"".join(response.iter_raw())
-            for element in loads(data):
-                handle(element, acc)
-            return acc.outcome()
-
-        return run_array_http
+        return _whole_array(work, level, loads, handle)
 
     import httpx
     import httpx_sse

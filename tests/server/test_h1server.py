@@ -279,16 +279,18 @@ def test_leading_blank_lines_are_ignored() -> None:
 # -- reads of any size -----------------------------------------------------------------------
 
 
-class _Wire:
-    """What a connection uses of its asyncio transport, with the bytes it writes kept:
-    the client's bytes reach the connection exactly as the reads a test gives."""
+class _Wire(asyncio.Transport):
+    """A connection's transport, its bytes kept: the client's bytes reach the
+    connection exactly as the reads a test gives, and closing it ends the connection
+    as the event loop would."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocol: asyncio.Protocol) -> None:
+        super().__init__()
         self.out = bytearray()
         self.closed = False
-        self.protocol: Any = None
+        self.protocol = protocol
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         self.out += data
 
     def close(self) -> None:
@@ -299,15 +301,6 @@ class _Wire:
     def is_closing(self) -> bool:
         return self.closed
 
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return default
-
 
 def _read_in(app: Callable[[asyncio.Event], App], reads: list[bytes], **limits: Any) -> bytes:
     """What the server answers a client whose bytes arrive as ``reads``, one
@@ -317,10 +310,9 @@ def _read_in(app: Callable[[asyncio.Event], App], reads: list[bytes], **limits: 
     async def main() -> bytes:
         gate = asyncio.Event()
         server = H1Server(app(gate), limits=ServerLimits(**limits))
-        wire = _Wire()
         conn = _h1server._Connection(server)
-        wire.protocol = conn
-        conn.connection_made(wire)  # type: ignore[arg-type]
+        wire = _Wire(conn)
+        conn.connection_made(wire)
         for read in reads:
             if wire.closed:
                 break
