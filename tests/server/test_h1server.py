@@ -402,6 +402,51 @@ def test_trailer_lines_in_reads_of_any_size(size: int) -> None:
     assert all(m["more_body"] for m in messages[:-1])  # the body never came whole
 
 
+PIPELINE = (
+    b"\r\nGET /one?x=1 HTTP/1.1\r\nHost: h\r\nX-A: 1\r\n\r\n"
+    b"POST /two HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"
+    b"POST /three HTTP/1.1\nHost: h\nTransfer-Encoding: chunked\n\n"
+    b"2;x=y\r\nab\r\n3\r\ncde\r\n0\r\nX-T: 1\r\n\rX: 2\r\n\r\n"
+    b"\n\nGET /four HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\n"
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=1, max_value=len(PIPELINE) - 1), max_size=40))
+def test_pipelined_requests_cut_anywhere_are_answered_as_if_read_whole(cuts: list[int]) -> None:
+    # Four requests in one stream (blank lines before two of them; a query; a length
+    # body; a chunked one with extensions and trailers; LF line ends in one), cut into
+    # reads anywhere: the answer and what the app sees do not depend on the cuts.
+    points = [0, *sorted(set(cuts)), len(PIPELINE)]
+    reads = [PIPELINE[a:b] for a, b in itertools.pairwise(points)]
+    seen: list[Recorder] = []
+
+    def app(gate: asyncio.Event) -> App:
+        seen.append(Recorder(length=True))
+        return seen[-1]
+
+    whole = _no_date(_read_in(app, [PIPELINE]))
+    assert _no_date(_read_in(app, reads)) == whole
+    ok = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: %d\r\n"
+    assert whole == (
+        ok % 3
+        + b"\r\nok:"
+        + ok % 8
+        + b"\r\nok:hello"
+        + ok % 8
+        + b"\r\nok:abcde"
+        + ok % 3
+        + b"connection: close\r\n\r\nok:"
+    )
+    first, cut = seen
+    assert [s["path"] for s in cut.scopes] == ["/one", "/two", "/three", "/four"]
+    assert [(s["query_string"], s["headers"]) for s in cut.scopes] == [
+        (s["query_string"], s["headers"]) for s in first.scopes
+    ]
+    bodies = [m for m in cut.messages if m["type"] == "http.request" and m["body"]]
+    assert b"".join(m["body"] for m in bodies) == b"helloabcde"
+
+
 def test_requests_read_ahead_in_one_byte_reads_while_a_response_runs() -> None:
     # The first response waits until every read is in; the two requests after it (one
     # with a 300-byte body) arrive a byte at a time meanwhile, and are answered in order.
