@@ -499,16 +499,23 @@ def _minimal_blocks(
 
 
 def _minimal_elements(
-    elements: list[bytes], decoder: msgspec.json.Decoder[Any], handle: Any, acc: _Collect
+    elements: list[bytes],
+    decoder: msgspec.json.Decoder[Any],
+    handle: Any,
+    acc: _Collect,
+    *,
+    opens: bool = True,
+    closes: bool = True,
 ) -> None:
     """The JSON array's payloads: each element as split, the array's opening bracket
-    still before the first and its closing one after the last."""
+    still before the first (``opens``) and its closing one after the last
+    (``closes``)."""
     decode = decoder.decode
     last = len(elements) - 1
     for i, element in enumerate(elements):
-        if i == 0:
+        if i == 0 and opens:
             element = element[element.index(b"[") + 1 :]
-        if i == last:
+        if i == last and closes:
             element = element.rstrip()[:-1]
         handle(decode(element), acc)
 
@@ -550,17 +557,12 @@ def _prepare_minimal(work: Workload, level: str) -> Runner:
                     blocks = buffer.split(sep)
                     buffer = blocks.pop()
                     if array:
-                        if first:
-                            blocks[0] = blocks[0][blocks[0].index(b"[") + 1 :]
-                            first = False
-                        for block in blocks:
-                            handle(decoder.decode(block), acc)
+                        _minimal_elements(blocks, decoder, handle, acc, opens=first, closes=False)
+                        first = False
                     else:
                         _minimal_blocks(blocks, decoder, handle, acc)
         if array:
-            if first:
-                buffer = buffer[buffer.index(b"[") + 1 :]
-            handle(decoder.decode(buffer.rstrip()[:-1]), acc)
+            _minimal_elements([buffer], decoder, handle, acc, opens=first)
         else:
             _minimal_blocks([buffer], decoder, handle, acc)
         return acc.outcome()
