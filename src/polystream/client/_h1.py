@@ -799,7 +799,7 @@ class AsyncH1Transport(httpx.AsyncBaseTransport):
                 start = match.start()
                 if start - (buffer[start - 1 : start] == b"\r") > MAX_HEAD_BYTES:
                     raise httpx.RemoteProtocolError("response head too long")
-                minor, status, reason, headers = _parse_head(bytes(buffer[: match.start()]))
+                minor, status, reason, headers = _parse_head(bytes(buffer[:start]))
                 rest = bytes(buffer[match.end() :])
                 if 100 <= status < 200 and status != 101:
                     # An interim reply (100 Continue, 103 Early Hints): the real one follows.
