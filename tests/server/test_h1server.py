@@ -496,7 +496,7 @@ LENGTH_BODY = (
 @pytest.mark.parametrize("step", [1, 2, 5, 1000])
 def test_request_bodies_in_any_split(request_bytes: bytes, step: int) -> None:
     app = Recorder()
-    parts = [request_bytes[i : i + step] for i in range(0, len(request_bytes), step)]
+    parts = _pieces(request_bytes, step)
 
     async def scenario(server: H1Server) -> bytes:
         return await _talk(server.port, parts, pause=0.001 if step < 1000 else 0.0)
