@@ -165,6 +165,23 @@ def test_idle_only_where_an_element_may_begin(fed: bytes, idle: bool) -> None:
     else:
         decoder.feed(fed)
     assert decoder.idle is idle
+    # What a caller that takes elements itself needs, in one call, only while idle.
+    expected = (decoder.elements_decoded, decoder.bytes_consumed, decoder.after_element)
+    assert decoder.takeover() == (expected if idle else None)
+
+
+def test_takeover_after_elements_and_skips() -> None:
+    decoder = JSONArrayDecoder()
+    decoder.feed(b'[{"a": 1}')
+    assert decoder.takeover() == (1, 9, True)  # right after an element
+    decoder.feed(b"\r\n,")
+    assert decoder.takeover() == (1, 12, False)
+    decoder.skip(len(b' {"b": 2},'), 1)
+    assert decoder.takeover() == (2, 22, False)
+    decoder.skip(len(b'{"c": 3}'), 1, comma=False)
+    assert decoder.takeover() == (3, 30, True)
+    decoder.feed(b"]")
+    assert decoder.takeover() is None
 
 
 def test_skipped_elements_count_as_if_fed() -> None:

@@ -150,6 +150,23 @@ def test_idle_only_at_a_block_boundary(fed: list[bytes], idle: bool) -> None:
     for chunk in fed:
         decoder.feed(chunk)
     assert decoder.idle is idle
+    # What a caller that takes blocks itself needs, in one call, only while idle.
+    expected = (decoder.events_dispatched, decoder.bytes_consumed)
+    assert decoder.takeover() == (expected if idle else None)
+
+
+def test_takeover_after_blocks_and_skips() -> None:
+    decoder = SSEDecoder()
+    decoder.feed(b"\xef\xbb\xbfdata: a\n\n: c\n")
+    assert decoder.takeover() == (1, 16)  # the BOM and the comment counted
+    decoder.skip(len(b"data: b\r\n\r\n"), 1)
+    assert decoder.takeover() == (2, 27)
+    decoder.feed(b"data: c\n")
+    assert decoder.takeover() is None  # an event open
+    decoder.feed(b"\n")
+    assert decoder.takeover() == (3, 36)
+    decoder.close()
+    assert decoder.takeover() is None
 
 
 def test_not_idle_after_close_or_a_limit() -> None:

@@ -107,6 +107,7 @@ _BEFORE_ARRAY: Final = 0  # waiting for "["
 _FIRST: Final = 1  # after "[": an element or "]"
 _NEXT: Final = 2  # after ",": an element
 _AFTER: Final = 3  # after an element: "," or "]"
+_IDLE: Final = frozenset((_FIRST, _NEXT, _AFTER))  # where a caller may take over
 _IN_ELEMENT: Final = 4  # inside an object/array/string element
 _IN_SCALAR: Final = 5  # inside a top-level scalar element (number, literal)
 _DONE: Final = 6  # after "]": only whitespace
@@ -237,7 +238,15 @@ class JSONArrayDecoder:
         the ``[``, after a ``,``, or right after an element (see
         :attr:`after_element`), and any whitespace; no element under way, no error,
         not closed. Only then may a caller take elements itself (see :meth:`skip`)."""
-        return self._state in (_NEXT, _FIRST, _AFTER) and self._failed is None and not self._closed
+        return self._state in _IDLE and self._failed is None and not self._closed
+
+    def takeover(self) -> tuple[int, int, bool] | None:
+        """For a caller that takes elements itself (see :meth:`skip`), what it needs in
+        one call: None unless :attr:`idle`, else the :attr:`elements_decoded` and
+        :attr:`bytes_consumed` so far and :attr:`after_element`."""
+        if self.idle:
+            return self._count, self._offset + len(self._head), self._state == _AFTER
+        return None
 
     @property
     def after_element(self) -> bool:

@@ -215,6 +215,14 @@ class SSEDecoder:
             and not self._closed
         )
 
+    def takeover(self) -> tuple[int, int] | None:
+        """For a caller that takes blocks itself (see :meth:`skip`), what it needs in one
+        call: None unless :attr:`idle`, else the :attr:`events_dispatched` and
+        :attr:`bytes_consumed` so far."""
+        if self.idle:
+            return self._count, self._offset + len(self._bom_buffer)
+        return None
+
     def skip(self, size: int, events: int) -> None:
         """Account for ``size`` bytes of input that the caller read itself, while
         :attr:`idle`, as ``events`` whole blocks of this decoder's fast path's simplest
