@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polystream.dialects.gemini_generate import Decoder, Encoder
-from polystream.dialects.gemini_generate.decode import _HOLD_LIMIT
+from polystream.dialects.gemini_generate.decode import _HOLD_LIMIT, _JOIN_LIMIT
 from polystream.dialects.gemini_generate.usage import _convert as general_convert_usage
 from polystream.dialects.gemini_generate.usage import convert as convert_usage
 from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse
@@ -1450,6 +1450,46 @@ def test_what_is_kept_is_bounded(layout: str) -> None:
         kept.append(len(decoder._held))
     assert 0 < max(kept) <= _HOLD_LIMIT
     assert run(Decoder, feeds) == run(General, feeds)
+
+
+@pytest.mark.parametrize("layout", ["sse", "json_array"])
+@pytest.mark.parametrize("over", [-1, 0, 1])
+def test_a_kept_chunk_is_read_with_the_next_feed_of_any_size(layout: str, over: int) -> None:
+    # The chunk kept from a feed is joined to the whole next feed when that feed holds
+    # at most _JOIN_LIMIT bytes, else to its own end only. Either way that feed's
+    # chunks are all read without the parser, and the events are the parser's, from
+    # the same calls.
+    chunks = [usual(f"w{i} " + "x" * 90, i) for i in range(1, 300)] + [last(300)]
+    body = sse(chunks) if layout == "sse" else array(chunks)
+    start = body.index(b"w9 ")  # inside the 9th chunk's text
+    size = _JOIN_LIMIT + over
+    feeds = [body[:start], body[start : start + size], body[start + size :]]
+    assert len(feeds[1]) == size
+    assert len(feeds[2]) > size
+    decoder = CountingElements()
+    events = decoder.feed(feeds[0])
+    begins = b"data: " if layout == "sse" else b"\r\n,\r\n"
+    kept = body[body.rindex(begins, 0, start) + (0 if layout == "sse" else 5) : start]
+    assert decoder._held == kept  # the 9th chunk's beginning
+    before = decoder.parser_feeds
+    events += decoder.feed(feeds[1])
+    assert decoder.parser_feeds == before
+    events += decoder.feed(feeds[2]) + decoder.close()
+    assert [dump_event(e) for e in events] == run(General, feeds)[0]
+    for strict in (False, True):
+        assert assert_same(feeds, strict=strict)[1] is None
+
+
+@pytest.mark.parametrize("layout", ["sse", "json_array"])
+def test_a_large_first_feed_is_read_without_the_parser_after_its_first_look(layout: str) -> None:
+    # The parser takes the first chunks (the template is found in them) and the
+    # last, which does not fit; every chunk between them is read without it.
+    chunks = [usual(f"w{i} " + "x" * 90, i) for i in range(1, 300)] + [last(300)]
+    body = sse(chunks) if layout == "sse" else array(chunks)
+    decoder = CountingElements()
+    events = decoder.feed(body) + decoder.close()
+    assert decoder.parser_feeds == 2
+    assert [dump_event(e) for e in events] == run(General, [body])[0]
 
 
 _SAME_IN_PYTHON = [

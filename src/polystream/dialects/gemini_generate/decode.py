@@ -98,7 +98,7 @@ converted on every chunk whose counts changed, which is every chunk of a stream.
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -130,7 +130,7 @@ from polystream.events import (
 )
 from polystream.wire._pieces import PIECES, join_recent
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
-from polystream.wire.sse import ServerSentEvent, SSEComment, SSEDecoder
+from polystream.wire.sse import ServerSentEvent, SSEComment
 
 from .finish_reason import FINISH_REASONS, map_finish_reason
 from .status import error_info
@@ -202,6 +202,10 @@ _OPEN_BLOCK_ENDS: Final = (b"", b"\r", b"\r\n", b"\n")
 # copying linear in a chunk's size; a usual chunk is a few hundred bytes, and a longer
 # beginning goes to the framing's parser, as any chunk does that does not fit.
 _HOLD_LIMIT: Final = 16 * 1024
+# The largest feed that the chunk kept from the feed before is joined to whole (one
+# pass over both: copying up to this many bytes costs less than a second pass of
+# _take); the chunk is joined to its own end only, after a larger one.
+_JOIN_LIMIT: Final = 16 * 1024
 _DIGITS: Final = b"0123456789"
 # The usage text _take compares a chunk's with before it has read one: a NUL byte, which
 # no JSON text holds (empty bytes would match a chunk whose usageMetadata has no value).
@@ -396,13 +400,11 @@ class _Template:
     """
 
     __slots__ = (
-        "block_ends",
-        "block_head",
+        "block",
         "block_meta",
-        "block_mid",
-        "block_suf",
         "block_tail",
         "block_usage",
+        "block_usage_size",
         "extra",
         "index",
         "meta",
@@ -437,18 +439,33 @@ class _Template:
         # The UsageUpdate extra last found to be that of a chunk fitting the template
         # (see _matched).
         self.extra: dict[str, Any] | None = None
-        # For _take, which reads whole chunks in the framing's bytes: what begins
-        # one ("data: " + pre for SSE, pre for a JSON-array element), mid, suf, and
-        # what may end it (the blank line, or the comma line); None when the
-        # template's layout cannot be read that way. block_usage and block_meta are
-        # the usage cache of that way, in bytes.
-        self.block_head: bytes | None = None
-        self.block_ends: tuple[bytes, ...] = ()
-        self.block_mid = b""
-        self.block_suf = b""
-        self.block_tail = b""
+        # For _take, which reads whole chunks in the framing's bytes: the pieces in
+        # those bytes (None when the template's layout cannot be read that way); suf
+        # and what ended the last chunk, with its size; block_usage, its size and
+        # block_meta are the usage cache of that way, in bytes.
+        self.block: _Layout | None = None
+        self.block_tail: tuple[bytes, int] = (b"", 0)
         self.block_usage = _NO_USAGE
+        self.block_usage_size = len(_NO_USAGE)
         self.block_meta: Any = None
+
+
+class _Layout(NamedTuple):
+    """A template's pieces in the framing's bytes, with their sizes (``_take`` unpacks
+    them in one step)."""
+
+    head: bytes  # what begins a chunk: "data: " + pre for SSE, pre for an array element
+    head_size: int
+    mid: bytes
+    mid_size: int
+    suf: bytes
+    suf_size: int
+    ends: tuple[tuple[bytes, int], ...]  # what may end a chunk (blank or comma line), sized
+
+    @classmethod
+    def of(cls, head: bytes, mid: bytes, suf: bytes, ends: tuple[bytes, ...]) -> _Layout:
+        sized = tuple((end, len(end)) for end in ends)
+        return cls(head, len(head), mid, len(mid), suf, len(suf), sized)
 
 
 def _templates(index: int, model: str, rid: str) -> list[tuple[bytes, bytes, bytes]]:
@@ -741,17 +758,24 @@ class GeminiGenerateDecoder(FramedDecoder):
         try:
             if held:
                 # The chunk the last feed kept (see _holds), with its end from this
-                # feed, is read first on its own: the rest of the feed is not copied.
-                # Nothing of that piece is kept again: the rest of the feed follows it.
+                # feed, is read first on its own, unless the feed is small: the rest of
+                # a large feed is not copied. Nothing of that chunk is kept again: the
+                # rest of the feed follows it.
                 cut = boundary(data, 0)
-                if cut < 0:
+                if cut < 0 or len(data) <= _JOIN_LIMIT:
                     data = held + data
                 else:
                     self._read(held + data[:cut], 0, out, array, hold=False)
                     if self._deferred is not None:
                         return out  # raised by the next call
                     pos = cut
-            self._read(data, pos, out, array, hold=True)
+            else:
+                # A feed of whole chunks that fit the template (a network read mostly
+                # holds one) is read without _read's loop.
+                pos = self._take(data, 0, out)
+                if pos == len(data):
+                    return out
+            self._read(data, pos, out, array, hold=True, taken=not held)
         except RemoteProtocolError as exc:
             if not out:
                 raise
@@ -759,26 +783,39 @@ class GeminiGenerateDecoder(FramedDecoder):
             self._deferred = exc
         return out
 
-    def _read(self, data: bytes, pos: int, out: list[Event], array: bool, *, hold: bool) -> None:
+    def _read(
+        self,
+        data: bytes,
+        pos: int,
+        out: list[Event],
+        array: bool,
+        *,
+        hold: bool,
+        taken: bool = False,
+    ) -> None:
         """:meth:`feed`'s loop over ``data[pos:]``: with ``hold``, the beginning of a
-        chunk that ends it may be kept for the next feed (:meth:`_holds`)."""
+        chunk that ends it may be kept for the next feed (:meth:`_holds`); ``taken``
+        says that :meth:`_take` has read from ``pos`` already."""
         boundary = _after_comma_line if array else _after_blank_line
         n = len(data)
         while pos < n:
             template = self._template
-            if template is None or template.block_head is None:
+            if template is None or template.block is None:
                 if template is not None or not self._template_tries:
                     cut = n
                 else:
                     cut = boundary(data, pos + _FIRST_LOOK)
             else:
-                taken = self._take(data, pos, out)
-                if taken > pos:
-                    pos = taken
-                    continue
+                if not taken:
+                    pos = self._take(data, pos, out)
+                    if pos == n:
+                        return
+                # (From there on, another _take would read nothing: it stopped at a
+                # chunk that does not fit, or is not whole.)
                 if hold and self._holds(data, pos):
                     return
                 cut = boundary(data, pos)
+            taken = False
             if cut < 0:
                 cut = n
             out += self._feed_frames(data[pos:cut] if pos or cut < n else data, scan=not array)
@@ -797,7 +834,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         template = self._template
         if (
             template is None
-            or template.block_head is None
+            or template.block is None
             or not self._inline_hooks  # (_take reads nothing then)
             or self._deferred is not None  # (the next call raises it first)
             or len(data) - pos > _HOLD_LIMIT
@@ -819,15 +856,16 @@ class GeminiGenerateDecoder(FramedDecoder):
         either."""
         template = self._template
         sse = self._sse
-        assert template is not None and template.block_head is not None and sse is not None
+        assert template is not None and template.block is not None and sse is not None
         if not sse.idle or len(rest) > sse.block_limit:
             return False
         line = rest.rstrip(b"\r\n")
+        head = template.block.head
         return not (
             rest[len(line) :] not in _OPEN_BLOCK_ENDS
             or 10 in line
             or 13 in line
-            or line[: len(template.block_head)] != template.block_head[: len(line)]
+            or line[: len(head)] != head[: len(line)]
         )
 
     def _holds_element(self, rest: bytes) -> bool:
@@ -848,7 +886,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         goes deeper)."""
         template = self._template
         array = self._array
-        assert template is not None and template.block_head is not None
+        assert template is not None and template.block is not None
         if (
             array is None
             or not array.idle
@@ -857,8 +895,8 @@ class GeminiGenerateDecoder(FramedDecoder):
             or len(rest) > array.max_element_size
         ):
             return False
-        head = template.block_head
-        head_size = len(head)
+        head = template.block.head
+        head_size = template.block.head_size
         if len(rest) <= head_size:
             return rest == head[: len(rest)]
         if rest[:head_size] != head or rest[head_size] != 34:  # '"' opens the text
@@ -868,7 +906,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             return True  # inside the text
         if rest[close - 1] == 92:
             return False  # maybe an escaped quote: not decided here
-        mid = template.block_mid
+        mid = template.block.mid
         after = rest[close:]
         if len(after) <= len(mid):
             return after == mid[: len(after)]
@@ -877,7 +915,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         if rest.count(b"{") + rest.count(b"[") > array.max_depth:
             return False  # (it could nest deeper than the parser allows)
         seen = after[len(mid) :].translate(None, _DIGITS)
-        known = (template.block_usage + template.block_suf).translate(None, _DIGITS)
+        known = (template.block_usage + template.block.suf).translate(None, _DIGITS)
         return len(seen) < len(known) and known.startswith(seen)
 
     def close(self) -> list[Event]:
@@ -962,52 +1000,49 @@ class GeminiGenerateDecoder(FramedDecoder):
         template = self._template
         sse = self._sse
         array = self._array if sse is None else None
-        framer: SSEDecoder | JSONArrayDecoder | None = sse if sse is not None else array
         if (
             template is None
-            or template.block_head is None
-            or framer is None
+            or template.block is None
+            or (sse is None and array is None)
             or self.finished
             or self._deferred is not None
             or not self._inline_hooks
-            or not framer.idle
         ):
             return pos
         if sse is not None:
-            if self._bare_parts or self._bare_ready or not self._at_line_start:
+            point = sse.takeover()
+            if point is None or self._bare_parts or self._bare_ready or not self._at_line_start:
                 return pos
-            count = sse.events_dispatched
+            count, consumed = point
+            after_element = False
             limit = sse.block_limit  # the parser's fast-path bound
             max_depth = 0  # (not checked: SSE data is parsed whole, by msgspec)
         else:
             assert array is not None
-            count = array.elements_decoded
+            taking = array.takeover()
+            if taking is None:
+                return pos
+            count, consumed, after_element = taking
             limit = array.max_element_size
             # (The brackets around the text are within it: the template was learned
             # from an element the framing took.)
             max_depth = array.max_depth
-        head = template.block_head
-        head_size = len(head)
-        mid = template.block_mid
-        mid_size = len(mid)
-        suf = template.block_suf
-        suf_size = len(suf)
-        tail = template.block_tail  # suf and what ends the chunk, as last seen
-        tail_size = len(tail)
+        head, head_size, mid, mid_size, suf, suf_size, block_ends = template.block
+        tail, tail_size = template.block_tail  # suf and what ends the chunk, as last seen
         find = data.find
         n = len(data)
-        base = framer.bytes_consumed - pos
+        base = consumed - pos
         first = pos
         counted = count
         previous = self._previous
         append = out.append
         comma = True  # (array) what was read ends after a comma, not after an element
         taken = pos  # where the last chunk read began
-        if array is not None and array.after_element:
+        if after_element:
             # The element before was read whole, its comma comes first.
-            for ending in template.block_ends:
-                if data[pos : pos + len(ending)] == ending:
-                    pos += len(ending)
+            for ending, size in block_ends:
+                if data[pos : pos + size] == ending:
+                    pos += size
                     break
             else:
                 return pos
@@ -1028,7 +1063,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                 begin = close + mid_size
                 # The usage object is tried at the length of the last one, else it ends
                 # where suf first occurs (near: the work per chunk stays bounded).
-                end = begin + len(template.block_usage)
+                end = begin + template.block_usage_size
                 ends = True  # (array) with its comma
                 if end != begin and data[end : end + tail_size] == tail:
                     after = end + tail_size
@@ -1044,10 +1079,11 @@ class GeminiGenerateDecoder(FramedDecoder):
                         after = stop
                         ends = False
                     else:
-                        for ending in template.block_ends:
-                            if data[stop : stop + len(ending)] == ending:
-                                tail = template.block_tail = suf + ending
-                                tail_size = len(tail)
+                        for ending, size in block_ends:
+                            if data[stop : stop + size] == ending:
+                                tail = suf + ending
+                                tail_size = suf_size + size
+                                template.block_tail = (tail, tail_size)
                                 after = end + tail_size
                                 break
                         else:
@@ -1064,6 +1100,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                             break  # LF, CR: SSE line ends
                         meta = _OBJECT_DECODER.decode(usage_text)
                         template.block_usage = usage_text
+                        template.block_usage_size = end - begin
                         template.block_meta = meta
                 except msgspec.DecodeError:
                     break
@@ -1588,17 +1625,14 @@ class GeminiGenerateDecoder(FramedDecoder):
             if isinstance(data, str):
                 template = _Template(pre.decode(), mid.decode(), suf.decode(), number, model, rid)
                 if not any(c in piece for piece in (pre, mid, suf) for c in (b"\r", b"\n")):
-                    template.block_head = b"data: " + pre
-                    template.block_ends = (b"\r\n\r\n", b"\n\n")
+                    template.block = _Layout.of(b"data: " + pre, mid, suf, (b"\r\n\r\n", b"\n\n"))
             else:
                 template = _Template(pre, mid, suf, number, model, rid)
                 if b"\n" in mid:  # pretty-printed: Google's array layout
-                    template.block_head = pre
-                    template.block_ends = (b"\r\n,\r\n", b"\n,\n")
-            if template.block_head is not None:
-                template.block_mid = mid
-                template.block_suf = suf
-                template.block_tail = suf + template.block_ends[0]
+                    template.block = _Layout.of(pre, mid, suf, (b"\r\n,\r\n", b"\n,\n"))
+            if template.block is not None:
+                ending, size = template.block.ends[0]
+                template.block_tail = (suf + ending, len(suf) + size)
             found = _match(template, data)
             if found is not None:
                 if found[0] == text and found[1] == chunk["usageMetadata"]:
