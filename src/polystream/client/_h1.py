@@ -30,6 +30,8 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from polystream.wire._http1 import open_head_size
+
 __all__ = ["AsyncH1Transport", "DirectClient", "DirectReply"]
 
 MAX_HEAD_BYTES: Final = 64 * 1024
@@ -765,10 +767,7 @@ class AsyncH1Transport(httpx.AsyncBaseTransport):
             while True:
                 match = _HEAD_END.search(buffer, max(0, scanned - 2)) if buffer else None
                 if match is None:
-                    # The head is at least what comes before the line ends it ends with
-                    # (maybe the beginning of its end, which a read may bring first).
-                    tail = buffer[-3:]
-                    if len(buffer) - len(tail) + len(tail.rstrip(b"\r\n")) > MAX_HEAD_BYTES:
+                    if open_head_size(buffer) > MAX_HEAD_BYTES:
                         raise httpx.RemoteProtocolError("response head too long")
                     scanned = len(buffer)
                     try:

@@ -38,6 +38,8 @@ from http import HTTPStatus
 from typing import Any, Final
 from urllib.parse import unquote
 
+from polystream.wire._http1 import open_head_size
+
 __all__ = ["H1Server", "ServerLimits", "run"]
 
 logger = logging.getLogger("polystream.server")
@@ -605,12 +607,7 @@ class _Connection(asyncio.Protocol):
         match = _HEAD_END.search(buffer, max(0, self.scanned - 3))
         if match is None:
             self.scanned = len(buffer)
-            # The head is at least what comes before the line ends it ends with (the
-            # beginning of its end, maybe): a head of the largest size is not refused
-            # for the bytes of its end that a read brought ahead of the rest.
-            tail = buffer[-3:]
-            least = len(buffer) - len(tail) + len(tail.rstrip(b"\r\n"))
-            if least > limits.max_head_bytes:
+            if open_head_size(buffer) > limits.max_head_bytes:
                 self._reject(431, "request head too large")
             elif not self.head_started:
                 self.head_started = True
