@@ -245,7 +245,7 @@ class JSONArrayDecoder:
         one call: None unless :attr:`idle`, else the :attr:`elements_decoded` and
         :attr:`bytes_consumed` so far and :attr:`after_element`."""
         if self.idle:
-            return self._count, self._offset + len(self._head), self._state == _AFTER
+            return self._count, self.bytes_consumed, self._state == _AFTER
         return None
 
     @property

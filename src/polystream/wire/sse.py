@@ -220,7 +220,7 @@ class SSEDecoder:
         call: None unless :attr:`idle`, else the :attr:`events_dispatched` and
         :attr:`bytes_consumed` so far."""
         if self.idle:
-            return self._count, self._offset + len(self._bom_buffer)
+            return self._count, self.bytes_consumed
         return None
 
     def skip(self, size: int, events: int) -> None:
