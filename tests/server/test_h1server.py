@@ -342,9 +342,9 @@ def test_heads_in_one_byte_reads_with_any_line_ends(end: bytes) -> None:
         recorders.append(Recorder(length=True))
         return recorders[-1]
 
-    whole = _read_in(app, [one + two])
-    assert _read_in(app, _pieces(one + two, 1)) == whole
-    assert _no_date(whole) == (
+    whole = _no_date(_read_in(app, [one + two]))
+    assert _no_date(_read_in(app, _pieces(one + two, 1))) == whole
+    assert whole == (
         b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\n\r\nok:"
         b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\n"
         b"connection: close\r\n\r\nok:"
