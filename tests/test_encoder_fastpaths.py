@@ -430,6 +430,35 @@ def test_templates_follow_the_delta_type(target: str, source: str) -> None:
     _same(target, events)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_templates_follow_a_block_started_again(target: str) -> None:
+    """A template kept for a block's text (its part, its sequence) is not used once the
+    index is a new block, a block of another kind, or the stream becomes the target's
+    own: each delta is written as the general path writes it."""
+    events: list[Event] = [
+        StreamStart(dialect="anthropic_messages", id="msg_1", model="m"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="a"),
+        TextDelta(index=0, delta="b"),
+        BlockEnd(index=0),
+        TextDelta(index=0, delta="after its end"),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="c"),
+        TextDelta(index=0, delta="d"),
+        BlockEnd(index=0),
+        BlockStart(index=0, kind="refusal"),
+        TextDelta(index=0, delta="e"),
+        TextDelta(index=0, delta="f"),
+        BlockStart(index=1, kind="tool_call", name="get", id="call_1"),
+        TextDelta(index=1, delta="g"),
+        StreamStart(dialect=target.partition(":")[0], id="r2", model="m"),
+        TextDelta(index=0, delta="h"),
+        TextDelta(index=0, delta="i", cursor=7, extra={"type": "response.refusal.delta"}),
+        Finish(status="completed", reason=FinishReason(unified="stop")),
+    ]
+    _same(target, events)
+
+
 _COUNT = st.sampled_from([None, None, 0, 1, 7, 812])
 _USAGE = st.builds(
     Usage,

@@ -24,7 +24,8 @@ distinct origins.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeAlias
 
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import origin
@@ -60,6 +61,9 @@ __all__ = ["ResponsesEncoder"]
 
 _SSE = SSEEncoder()
 
+_Heads: TypeAlias = tuple[tuple[Out, int | None], bytes, bytes, bytes, Callable[[str], None] | None]
+"""What :meth:`ResponsesEncoder._delta_heads` keeps for a block."""
+
 
 class ResponsesEncoder(DialectEncoder):
     """Encoder for the Responses SSE stream; subclasses bind ``dialect`` and ``quirks``."""
@@ -78,8 +82,9 @@ class ResponsesEncoder(DialectEncoder):
         self._args_streamed: set[int] = set()
         self._fast = True  # the byte-template paths below (False: always the general path)
         # unified index -> (the block's (Out, content index), head before the sequence
-        # number, head from after it up to the delta, tail) of its delta event
-        self._heads: dict[int, tuple[tuple[Out, int | None], bytes, bytes, bytes]] = {}
+        # number, head from after it up to the delta, tail) of its delta event, and
+        # the append of its part's text (None for a tool call)
+        self._heads: dict[int, _Heads] = {}
         # native event name -> ``event: <name>`` and the ``data:`` field name
         self._native_heads: dict[str, bytes] = {}
 
@@ -93,13 +98,19 @@ class ResponsesEncoder(DialectEncoder):
         (same keys, order and escaping); anything else takes the general path.
         """
         kind = type(event)
-        if (kind is TextDelta or kind is ToolInputDelta or kind is ReasoningDelta) and self._fast:
-            if self._asm.native:
+        if kind is UsageUpdate:
+            if self._fast and not (self._asm.native and event.extra is not None):
+                # What the assembler does with it (the usage goes into the terminal
+                # Response).
+                return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
+        elif (kind is TextDelta or kind is ToolInputDelta or kind is ReasoningDelta) and self._fast:
+            asm = self._asm
+            data: bytes | None = None
+            if asm.native:
                 # A same-dialect delta: ``{"type", "sequence_number", *extra, "delta"}``,
                 # the payload :meth:`_native` builds, in one step.
                 extra = event.extra
                 cursor = event.cursor
-                data: bytes | None = None
                 if extra is not None and type(cursor) is int and "delta" not in extra:
                     head: bytes | None
                     try:
@@ -122,17 +133,24 @@ class ResponsesEncoder(DialectEncoder):
                             self._seq = cursor if cursor > self._seq else self._seq
                             data = head + body + b"\n\n"
             else:
-                data = self._fast_foreign(event)  # type: ignore[arg-type]
+                # Another dialect's text into a part already written to (the bulk of
+                # such a stream): _fast_foreign's work, from what it kept for the part.
+                index: int = event.index  # type: ignore[union-attr,assignment]
+                text = self._heads.get(index) if kind is TextDelta else None
+                if text is not None and text[4] is not None and text[0] is asm.blocks.get(index):
+                    try:
+                        delta = ENCODER.encode(event.delta)  # type: ignore[union-attr]
+                    except Exception:  # not encodable: the general path says how it fails
+                        pass
+                    else:
+                        text[4](event.delta)  # type: ignore[union-attr]
+                        self._seq = seq = self._seq + 1
+                        data = b"%b%d%b%b%b" % (text[1], seq, text[2], delta, text[3])
+                if data is None:
+                    data = self._fast_foreign(event)  # type: ignore[arg-type]
             if data is not None:
                 self.event_index += 1
                 return data
-        elif (
-            kind is UsageUpdate
-            and self._fast
-            and not (self._asm.native and event.extra is not None)
-        ):
-            # What the assembler does with it (the usage goes into the terminal Response).
-            return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
         return self._encode_pending(event)
 
     def _fold_usage(self) -> None:
@@ -183,8 +201,9 @@ class ResponsesEncoder(DialectEncoder):
             delta = ENCODER.encode(event.delta)
         except Exception:  # not encodable: the general path says how it fails
             return None
-        if ci is not None:
-            out.parts[ci].text.append(event.delta)
+        append = cached[4]
+        if append is not None:
+            append(event.delta)
         else:
             out.args.append(event.delta)
             self._args_streamed.add(index)
@@ -192,11 +211,10 @@ class ResponsesEncoder(DialectEncoder):
         return b"%b%d%b%b%b" % (cached[1], self._seq, cached[2], delta, cached[3])
 
     @staticmethod
-    def _delta_heads(
-        found: tuple[Out, int | None],
-    ) -> tuple[tuple[Out, int | None], bytes, bytes, bytes] | None:
+    def _delta_heads(found: tuple[Out, int | None]) -> _Heads | None:
         """The constant bytes of a block's delta events, around the sequence number
-        and the delta (the payloads of :meth:`_text_delta` and :meth:`_tool_delta`)."""
+        and the delta (the payloads of :meth:`_text_delta` and :meth:`_tool_delta`),
+        and where a text delta goes (its part's ``text.append``; None for a tool call)."""
         out, ci = found
         if ci is not None:
             name = (
@@ -228,7 +246,7 @@ class ResponsesEncoder(DialectEncoder):
             + name.encode()
             + b'","sequence_number":'
         )
-        return found, head, middle, tail
+        return found, head, middle, tail, None if ci is None else out.parts[ci].text.append
 
     # -- plumbing ----------------------------------------------------------------------
 
