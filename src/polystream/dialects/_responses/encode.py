@@ -133,21 +133,34 @@ class ResponsesEncoder(DialectEncoder):
                             self._seq = cursor if cursor > self._seq else self._seq
                             data = head + body + b"\n\n"
             else:
-                # Another dialect's text into a part already written to (the bulk of
-                # such a stream): _fast_foreign's work, from what it kept for the part.
+                # Another dialect's text or tool-input delta into an open item (what
+                # _text_delta and _tool_delta write, and what the assembler keeps),
+                # from the template kept for its block.
                 index: int = event.index  # type: ignore[union-attr,assignment]
-                text = self._heads.get(index) if kind is TextDelta else None
-                if text is not None and text[4] is not None and text[0] is asm.blocks.get(index):
+                found = asm.blocks.get(index)
+                heads = self._heads.get(index)
+                if heads is None or heads[0] is not found:
+                    heads = self._block_heads(index, found)
+                if heads is not None and (
+                    heads[4] is not None
+                    if kind is TextDelta
+                    else kind is ToolInputDelta
+                    and heads[4] is None
+                    and not self.quirks.one_shot_arguments
+                ):
                     try:
                         delta = ENCODER.encode(event.delta)  # type: ignore[union-attr]
                     except Exception:  # not encodable: the general path says how it fails
                         pass
                     else:
-                        text[4](event.delta)  # type: ignore[union-attr]
+                        append = heads[4]
+                        if append is not None:
+                            append(event.delta)  # type: ignore[union-attr]
+                        else:
+                            heads[0][0].args.append(event.delta)  # type: ignore[union-attr]
+                            self._args_streamed.add(index)
                         self._seq = seq = self._seq + 1
-                        data = b"%b%d%b%b%b" % (text[1], seq, text[2], delta, text[3])
-                if data is None:
-                    data = self._fast_foreign(event)  # type: ignore[arg-type]
+                        data = b"%b%d%b%b%b" % (heads[1], seq, heads[2], delta, heads[3])
             if data is not None:
                 self.event_index += 1
                 return data
@@ -174,41 +187,15 @@ class ResponsesEncoder(DialectEncoder):
         self._native_heads[name] = head
         return head
 
-    def _fast_foreign(self, event: TextDelta | ToolInputDelta | ReasoningDelta) -> bytes | None:
-        """Another dialect's text or tool-input delta into an open item (what
-        :meth:`_text_delta` and :meth:`_tool_delta` write, and what the assembler
-        keeps)."""
-        kind = type(event)
-        if kind is ReasoningDelta:
-            return None
-        index = event.index
-        found = self._asm.blocks.get(index)
+    def _block_heads(self, index: int, found: tuple[Out, int | None] | None) -> _Heads | None:
+        """:meth:`_delta_heads` of the block at ``index``, kept (None when there is no
+        such block or its deltas take the general path)."""
         if found is None:
             return None
-        cached = self._heads.get(index)
-        if cached is None or cached[0] is not found:
-            cached = self._delta_heads(found)
-            if cached is None:
-                return None
-            self._heads[index] = cached
-        out, ci = found
-        if kind is TextDelta:
-            if ci is None:
-                return None
-        elif out.kind != "tool_call" or ci is not None or self.quirks.one_shot_arguments:
-            return None
-        try:
-            delta = ENCODER.encode(event.delta)
-        except Exception:  # not encodable: the general path says how it fails
-            return None
-        append = cached[4]
-        if append is not None:
-            append(event.delta)
-        else:
-            out.args.append(event.delta)
-            self._args_streamed.add(index)
-        self._seq += 1
-        return b"%b%d%b%b%b" % (cached[1], self._seq, cached[2], delta, cached[3])
+        heads = self._delta_heads(found)
+        if heads is not None:
+            self._heads[index] = heads
+        return heads
 
     @staticmethod
     def _delta_heads(found: tuple[Out, int | None]) -> _Heads | None:
