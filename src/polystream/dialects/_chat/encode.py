@@ -242,11 +242,32 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
             and self._fast
         ):
             extra = event.extra
-            data = (
-                self._fast_foreign(event)  # type: ignore[arg-type]
-                if extra is None or EXTRA_KEY not in extra
-                else self._fast_own(event, extra[EXTRA_KEY])  # type: ignore[arg-type]
-            )
+            data: bytes | None = None
+            if extra is None or EXTRA_KEY not in extra:
+                # Another dialect's delta as its own chunk (the delta branches of
+                # _foreign, for a choice whose first chunk went out).
+                index: int = event.index  # type: ignore[union-attr,assignment]
+                block = self._blocks.get(index)
+                if block is not None:
+                    fast = block.fast
+                    if fast is None or fast[0] is not self._foreign_env or fast[1] is not kind:
+                        fast = block.fast = self._fast_entry(block, kind, index)
+                    if fast is not None:
+                        try:
+                            value = ENCODER.encode(event.delta)  # type: ignore[union-attr]
+                        except Exception:  # not encodable: the general path says how it fails
+                            pass
+                        else:
+                            open_kind = fast[4]
+                            if open_kind is None:
+                                self._open_kind[block.candidate] = None
+                                block.has_args = True
+                            elif event.delta:  # type: ignore[union-attr]
+                                block.written = True
+                                self._open_kind[block.candidate] = open_kind
+                            data = fast[2] + value + fast[3]
+            else:
+                data = self._fast_own(event, extra[EXTRA_KEY])  # type: ignore[arg-type]
             if data is not None:
                 self.event_index += 1
                 return data
@@ -259,31 +280,6 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
             # Another dialect's usage: kept for the usage chunk at the end.
             return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
         return self._encode_pending(event)
-
-    def _fast_foreign(self, event: TextDelta | ToolInputDelta | ReasoningDelta) -> bytes | None:
-        """Another dialect's delta as its own chunk (the delta branches of
-        :meth:`_foreign`, for a choice whose first chunk went out)."""
-        block = self._blocks.get(event.index)
-        if block is None:
-            return None
-        kind = type(event)
-        fast = block.fast
-        if fast is None or fast[0] is not self._foreign_env or fast[1] is not kind:
-            fast = block.fast = self._fast_entry(block, kind, event.index)
-            if fast is None:
-                return None
-        try:
-            value = ENCODER.encode(event.delta)
-        except Exception:  # not encodable: the general path says how it fails
-            return None
-        open_kind = fast[4]
-        if open_kind is None:
-            self._open_kind[block.candidate] = None
-            block.has_args = True
-        elif event.delta:
-            block.written = True
-            self._open_kind[block.candidate] = open_kind
-        return fast[2] + value + fast[3]
 
     def _fast_entry(
         self, block: _Block, kind: type, index: int
