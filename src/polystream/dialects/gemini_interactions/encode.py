@@ -41,7 +41,7 @@ Carriers and losses (foreign mode; each recorded with :meth:`DialectEncoder.lose
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import msgspec
 
@@ -109,6 +109,11 @@ class _Block:
         self.value: Any = None
 
 
+_Template: TypeAlias = tuple[_Block, bool, bytes, bytes, bytes]
+"""A block's deltas: the block, whether text, the bytes before the value, after it up
+to the event id (native) and after it with the event id's format."""
+
+
 class Encoder(FoldsUsage, DialectEncoder):
     """Encode unified events as a Gemini Interactions SSE stream (see the module docstring).
 
@@ -142,7 +147,7 @@ class Encoder(FoldsUsage, DialectEncoder):
         # unified index -> (its block, whether the template is a text delta's, the
         # step.delta bytes before the value, those after it up to the event id, and
         # those after it with the event id of another dialect's stream to format in)
-        self._heads: dict[int, tuple[_Block, bool, bytes, bytes, bytes]] = {}
+        self._heads: dict[int, _Template] = {}
 
     # -- fast path -------------------------------------------------------------------------
 
@@ -154,53 +159,61 @@ class Encoder(FoldsUsage, DialectEncoder):
         :meth:`_emit` write, byte for byte); anything else takes the general path.
         """
         kind = type(event)
-        if (kind is TextDelta or kind is ToolInputDelta) and self._fast:
-            data = self._fast_delta(event)  # type: ignore[arg-type]
-            if data is not None:
-                self.event_index += 1
-                return data
+        if kind is UsageUpdate:
+            if self._fast and (not self._native or event.extra is None):
+                return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
+        elif (kind is TextDelta or kind is ToolInputDelta) and self._fast:
+            # (What _delta and _emit write, from the block's template.)
+            extra = event.extra
+            native = self._native
+            index: int = event.index  # type: ignore[union-attr,assignment]
+            block = self._blocks.get(index)
+            if (
+                extra is None
+                or not (native or "no_event_type" in extra or "no_event_name" in extra)
+            ) and (block is not None and block.buffer is None):
+                text = kind is TextDelta
+                cached = self._heads.get(index)
+                data: bytes | None
+                try:
+                    if cached is None or cached[0] is not block or cached[1] is not text:
+                        cached = self._delta_template(index, block, text)
+                    value = _JSON(event.delta)  # type: ignore[union-attr]
+                    if native:
+                        cursor = event.cursor
+                        tail = (
+                            b"}\n\n" if cursor is None else b',"event_id":%b}\n\n' % _JSON(cursor)
+                        )
+                        data = cached[2] + value + cached[3] + tail
+                    else:
+                        data = cached[2] + value + cached[4] % self._next_event
+                        self._next_event += 1
+                except Exception:  # not encodable: the general path says how it fails
+                    data = None
+                if data is not None:
+                    self.event_index += 1
+                    return data
         elif kind is StreamStart:
             self._heads.clear()  # the event names may change (the legacy schema)
-        elif kind is UsageUpdate and self._fast and (not self._native or event.extra is None):
-            return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
         return self._encode_pending(event)
 
-    def _fast_delta(self, event: TextDelta | ToolInputDelta) -> bytes | None:
-        extra = event.extra
-        native = self._native
-        if extra is not None and (native or "no_event_type" in extra or "no_event_name" in extra):
-            return None
-        index = event.index
-        block = self._blocks.get(index)
-        if block is None or block.buffer is not None:
-            return None
-        text = type(event) is TextDelta
-        cached = self._heads.get(index)
-        try:
-            if cached is None or cached[0] is not block or cached[1] is not text:
-                name = b"content.delta" if self._legacy else b"step.delta"
-                after = b',"type":%b},"event_type":"%b"' % (
-                    b'"text"' if text else b'"arguments_delta"',
-                    name,
-                )
-                cached = self._heads[index] = (
-                    block,
-                    text,
-                    b'event: %b\ndata: {"index":%b,"delta":{%b:'
-                    % (name, _JSON(block.provider), b'"text"' if text else b'"arguments"'),
-                    after,
-                    after + b',"event_id":"evt_%06d"}\n\n',
-                )
-            value = _JSON(event.delta)
-            if native:
-                cursor = event.cursor
-                tail = b"}\n\n" if cursor is None else b',"event_id":%b}\n\n' % _JSON(cursor)
-                return cached[2] + value + cached[3] + tail
-            data = cached[2] + value + cached[4] % self._next_event
-            self._next_event += 1
-        except Exception:  # not encodable: the general path says how it fails
-            return None
-        return data
+    def _delta_template(self, index: int, block: _Block, text: bool) -> _Template:
+        """The bytes of ``block``'s text (or argument) deltas around the value, kept
+        under its unified ``index``."""
+        name = b"content.delta" if self._legacy else b"step.delta"
+        after = b',"type":%b},"event_type":"%b"' % (
+            b'"text"' if text else b'"arguments_delta"',
+            name,
+        )
+        cached = self._heads[index] = (
+            block,
+            text,
+            b'event: %b\ndata: {"index":%b,"delta":{%b:'
+            % (name, _JSON(block.provider), b'"text"' if text else b'"arguments"'),
+            after,
+            after + b',"event_id":"evt_%06d"}\n\n',
+        )
+        return cached
 
     # -- helpers ---------------------------------------------------------------------------
 
