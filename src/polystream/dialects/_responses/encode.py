@@ -140,7 +140,7 @@ class ResponsesEncoder(DialectEncoder):
                 found = asm.blocks.get(index)
                 heads = self._heads.get(index)
                 if heads is None or heads[0] is not found:
-                    heads = self._block_heads(index, found)
+                    heads = self._delta_heads(index, found)
                 if heads is not None and (
                     heads[4] is not None
                     if kind is TextDelta
@@ -187,21 +187,14 @@ class ResponsesEncoder(DialectEncoder):
         self._native_heads[name] = head
         return head
 
-    def _block_heads(self, index: int, found: tuple[Out, int | None] | None) -> _Heads | None:
-        """:meth:`_delta_heads` of the block at ``index``, kept (None when there is no
-        such block or its deltas take the general path)."""
+    def _delta_heads(self, index: int, found: tuple[Out, int | None] | None) -> _Heads | None:
+        """The constant bytes of the delta events of the block at ``index``, around the
+        sequence number and the delta (the payloads of :meth:`_text_delta` and
+        :meth:`_tool_delta`), and where a text delta goes (its part's ``text.append``;
+        None for a tool call); kept under ``index``. None when there is no such block
+        or its deltas take the general path."""
         if found is None:
             return None
-        heads = self._delta_heads(found)
-        if heads is not None:
-            self._heads[index] = heads
-        return heads
-
-    @staticmethod
-    def _delta_heads(found: tuple[Out, int | None]) -> _Heads | None:
-        """The constant bytes of a block's delta events, around the sequence number
-        and the delta (the payloads of :meth:`_text_delta` and :meth:`_tool_delta`),
-        and where a text delta goes (its part's ``text.append``; None for a tool call)."""
         out, ci = found
         if ci is not None:
             name = (
@@ -233,7 +226,9 @@ class ResponsesEncoder(DialectEncoder):
             + name.encode()
             + b'","sequence_number":'
         )
-        return found, head, middle, tail, None if ci is None else out.parts[ci].text.append
+        heads = found, head, middle, tail, None if ci is None else out.parts[ci].text.append
+        self._heads[index] = heads
+        return heads
 
     # -- plumbing ----------------------------------------------------------------------
 
