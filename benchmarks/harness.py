@@ -229,7 +229,6 @@ def _transcode(task: dict[str, Any]) -> dict[str, Any]:
             continue
         runs[target] = once
         produced[target] = len(data)
-    minimal()
     base: list[float] = []
     times: dict[str, list[float]] = {target: [] for target in runs}
     for _ in range(repeat):
