@@ -899,6 +899,7 @@ async def _write_stream(conn: _Connection, head: bytes, stream: Any, timeout: fl
 _SAFE_TARGET: Final = "/:@!$&'()*+,;=-._~%?"
 """Kept as they are in a request target (everything else is percent-encoded)."""
 _TARGETS_CACHED: Final = 1024
+_HEADERS_CACHED: Final = 256
 
 
 class DirectReply:
@@ -1082,6 +1083,9 @@ class DirectClient:
         self._fallback = fallback
         self._user_agent = user_agent.encode("latin-1")
         self._targets: dict[str, tuple[tuple[str, str, int], bytes, bytes, bool]] = {}
+        # The header lines of a header set, checked and encoded once: a gateway sends
+        # the same few sets (one per upstream) on every request.
+        self._lines: dict[tuple[tuple[str, str], ...], bytes] = {}
 
     def stream(
         self,
@@ -1136,9 +1140,25 @@ class DirectClient:
         content: bytes | None,
     ) -> bytes:
         """The request head (the framing headers are this client's)."""
-        parts = [method.encode("ascii"), b" ", target, b" HTTP/1.1\r\nHost: ", host, b"\r\n"]
+        key = tuple(headers.items())
+        lines = self._lines.get(key)
+        if lines is None:
+            lines = self._header_lines(key)
+            if len(self._lines) >= _HEADERS_CACHED:
+                self._lines.clear()
+            self._lines[key] = lines
+        parts = [method.encode("ascii"), b" ", target, b" HTTP/1.1\r\nHost: ", host, b"\r\n", lines]
+        if content or method not in ("GET", "HEAD"):
+            parts += (b"Content-Length: ", b"%d" % len(content or b""), b"\r\n")
+        parts.append(b"\r\n")
+        return b"".join(parts)
+
+    def _header_lines(self, headers: tuple[tuple[str, str], ...]) -> bytes:
+        """The lines of the given headers, each checked, and the defaults this client
+        adds (``User-Agent``, ``Accept-Encoding``); the framing headers are dropped."""
+        parts: list[bytes] = []
         agent = encoding = False
-        for name, value in headers.items():
+        for name, value in headers:
             raw_name = name.encode("latin-1")
             raw_value = value.encode("latin-1")
             _check_header(raw_name, raw_value)
@@ -1154,7 +1174,4 @@ class DirectClient:
             parts += (b"User-Agent: ", self._user_agent, b"\r\n")
         if not encoding:
             parts.append(b"Accept-Encoding: identity\r\n")
-        if content or method not in ("GET", "HEAD"):
-            parts += (b"Content-Length: ", b"%d" % len(content or b""), b"\r\n")
-        parts.append(b"\r\n")
         return b"".join(parts)
