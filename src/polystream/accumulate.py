@@ -346,26 +346,6 @@ class Accumulator:
         self._unknown = 0
         self._status = "in_progress"
         self._final: Result | None = None
-        self._handlers: dict[type, Callable[[Any], None]] = {
-            TextDelta: self._text,
-            ReasoningDelta: self._text,
-            ToolInputDelta: self._text,
-            DataDelta: self._data,
-            SignatureDelta: self._signature,
-            BlockStart: self._block_start,
-            BlockEnd: self._block_end,
-            Citation: self._citation,
-            Metadata: self._meta,
-            UsageUpdate: self._usage_update,
-            StreamStart: self._stream_start,
-            StatusUpdate: self._status_update,
-            Finish: self._finish_event,
-            ErrorEvent: self._error,
-            Warning: self._warning,
-            Unknown: self._unknown_event,
-            KeepAlive: _ignore,
-            Raw: _ignore,
-        }
 
     @property
     def finished(self) -> bool:
@@ -379,12 +359,12 @@ class Accumulator:
             EventOrderError: The event cannot happen now (see the module docstring).
         """
         self._final = None  # a Warning or KeepAlive may follow the Finish
-        self._handlers[type(event)](event)
+        _HANDLERS[type(event)](self, event)
 
     def feed_all(self, events: Iterable[Event]) -> None:
         """Feed every event of an iterable."""
         self._final = None
-        handlers = self._handlers
+        handlers = _HANDLERS
         blocks = self._blocks
         # The open block of the last fragment, while only fragments follow: its index,
         # state and fragment list (no handler ran since, so it is still open).
@@ -401,7 +381,7 @@ class Accumulator:
                     state = blocks.get(index)
                     if state is None or state.ended:
                         last = _NO_BLOCK
-                        handlers[kind](event)
+                        handlers[kind](self, event)
                         continue
                     last = index
                     parts = state.parts
@@ -415,7 +395,7 @@ class Accumulator:
                 self._usage = self._usage.merged(event.usage)  # type: ignore[union-attr,arg-type]
                 continue
             last = _NO_BLOCK
-            handlers[kind](event)
+            handlers[kind](self, event)
 
     @property
     def snapshot(self) -> Result:
@@ -675,8 +655,34 @@ def _arguments_json(joined: str | None, value: Any) -> tuple[str, Any]:
     return "", None
 
 
-def _ignore(event: Event) -> None:
+def _ignore(acc: Accumulator, event: Event) -> None:
     return None
+
+
+# Each event type's handler, as a function of the accumulator and the event: a table
+# of the class, not of each instance (bound methods kept by an instance would make a
+# reference cycle, and a dropped accumulator, with every fragment it holds, would wait
+# for the cycle collector instead of being freed at once).
+_HANDLERS: Final[dict[type, Callable[[Accumulator, Any], None]]] = {
+    TextDelta: Accumulator._text,
+    ReasoningDelta: Accumulator._text,
+    ToolInputDelta: Accumulator._text,
+    DataDelta: Accumulator._data,
+    SignatureDelta: Accumulator._signature,
+    BlockStart: Accumulator._block_start,
+    BlockEnd: Accumulator._block_end,
+    Citation: Accumulator._citation,
+    Metadata: Accumulator._meta,
+    UsageUpdate: Accumulator._usage_update,
+    StreamStart: Accumulator._stream_start,
+    StatusUpdate: Accumulator._status_update,
+    Finish: Accumulator._finish_event,
+    ErrorEvent: Accumulator._error,
+    Warning: Accumulator._warning,
+    Unknown: Accumulator._unknown_event,
+    KeepAlive: _ignore,
+    Raw: _ignore,
+}
 
 
 def accumulate(events: Iterable[Event], *, strict: bool = False) -> Result:

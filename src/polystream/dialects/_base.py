@@ -256,7 +256,9 @@ class FramedDecoder(DialectDecoder):
             elif self._array is not None:
                 self._array.close()
         except StreamTruncated as exc:
-            truncation = exc
+            # Without its traceback: it would hold this frame, and with it the decoder,
+            # in a reference cycle (freed only by the cycle collector).
+            truncation = exc.with_traceback(None)
         self._on_close(out, truncation)
         if not self.finished:
             self.finish_truncated(out, truncation)

@@ -92,6 +92,24 @@ _CARRIER_BLOCKS: Final = frozenset({"thinking", "text", "tool_use"})
 
 _JSON: Final = msgspec.json.Encoder()
 _SSE: Final = SSEEncoder()
+_WRITER_NAMES: Final[dict[type, str]] = {
+    TextDelta: "_text",
+    ToolInputDelta: "_tool_input",
+    ReasoningDelta: "_reasoning",
+    SignatureDelta: "_signature",
+    BlockStart: "_block_start",
+    BlockEnd: "_block_end",
+    Citation: "_citation",
+    UsageUpdate: "_usage_update",
+    Finish: "_finish",
+    ErrorEvent: "_error",
+    KeepAlive: "_keep_alive",
+    Unknown: "_unknown",
+}
+"""The events that write bytes, and the name of the method that writes each (the rest
+are handled in ``_encode``). (Looked up on each call: a table of the instance's bound
+methods would be a reference cycle, and a dropped encoder would wait for the cycle
+collector instead of being freed at once.)"""
 
 
 def random_id(prefix: str) -> str:
@@ -193,21 +211,6 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
         self._pinged = False
         self._done = False
         self._fast = True  # the byte-template delta path (False: always the general path)
-        # The events that write bytes, by type (the rest are handled in _encode).
-        self._writers: dict[type, Callable[[Any], bytes]] = {
-            TextDelta: self._text,
-            ToolInputDelta: self._tool_input,
-            ReasoningDelta: self._reasoning,
-            SignatureDelta: self._signature,
-            BlockStart: self._block_start,
-            BlockEnd: self._block_end,
-            Citation: self._citation,
-            UsageUpdate: self._usage_update,
-            Finish: self._finish,
-            ErrorEvent: self._error,
-            KeepAlive: self._keep_alive,
-            Unknown: self._unknown,
-        }
 
     # -- the contract ----------------------------------------------------------------------
 
@@ -286,9 +289,9 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
                 return b"".join(parts)
             parts.append(self._write_message_start())
         kind = type(event)
-        writer = self._writers.get(kind)
+        writer = _WRITER_NAMES.get(kind)
         if writer is not None:
-            parts.append(writer(event))
+            parts.append(getattr(self, writer)(event))
         elif kind is StreamStart:
             assert isinstance(event, StreamStart)
             self._stream_start(event)

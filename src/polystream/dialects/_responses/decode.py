@@ -94,6 +94,28 @@ _ARGUMENTS_RUN: Final = 1
 _SUMMARY_RUN: Final = 2
 _REASONING_RUN: Final = 3
 _NO_RUN: Final = object()  # equal to no event name
+_HANDLER_NAMES: Final = {
+    "response.output_text.delta": "_text_delta",
+    "response.refusal.delta": "_text_delta",
+    "response.reasoning_summary_text.delta": "_reasoning_delta",
+    "response.reasoning_text.delta": "_reasoning_delta",
+    "response.output_item.added": "_item_added",
+    "response.output_item.done": "_item_done",
+    "response.content_part.added": "_part_added",
+    "response.content_part.done": "_part_done",
+    "response.output_text.annotation.added": "_annotation",
+    "response.image_generation_call.partial_image": "_partial_image",
+    "response.shell_call_output_content.delta": "_shell_output",
+    "response.audio.delta": "_audio_delta",
+    "response.audio.done": "_audio_done",
+    "response.audio.transcript.delta": "_transcript_delta",
+    "response.audio.transcript.done": "_transcript_done",
+    "error": "_error_event",
+    "keepalive": "_keepalive",
+}
+"""The payload types with a handler of their own, and its method's name. (Looked up on
+each call: a table of the instance's bound methods would be a reference cycle, and a
+dropped decoder would wait for the cycle collector instead of being freed at once.)"""
 
 
 def _reasoning(
@@ -153,25 +175,6 @@ class ResponsesDecoder(FramedDecoder):
         # it builds) of the last delta the hot path took, as long as no other event
         # came since; None otherwise.
         self._run: tuple[str, str, Any, int, int] | None = None
-        self._handlers = {
-            "response.output_text.delta": self._text_delta,
-            "response.refusal.delta": self._text_delta,
-            "response.reasoning_summary_text.delta": self._reasoning_delta,
-            "response.reasoning_text.delta": self._reasoning_delta,
-            "response.output_item.added": self._item_added,
-            "response.output_item.done": self._item_done,
-            "response.content_part.added": self._part_added,
-            "response.content_part.done": self._part_done,
-            "response.output_text.annotation.added": self._annotation,
-            "response.image_generation_call.partial_image": self._partial_image,
-            "response.shell_call_output_content.delta": self._shell_output,
-            "response.audio.delta": self._audio_delta,
-            "response.audio.done": self._audio_done,
-            "response.audio.transcript.delta": self._transcript_delta,
-            "response.audio.transcript.done": self._transcript_done,
-            "error": self._error_event,
-            "keepalive": self._keepalive,
-        }
 
     # -- dispatch ----------------------------------------------------------------------
 
@@ -363,9 +366,9 @@ class ResponsesDecoder(FramedDecoder):
         seq = payload.pop("sequence_number", None)
         if seq is not None:
             self._check_sequence(seq, out)
-        handler = self._handlers.get(kind)
+        handler = _HANDLER_NAMES.get(kind)
         if handler is not None:
-            handler(payload, seq, out)
+            getattr(self, handler)(payload, seq, out)
         elif kind in _TOOL_INPUT_DELTAS:
             self._tool_delta(payload, seq, out)
         elif kind in STATUS_EVENTS:
