@@ -15,6 +15,7 @@ __all__ = ["register"]
 def _run(args: argparse.Namespace) -> int:
     import msgspec
 
+    from polystream.cli._heap import settle_heap
     from polystream.journal import Journal, MemoryJournal
     from polystream.proxy import GatewayConfig, Limits, load_config, parse_upstream_spec
     from polystream.server.gateway import create_gateway
@@ -72,10 +73,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.server == "uvicorn":
         import uvicorn
 
+        settle_heap()
         uvicorn.run(app, host=host or "127.0.0.1", port=int(port), log_level="warning")
     else:
         from polystream.server._h1server import run
 
+        settle_heap()
         run(app, host or "127.0.0.1", int(port))
     return 0
 

@@ -48,6 +48,8 @@ def register(sub: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from polystream.cli._heap import settle_heap
+
     try:
         import uvicorn
 
@@ -95,6 +97,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     )
     quiet_dropped_connections()
     config = uvicorn.Config(create_app(emulator), log_level=args.log_level, lifespan="off")
+    settle_heap()
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
