@@ -8,8 +8,9 @@ server, for a full collection, since a stream's objects outlive many young ones)
 
 Every stream fixture of every dialect, the malformed ones included, decoded (lenient:
 errors become events) whole and cut off halfway, and transcoded into every dialect and
-the Gemini JSON array. A decoder in strict mode keeps the error it raised, to raise it
-again: that error's traceback holds the decoder (a cycle, on failed streams only).
+the Gemini JSON array; strict decoders too, fed again after they failed (a failed
+decoder keeps its error and raises a copy of it on each later call: a raised error's
+traceback holds the frames it passed through, and the decoder with them).
 """
 
 from __future__ import annotations
@@ -79,17 +80,28 @@ def test_decoding_leaves_no_cycle(path: Path) -> None:
             decoder.feed(data[: len(data) // 2])
         decoder.snapshot  # noqa: B018 (the reply so far, then dropped unclosed)
 
-    def dialect_decoder() -> None:
-        decoder = get_dialect(dialect).decoder()
-        try:
-            decoder.feed(data)
-            decoder.close()
-        except polystream.PolystreamError:
-            pass
+    def dialect_decoder(strict: bool) -> None:
+        decoder = get_dialect(dialect).decoder(strict=strict)
+        # In pieces, then once more after the end: a decoder that failed raises its
+        # error again on each later call (a copy: the one it keeps is never raised).
+        for step in (data[:100], data[100:], b"", None, None):
+            try:
+                if step is None:
+                    decoder.close()
+                else:
+                    decoder.feed(step)
+            except polystream.PolystreamError:
+                pass
+
+    def strict_whole() -> None:
+        with contextlib.suppress(polystream.PolystreamError):
+            polystream.decode(data, dialect, strict=True)
 
     assert cyclic_garbage(whole) == []
     assert cyclic_garbage(cut_off) == []
-    assert cyclic_garbage(dialect_decoder) == []
+    assert cyclic_garbage(lambda: dialect_decoder(strict=False)) == []
+    assert cyclic_garbage(lambda: dialect_decoder(strict=True)) == []
+    assert cyclic_garbage(strict_whole) == []
 
 
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=IDS)

@@ -24,6 +24,8 @@ typed :class:`polystream.events.ErrorEvent` events, not exceptions.
 
 from __future__ import annotations
 
+from typing import Self
+
 __all__ = [
     "APIStatusError",
     "BufferLimitExceeded",
@@ -82,7 +84,7 @@ class ProtocolError(PolystreamError):
         dialect: str | None = None,
         event_index: int | None = None,
         byte_offset: int | None = None,
-    ) -> ProtocolError:
+    ) -> Self:
         """Return a copy of this error with missing location fields filled in."""
         return type(self)(
             self.message,
@@ -90,6 +92,16 @@ class ProtocolError(PolystreamError):
             event_index=self.event_index if self.event_index is not None else event_index,
             byte_offset=self.byte_offset if self.byte_offset is not None else byte_offset,
         )
+
+    def again(self) -> Self:
+        """A new error like this one, to keep, or to raise again.
+
+        A decoder that failed keeps its error and raises it on each later call. What it
+        keeps is never raised itself: a raised error's traceback holds the frames it
+        passed through, and with them the decoder, which would make a reference cycle
+        (the decoder freed only by the cycle collector).
+        """
+        return self.located()
 
 
 class RemoteProtocolError(ProtocolError):

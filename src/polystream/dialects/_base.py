@@ -191,7 +191,7 @@ class FramedDecoder(DialectDecoder):
         if self._closed:
             raise LocalProtocolError("feed() after close()", dialect=self.dialect)
         if self._deferred is not None:
-            raise self._deferred
+            raise self._deferred.again()
         if self._framing is None:
             stripped = data.lstrip(BLANK)
             if not stripped:
@@ -209,7 +209,7 @@ class FramedDecoder(DialectDecoder):
                         byte_offset=0,
                     )
                     self._blank = []
-                    raise self._deferred
+                    raise self._deferred.again()
                 return []
             if self._blank:
                 self._blank.append(data)
@@ -227,13 +227,13 @@ class FramedDecoder(DialectDecoder):
                 for element in self._array.feed(data):
                     self._handle_element(element, out)
         except RemoteProtocolError as exc:
-            located = exc.located(dialect=self.dialect)
-            assert isinstance(located, RemoteProtocolError)
             if out:
                 # Nothing already decoded is lost: return it now, raise on the next call.
-                self._deferred = located
+                self._deferred = exc.located(dialect=self.dialect)
                 return out
-            raise located from None
+            # (Raised unnamed: a local naming it would make its traceback's frame, and
+            # with it the decoder, a reference cycle.)
+            raise exc.located(dialect=self.dialect) from None
         return out
 
     def close(self) -> list[Event]:
@@ -245,7 +245,7 @@ class FramedDecoder(DialectDecoder):
             return []
         self._closed = True
         if self._deferred is not None:
-            raise self._deferred
+            raise self._deferred.again()
         out: list[Event] = []
         truncation: StreamTruncated | None = None
         try:
@@ -413,11 +413,14 @@ class FramedDecoder(DialectDecoder):
             self._tolerate(exc, out)
 
     def _tolerate(self, exc: RemoteProtocolError, out: list[Event]) -> None:
+        if self.strict:
+            # (Raised unnamed, as in feed.)
+            raise exc.located(
+                dialect=self.dialect, event_index=self.frame_index, byte_offset=self.frame_offset
+            ) from None
         located = exc.located(
             dialect=self.dialect, event_index=self.frame_index, byte_offset=self.frame_offset
         )
-        if self.strict:
-            raise located from None
         out.append(
             ErrorEvent(
                 error=ErrorInfo(

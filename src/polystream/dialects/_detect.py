@@ -124,11 +124,11 @@ class Detector:
         if self._found is not None:
             return self._found
         if self._error is not None:
-            raise self._error
+            raise self._error.again()
         try:
             return self._feed(data)
         except RemoteProtocolError as exc:
-            self._error = exc
+            self._error = exc.again()
             raise
 
     def _feed(self, data: bytes) -> tuple[str, str] | None:

@@ -149,7 +149,8 @@ class JSONArrayDecoder:
             deeper than ``max_depth``.
         StreamTruncated: :meth:`close` before the closing ``]``.
 
-    After an error the decoder is unusable and raises the same error again; memory
+    After an error the decoder is unusable and raises that error again (a copy: see
+    :meth:`~polystream.errors.ProtocolError.again`); memory
     stays bounded by the limits.
     """
 
@@ -294,14 +295,14 @@ class JSONArrayDecoder:
         if self._closed:
             raise LocalProtocolError("feed() after close()", dialect="json_array")
         if self._failed is not None:
-            raise self._failed
+            raise self._failed.again()
         if not data:
             return []
         out: list[JSONElement] = []
         try:
             self._feed(data, out)
         except RemoteProtocolError as exc:
-            self._failed = exc
+            self._failed = exc.again()
             self._parts = []
             self._parts_joined = 0
             if not out:
@@ -322,7 +323,7 @@ class JSONArrayDecoder:
             return []
         self._closed = True
         if self._failed is not None:
-            raise self._failed
+            raise self._failed.again()
         if self._head:
             # A partial BOM and nothing after it: it is garbage before the array.
             head, self._head = self._head, b""

@@ -109,7 +109,8 @@ class SSEDecoder:
             :data:`DEFAULT_MAX_EVENT_SIZE`.
 
     After a :class:`~polystream.errors.BufferLimitExceeded`, the decoder is unusable
-    and raises the same error again; memory stays bounded by the limits.
+    and raises that error again (a copy: see :meth:`~polystream.errors.ProtocolError.again`);
+    memory stays bounded by the limits.
     """
 
     __slots__ = (
@@ -273,7 +274,7 @@ class SSEDecoder:
         if self._closed:
             raise LocalProtocolError("feed() after close()", dialect="sse")
         if self._failed is not None:
-            raise self._failed
+            raise self._failed.again()
         if not data:
             return []
         if not isinstance(data, bytes):
@@ -442,7 +443,7 @@ class SSEDecoder:
         self._closed = True
         if self._failed is not None:
             # The input was not decoded to its end: never report a clean close.
-            raise self._failed
+            raise self._failed.again()
         out: list[SSEFrame] = []
         if self._bom_buffer:
             raise StreamTruncated(
@@ -482,7 +483,7 @@ class SSEDecoder:
             event_index=self._count,
             byte_offset=self._tail_start,
         )
-        raise self._failed
+        raise self._failed.again()
 
     def _scan(
         self, data: bytes, pos: int, base: int, crn: int, out: list[SSEFrame]
@@ -778,7 +779,7 @@ class SSEDecoder:
                 )
                 self._data = []
                 self._data_joined = 0
-                raise self._failed
+                raise self._failed.again()
             data = self._data
             data.append(value)
             if len(data) - self._data_joined >= PIECES:

@@ -782,7 +782,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             if not out:
                 raise
             # The events before the error are returned; the error comes next call.
-            self._deferred = exc
+            self._deferred = exc.again()
         return out
 
     def _read(
@@ -947,7 +947,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                     raise
                 # Strict mode: the events before the error are returned now and the
                 # error is raised by the next call, as for any other dialect error.
-                self._deferred = exc
+                self._deferred = exc.again()
         return out
 
     def _dispatch_sse(self, frames: list[ServerSentEvent | SSEComment], out: list[Event]) -> None:
@@ -1335,7 +1335,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         does in ``_RawJsonLineBuffer``.
         """
         if self._deferred is not None:
-            raise self._deferred  # (the scan runs before the framer, which raises it too)
+            raise self._deferred.again()  # (the scan runs before the framer, which raises it too)
         if not data:
             return
         if (
@@ -1376,7 +1376,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                         dialect=self.dialect,
                         byte_offset=self._bare_start,
                     )
-                    raise self._deferred
+                    raise self._deferred.again()
                 parts = self._bare_parts
                 parts.append(piece)
                 if len(parts) - self._bare_joined >= PIECES:
