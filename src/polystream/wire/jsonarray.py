@@ -150,8 +150,7 @@ class JSONArrayDecoder:
         StreamTruncated: :meth:`close` before the closing ``]``.
 
     After an error the decoder is unusable and raises that error again (a copy: see
-    :meth:`~polystream.errors.ProtocolError.again`); memory
-    stays bounded by the limits.
+    :meth:`~polystream.errors.ProtocolError.again`); memory stays bounded by the limits.
     """
 
     __slots__ = (
