@@ -47,7 +47,8 @@ def test_settle_heap_collects_the_garbage_then_freezes_the_rest() -> None:
 
 
 def _record(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """What the commands do, in order: settle the heap, then serve (both recorded)."""
+    """The list the commands' steps are recorded in, in order: settling the heap is
+    recorded here, serving by each test's own stand-in."""
     calls: list[Any] = []
     monkeypatch.setattr(heap, "settle_heap", lambda: calls.append("settle"))
     return calls

@@ -227,13 +227,14 @@ class FramedDecoder(DialectDecoder):
                 for element in self._array.feed(data):
                     self._handle_element(element, out)
         except RemoteProtocolError as exc:
+            located = exc.located(dialect=self.dialect)
             if out:
                 # Nothing already decoded is lost: return it now, raise on the next call.
-                self._deferred = exc.located(dialect=self.dialect)
+                self._deferred = located
                 return out
-            # (Raised unnamed: a local naming it would make its traceback's frame, and
-            # with it the decoder, a reference cycle.)
-            raise exc.located(dialect=self.dialect) from None
+            # A copy: this frame names ``located``, and a raised error's traceback holds
+            # the frame (and the decoder), which would be a reference cycle.
+            raise located.again() from None
         return out
 
     def close(self) -> list[Event]:
@@ -413,14 +414,11 @@ class FramedDecoder(DialectDecoder):
             self._tolerate(exc, out)
 
     def _tolerate(self, exc: RemoteProtocolError, out: list[Event]) -> None:
-        if self.strict:
-            # (Raised unnamed, as in feed.)
-            raise exc.located(
-                dialect=self.dialect, event_index=self.frame_index, byte_offset=self.frame_offset
-            ) from None
         located = exc.located(
             dialect=self.dialect, event_index=self.frame_index, byte_offset=self.frame_offset
         )
+        if self.strict:
+            raise located.again() from None  # a copy, as in feed
         out.append(
             ErrorEvent(
                 error=ErrorInfo(
