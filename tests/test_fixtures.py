@@ -3,6 +3,8 @@
 * decoding matches the snapshots next to the fixture (``<case>.events.jsonl`` and
   ``<case>.result.json``; regenerate with ``POLYSTREAM_UPDATE_SNAPSHOTS=1 pytest``);
 * decoding is identical whatever the chunking (whole, byte by byte, random splits);
+* :func:`polystream.decode` (which may coalesce the events it does not return) gives
+  the snapshot's result too, whole and in pieces;
 * the stream ends in exactly one Finish, last among content events;
 * same-dialect round trip: decode then encode reproduces every native event, in order,
   with the same JSON values, without using the raw events.
@@ -17,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from polystream import StreamDecoder, get_dialect
+from polystream import StreamDecoder, decode, get_dialect
 from polystream.events import Finish, KeepAlive, Warning
 
 from .helpers import (
@@ -48,6 +50,16 @@ def test_snapshots(path: Path) -> None:
     check_snapshot(stem.with_suffix(".events.jsonl"), events_jsonl(events))
     result = json.dumps(decoder.result().to_dict(), indent=2, sort_keys=True) + "\n"
     check_snapshot(stem.with_suffix(".result.json"), result)
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=IDS)
+def test_decode_gives_the_snapshot_result(path: Path) -> None:
+    data = path.read_bytes()
+    expected = path.with_suffix("").with_suffix(".result.json").read_text()
+    dialect = fixture_dialect(path)
+    for source in (data, [data], [data[i : i + 7] for i in range(0, len(data), 7)]):
+        result = decode(source, dialect)
+        assert json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n" == expected
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=IDS)

@@ -85,10 +85,14 @@ class StreamDecoder:
             raise LocalProtocolError("events are kept only with keep_events=True")
         return self._events
 
+    _coalesce = False  # (see DialectDecoder._coalesce; _ResultDecoder sets it)
+
     def _start(self, dialect: str) -> None:
         info = get_dialect(dialect)
         self._dialect_name = info.name
         self._decoder = info.decoder(**self._options)
+        if self._coalesce:
+            self._decoder._coalesce = True
 
     def feed(self, data: bytes) -> list[Event]:
         """Consume a chunk; return the unified events it completed.
@@ -160,6 +164,14 @@ class StreamDecoder:
         return get_dialect(self._dialect_name).rebuild(self.events)
 
 
+class _ResultDecoder(StreamDecoder):
+    """:class:`StreamDecoder` for :func:`decode`, whose events go only to the
+    accumulator: the dialect decoder may coalesce them (``DialectDecoder._coalesce``).
+    """
+
+    _coalesce = True
+
+
 def decode_events(data: bytes, dialect: str = AUTO, **options: Any) -> list[Event]:
     """Decode a whole stream held in memory into its list of unified events."""
     decoder = StreamDecoder(dialect, **options)
@@ -177,7 +189,7 @@ def decode(data: bytes | Iterable[bytes], dialect: str = AUTO, **options: Any) -
     Returns:
         The unified :class:`~polystream.Result`.
     """
-    decoder = StreamDecoder(dialect, **options)
+    decoder = _ResultDecoder(dialect, **options)
     if isinstance(data, bytes | bytearray | memoryview):
         body = data if isinstance(data, bytes) else bytes(data)
         size = len(body)
@@ -186,7 +198,8 @@ def decode(data: bytes | Iterable[bytes], dialect: str = AUTO, **options: Any) -
         while pos < size:
             # The events each feed returns are dropped here: only the accumulator
             # keeps what the Result needs (decoders are chunking-invariant, so the
-            # Result is the same as for one piece).
+            # Result is the same as for one piece), and the dialect's decoder may
+            # give them coalesced (_ResultDecoder).
             decoder.feed(body[pos : pos + step])
             pos += step
             # While ``auto`` is still detecting, StreamDecoder re-joins the buffered

@@ -90,6 +90,13 @@ class DialectDecoder(abc.ABC):
 
     dialect: ClassVar[str]
 
+    _coalesce: bool = False
+    """Private switch, set by :func:`polystream.decode`: the events go only to an
+    accumulator, so a decoder may give a run of native events as fewer unified events
+    that leave the accumulator with the same result (a run of text deltas of one block
+    as one, and its usage updates as one of their usage merged). Only the Gemini
+    decoder's fast path uses it; every other way of decoding leaves it off."""
+
     def __init__(self, *, strict: bool = False, keep_raw: bool = False) -> None:
         self.strict = strict
         self.keep_raw = keep_raw

@@ -1040,6 +1040,13 @@ class GeminiGenerateDecoder(FramedDecoder):
         append = out.append
         comma = True  # (array) what was read ends after a comma, not after an element
         taken = pos  # where the last chunk read began
+        # With _coalesce, the chunks read inline give their events at the end, as one
+        # run: once a chunk is read inline, so is every chunk after it that fits (what
+        # that depends on, the extra and the block state, does not change inline).
+        coalesce = self._coalesce
+        run: list[str] = []  # the texts of those chunks
+        run_index = 0
+        run_extra: dict[str, Any] | None = None
         if after_element:
             # The element before was read whole, its comma comes first.
             for ending, size in block_ends:
@@ -1130,7 +1137,12 @@ class GeminiGenerateDecoder(FramedDecoder):
                 ):
                     # _matched, inlined for its most usual case: the chunk continues
                     # the open text run, and its extra is the chunk before's.
-                    append(TextDelta(index=state.open, delta=text))
+                    if coalesce:
+                        run.append(text)
+                        run_index = state.open
+                        run_extra = extra
+                    else:
+                        append(TextDelta(index=state.open, delta=text))
                     usage = previous.usage
                     if usage is None or meta is not previous.meta:
                         # _new_usage, inlined: one call less on nearly every chunk.
@@ -1143,7 +1155,8 @@ class GeminiGenerateDecoder(FramedDecoder):
                             self._usage_mask = mask
                         previous.meta = meta
                         previous.usage = usage
-                    append(UsageUpdate(usage=usage, extra=extra))
+                    if not coalesce:
+                        append(UsageUpdate(usage=usage, extra=extra))
                     continue
                 # (The chunk's location, for what may go wrong from here; for the
                 # chunks made inline, only the last one's is set, at the end.)
@@ -1161,6 +1174,8 @@ class GeminiGenerateDecoder(FramedDecoder):
                 except RemoteProtocolError as exc:
                     self._tolerate(exc, out)
         finally:
+            if run:
+                self._coalesced(run, run_index, run_extra, out)
             if count > counted:
                 self.frame_index = count - 1
                 self.frame_offset = base + taken
@@ -1172,6 +1187,20 @@ class GeminiGenerateDecoder(FramedDecoder):
                     assert array is not None
                     array.skip(pos - first, count - counted, comma=comma)
         return pos
+
+    def _coalesced(
+        self, texts: list[str], index: int, extra: dict[str, Any] | None, out: list[Event]
+    ) -> None:
+        """The events of a run of chunks read inline with ``_coalesce`` on (see
+        :class:`~polystream.dialects._base.DialectDecoder`): one TextDelta of their
+        texts joined, and one UsageUpdate of the usage merged so far (every count of
+        the stream: an accumulator's usage after it is the one it would have after
+        each chunk's own)."""
+        out.append(TextDelta(index=index, delta=texts[0] if len(texts) == 1 else "".join(texts)))
+        merged = self._usage_base
+        if self._usage_last is not None:
+            merged = merged.merged(self._usage_last)
+        out.append(UsageUpdate(usage=merged, extra=extra))
 
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
         if self._bare_ready:

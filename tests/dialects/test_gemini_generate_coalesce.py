@@ -1,0 +1,211 @@
+"""gemini_generate's coalesced events (``_coalesce``, what :func:`polystream.decode` asks
+for): the result is the one the full events give.
+
+:func:`polystream.decode` returns only the result, so its decoder may give a run of
+usual chunks read inline as one TextDelta (their texts joined) and one UsageUpdate (the
+usage merged so far). Here the coalesced events are checked exactly on small streams,
+and their result against the full events' on generated streams, in every chunking,
+lenient and strict.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import polystream
+from polystream.accumulate import accumulate
+from polystream.api import StreamDecoder, _ResultDecoder
+from polystream.dialects.gemini_generate import Decoder
+from polystream.errors import PolystreamError
+from polystream.events import TextDelta, Usage, UsageUpdate, dump_event
+from tests.dialects.test_gemini_generate_fast import (
+    array,
+    at_chunk_starts,
+    last,
+    long_streams,
+    pieces,
+    sse,
+    streams,
+    usual,
+)
+from tests.helpers import feed_steps, split_at
+
+
+class Coalescing(Decoder):
+    _coalesce = True
+
+
+def outcome(cls: type[Decoder], feeds: list[bytes], strict: bool = False) -> Any:
+    """The result the events give (as JSON), or the error that stopped decoding."""
+    events, _, error = feed_steps(cls(strict=strict), feeds)
+    if error is not None:
+        return error
+    return msgspec.json.encode(accumulate(events).to_dict())
+
+
+def decoded(feeds: list[bytes], strict: bool = False) -> Any:
+    """:func:`polystream.decode`'s result (as JSON), or the error it raised."""
+    try:
+        result = polystream.decode(iter(feeds), "gemini_generate", strict=strict)
+    except PolystreamError as exc:
+        return (type(exc).__name__, str(exc), exc.event_index, exc.byte_offset)
+    return msgspec.json.encode(result.to_dict())
+
+
+def texts_and_usages(events: list[Any]) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for event in events:
+        if type(event) is TextDelta:
+            out.append(("text", event.delta))
+        elif type(event) is UsageUpdate:
+            out.append(("usage", event.usage))
+    return out
+
+
+def test_a_run_of_array_elements_is_one_text_delta_and_one_usage_update() -> None:
+    chunks = [usual(f" w{i}", i) for i in range(1, 8)] + [last(8)]
+    data = array(chunks)
+    full = Decoder()
+    every = full.feed(data) + full.close()
+    one = Coalescing()
+    fewer = one.feed(data) + one.close()
+    usages = [e.usage for e in every if type(e) is UsageUpdate]
+    # The chunks in the feed's first 2 KiB are read by the framing's parser (the
+    # template is learned there); from then on, the usual chunks are read inline, and
+    # those give one run. (The last chunk has no text: its part holds a signature.)
+    assert texts_and_usages(fewer) == [
+        ("text", " w1"),
+        ("usage", usages[0]),
+        ("text", " w2"),
+        ("usage", usages[1]),
+        ("text", " w3"),
+        ("usage", usages[2]),
+        ("text", " w4"),
+        ("usage", usages[3]),
+        ("text", " w5 w6 w7"),
+        ("usage", usages[6]),  # each usage reports every count of the one before
+        ("usage", usages[7]),
+    ]
+    assert len(fewer) == len(every) - 4
+    # Every other event is the same, in the same place.
+    kept = [dump_event(e) for e in every if type(e) not in (TextDelta, UsageUpdate)]
+    assert [dump_event(e) for e in fewer if type(e) not in (TextDelta, UsageUpdate)] == kept
+    assert accumulate(fewer) == accumulate(every)
+
+
+def test_a_count_the_run_loses_is_kept_by_the_merged_usage() -> None:
+    chunks = [usual(f" w{i}", i) for i in range(1, 8)] + [last(8)]
+    # The run's last chunk reports no thoughtsTokenCount: its usage alone would lose
+    # it, merged with the ones before it keeps it.
+    del chunks[6]["usageMetadata"]["thoughtsTokenCount"]
+    chunks[6]["usageMetadata"]["totalTokenCount"] = 99
+    data = array(chunks)
+    one = Coalescing()
+    fewer = one.feed(data) + one.close()
+    assert ("text", " w5 w6 w7") in texts_and_usages(fewer)
+    usage = [e.usage for e in fewer if type(e) is UsageUpdate][-2]  # (the run's)
+    assert usage == Usage(
+        input_tokens=7,
+        output_tokens=7,
+        reasoning_tokens=3,  # from the chunk before
+        total_tokens=99,
+        raw=chunks[6]["usageMetadata"],
+    )
+    full = Decoder()
+    every = full.feed(data) + full.close()
+    assert accumulate(fewer) == accumulate(every)
+
+
+def test_decode_coalesces_and_other_ways_do_not() -> None:
+    chunks = [usual(f" w{i}", i) for i in range(1, 40)] + [last(40)]
+    data = array(chunks)
+    joined = "".join(f" w{i}" for i in range(5, 40))
+    texts = [("text", f" w{i}") for i in range(1, 40)]
+    result = _ResultDecoder("gemini_generate")
+    assert ("text", joined) in texts_and_usages(result.feed(data))
+    result.close()
+    plain = StreamDecoder("gemini_generate")
+    events = plain.feed(data) + plain.close()
+    assert [x for x in texts_and_usages(events) if x[0] == "text"] == texts
+    assert result.result() == plain.result()
+    assert polystream.decode(data, "gemini_generate") == plain.result()
+    assert accumulate(polystream.decode_events(data, "gemini_generate")) == plain.result()
+
+
+def test_sse_blocks_fed_one_at_a_time_are_coalesced_too() -> None:
+    chunks = [usual(f" w{i}", i) for i in range(1, 40)] + [last(40)]
+    data = sse(chunks)
+    feeds = at_chunk_starts(data)
+    one = Coalescing()
+    events = [e for feed in feeds for e in one.feed(feed)] + one.close()
+    full = Decoder()
+    every = [e for feed in feeds for e in full.feed(feed)] + full.close()
+    # (A feed holding one chunk gives that chunk's two events.)
+    assert texts_and_usages(events) == texts_and_usages(every)
+    whole = Coalescing()
+    fewer = whole.feed(data) + whole.close()
+    assert len(fewer) < len(every)
+    assert accumulate(fewer) == accumulate(every)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=streams(), cuts=st.lists(st.integers(min_value=0), max_size=10), strict=st.booleans())
+def test_generated_streams(data: bytes, cuts: list[int], strict: bool) -> None:
+    for feeds in ([data], split_at(data, cuts)):
+        expected = outcome(Decoder, feeds, strict)
+        assert outcome(Coalescing, feeds, strict) == expected
+        assert decoded(feeds, strict) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=long_streams(),
+    cuts=st.lists(st.integers(min_value=0), max_size=40),
+    strict=st.booleans(),
+    size=st.integers(1, 3000),
+)
+def test_long_generated_streams(data: bytes, cuts: list[int], strict: bool, size: int) -> None:
+    for feeds in ([data], split_at(data, cuts), at_chunk_starts(data), pieces(data, size)):
+        expected = outcome(Decoder, feeds, strict)
+        assert outcome(Coalescing, feeds, strict) == expected
+        assert decoded(feeds, strict) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    counts=st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "promptTokenCount": st.integers(0, 9),
+                "candidatesTokenCount": st.integers(0, 9),
+                "totalTokenCount": st.integers(0, 99),
+                "thoughtsTokenCount": st.integers(0, 9),
+                "cachedContentTokenCount": st.integers(0, 9),
+                "promptTokensDetails": st.just([{"modality": "AUDIO", "tokenCount": 2}]),
+            },
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    lf=st.booleans(),
+)
+def test_usage_that_comes_and_goes(counts: list[dict[str, Any]], lf: bool) -> None:
+    # Usual chunks whose usage reports a changing set of counts (an empty one too):
+    # the merged usage of each run leaves the accumulator where every update would.
+    chunks = [usual(f" w{i}") for i in range(8)]
+    for i, meta in enumerate(counts):
+        chunk = usual(f" x{i}")
+        chunk["usageMetadata"] = json.loads(json.dumps(meta))
+        chunks.append(chunk)
+    newline = b"\n" if lf else b"\r\n"
+    for data in (array(chunks, newline), sse(chunks, newline)):
+        for feeds in ([data], at_chunk_starts(data), pieces(data, 700)):
+            expected = outcome(Decoder, feeds)
+            assert outcome(Coalescing, feeds) == expected
+            assert decoded(feeds) == expected
