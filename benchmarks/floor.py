@@ -43,7 +43,9 @@ costs per chunk and its ratio to the minimal loop:
 8. ``polystream decoder``: the dialect's decoder alone, fed the same 64 KiB slices; its
    events' text picked, nothing accumulated. It checks each chunk's fields, their
    order and the limits, and keeps block state.
-9. ``polystream``: :func:`polystream.decode`, which also accumulates the result.
+9. ``polystream``: :func:`polystream.decode`, which also accumulates the result (its
+   decoder gives a run of usual chunks' events coalesced, since only the accumulator
+   reads them: one text delta and one usage update per run).
 
 Everything runs in this process, CPU time, the steps interleaved in each repetition;
 medians are printed. Steps 1-7 keep no block state and accumulate nothing beyond
