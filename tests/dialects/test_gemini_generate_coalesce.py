@@ -21,6 +21,8 @@ import polystream
 from polystream.accumulate import accumulate
 from polystream.api import StreamDecoder, _ResultDecoder
 from polystream.dialects.gemini_generate import Decoder
+from polystream.dialects.gemini_generate.decode import _ONES, _usage_shape
+from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse
 from polystream.errors import PolystreamError
 from polystream.events import TextDelta, Usage, UsageUpdate, dump_event
 from tests.dialects.test_gemini_generate_fast import (
@@ -137,20 +139,27 @@ def test_decode_coalesces_and_other_ways_do_not() -> None:
     assert accumulate(polystream.decode_events(data, "gemini_generate")) == plain.result()
 
 
-def test_sse_blocks_fed_one_at_a_time_are_coalesced_too() -> None:
+def test_sse_blocks_are_coalesced_within_a_feed() -> None:
     chunks = [usual(f" w{i}", i) for i in range(1, 40)] + [last(40)]
     data = sse(chunks)
+    full = Decoder()
+    every = full.feed(data) + full.close()
+    whole = Coalescing()
+    fewer = whole.feed(data) + whole.close()
+    # The blocks in the feed's first 2 KiB are read by the parser, each with its own
+    # events; the rest of the usual ones are read inline, one run.
+    texts = [text for kind, text in texts_and_usages(fewer) if kind == "text"]
+    first = len(texts) - 1
+    assert 1 < first < 10
+    assert texts == [f" w{i}" for i in range(1, first + 1)] + [
+        "".join(f" w{i}" for i in range(first + 1, 40))
+    ]
+    assert accumulate(fewer) == accumulate(every)
+    # Fed one block at a time, each feed's run is one chunk: its own two events.
     feeds = at_chunk_starts(data)
     one = Coalescing()
     events = [e for feed in feeds for e in one.feed(feed)] + one.close()
-    full = Decoder()
-    every = [e for feed in feeds for e in full.feed(feed)] + full.close()
-    # (A feed holding one chunk gives that chunk's two events.)
-    assert texts_and_usages(events) == texts_and_usages(every)
-    whole = Coalescing()
-    fewer = whole.feed(data) + whole.close()
-    assert len(fewer) < len(every)
-    assert accumulate(fewer) == accumulate(every)
+    assert [dump_event(e) for e in events] == [dump_event(e) for e in every]
 
 
 @settings(max_examples=300, deadline=None)
@@ -209,3 +218,133 @@ def test_usage_that_comes_and_goes(counts: list[dict[str, Any]], lf: bool) -> No
             expected = outcome(Decoder, feeds)
             assert outcome(Coalescing, feeds) == expected
             assert decoded(feeds) == expected
+
+
+# -- usage texts read only at the end of a run --------------------------------------------
+#
+# With _coalesce, the usual chunks read inline keep their usage texts, checked, and read
+# only the last of each shape (the text with its digits removed, when its only digits
+# are its integers'): the others' counts are all reported again by it. Here the usage
+# texts are written as bytes, so that they can be what no encoder writes.
+
+
+def test_usage_shapes() -> None:
+    def shape(text: bytes) -> bytes | None:
+        return _usage_shape(text.translate(_ONES))
+
+    assert shape(b'{"a": 12, "b": [{"m": "TEXT", "c": 5}], "d": -3, "e": true}') == (
+        b'{"a": , "b": [{"m": "TEXT", "c": }], "d": -, "e": true}'
+    )
+    assert shape(b'{"a": 1}') == shape(b'{"a": 100}')
+    assert shape(b'{"a1": 2}') is None  # a digit in a key
+    assert shape(b'{"a": "v2"}') is None  # in a string
+    assert shape(b'{"a": "\\u0041"}') is None  # an escape ("A")
+    assert shape(b'{"a": 1.5}') is None  # a float
+    assert shape(b"[1]") is None  # no object
+    assert shape(b'{"a": 012}') == b'{"a": }'  # (its own syntax check fails)
+
+
+_COUNT = st.integers(0, 12) | st.sampled_from([99, 100, 1000, 99999999999999999999])
+
+
+@st.composite
+def usage_texts(draw: st.DrawFn) -> bytes:
+    """A usage object's JSON text, usually a plausible one, sometimes an odd one."""
+    kind = draw(st.integers(0, 14))
+    n = draw(_COUNT)
+    if kind <= 5:  # the usual counts, the thoughts count now and then
+        thoughts = b',"thoughtsTokenCount": %d' % draw(_COUNT) if kind <= 2 else b""
+        return b'{"promptTokenCount": 7,"candidatesTokenCount": %d,"totalTokenCount": %d%s}' % (
+            n,
+            n + 7,
+            thoughts,
+        )
+    if kind == 6:
+        return b'{"promptTokenCount": 0,"candidatesTokenCount": 0,"totalTokenCount": 0}'
+    if kind == 7:
+        modality = draw(st.sampled_from([b"AUDIO", b"TEXT", b"\\u0041UDIO", b"\\u0042UDIO"]))
+        details = b'[{"modality": "%s","tokenCount": %d}]' % (modality, n)
+        return b'{"promptTokenCount": 7,"promptTokensDetails": %s}' % details
+    return draw(
+        st.sampled_from(
+            [
+                b'{"promptTokenCount": 07,"candidatesTokenCount": 1,"totalTokenCount": 8}',
+                b'{"promptTokenCount": 7.5,"candidatesTokenCount": 1,"totalTokenCount": 8}',
+                b'{"promptTokenCount1": 7,"candidatesTokenCount": 1,"totalTokenCount": 8}',
+                b'{"promptTokenCount": true,"candidatesTokenCount": 1,"totalTokenCount": 8}',
+                b'{"cachedContentTokenCount": 3,"totalTokenCount": 8}',
+                b"{}",
+                b'{"promptTokenCount": 7,"candidatesTokenCount": 1,"totalTokenCount": 8,'
+                b'"promptTokenCount": 9}',
+            ]
+        )
+    )
+
+
+def with_usage(word: str, usage: bytes, framing: str) -> bytes:
+    """A usual chunk whose usageMetadata is ``usage`` as it is, in the framing's layout
+    (an array element without the comma line, an SSE block)."""
+    chunk = usual(word)
+    chunk["usageMetadata"] = "\x01"
+    if framing == "sse":
+        return b"data: " + dumps_sse(chunk).replace(b'"\\u0001"', usage) + b"\r\n\r\n"
+    return dumps_pretty(chunk).replace(b"\n", b"\r\n").replace(b'"\\u0001"', usage)
+
+
+def usage_stream(usages: list[bytes], framing: str) -> bytes:
+    firsts = [with_usage(f" w{i}", usages[0], framing) for i in range(6)]
+    chunks = firsts + [with_usage(f" x{i}", u, framing) for i, u in enumerate(usages)]
+    if framing == "sse":
+        return b"".join(chunks)
+    return b"[" + b"\r\n,\r\n".join(chunks) + b"\r\n]"
+
+
+def usage_after_each_feed(cls: type[Decoder], feeds: list[bytes], strict: bool) -> Any:
+    """The usage an accumulator holds after each feed's events, and how it all ended."""
+    decoder = cls(strict=strict)
+    events: list[Any] = []
+    seen: list[bytes] = []
+    try:
+        for feed in feeds:
+            events += decoder.feed(feed)
+            seen.append(msgspec.json.encode(accumulate(events).usage))
+        events += decoder.close()
+    except PolystreamError as exc:
+        return seen, (type(exc).__name__, str(exc), exc.event_index, exc.byte_offset)
+    return seen, msgspec.json.encode(accumulate(events).to_dict())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    usages=st.lists(usage_texts(), min_size=1, max_size=40),
+    framing=st.sampled_from(["array", "sse"]),
+    cuts=st.lists(st.integers(min_value=0), max_size=8),
+    strict=st.booleans(),
+)
+def test_usage_texts_read_at_the_end_of_a_run(
+    usages: list[bytes], framing: str, cuts: list[int], strict: bool
+) -> None:
+    data = usage_stream(usages, framing)
+    for feeds in ([data], split_at(data, cuts), at_chunk_starts(data)):
+        expected = usage_after_each_feed(Decoder, feeds, strict)
+        assert usage_after_each_feed(Coalescing, feeds, strict) == expected
+        assert decoded(feeds, strict) == expected[1]
+
+
+def test_a_run_whose_last_usage_reports_no_count() -> None:
+    # All zeros: that usage reports no count, so it cannot stand for the ones before
+    # it; each is read.
+    usages = [
+        b'{"promptTokenCount": 7,"candidatesTokenCount": %d,"totalTokenCount": 9}' % n
+        for n in (2, 3, 4, 5, 6, 7, 8)
+    ] + [b'{"promptTokenCount": 0,"candidatesTokenCount": 0,"totalTokenCount": 0}']
+    data = usage_stream(usages, "array")
+    one = Coalescing()
+    fewer = one.feed(data)
+    full = Decoder()
+    every = full.feed(data)
+    assert accumulate(fewer).usage == accumulate(every).usage
+    assert accumulate(fewer).usage.output_tokens == 8
+    fewer += one.close()
+    every += full.close()
+    assert accumulate(fewer) == accumulate(every)

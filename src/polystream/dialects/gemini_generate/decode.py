@@ -209,6 +209,8 @@ _HOLD_LIMIT: Final = 16 * 1024
 # _take); the chunk is joined to its own end only, after a larger one.
 _JOIN_LIMIT: Final = 16 * 1024
 _DIGITS: Final = b"0123456789"
+# Every digit made a 1: a usage text's *shape* (see _usage_shape).
+_ONES: Final = bytes.maketrans(_DIGITS, b"1" * 10)
 # The usage text _take compares a chunk's with before it has read one: a NUL byte, which
 # no JSON text holds (empty bytes would match a chunk whose usageMetadata has no value).
 _NO_USAGE: Final = b"\x00"
@@ -413,9 +415,11 @@ class _Template:
         "mid",
         "mid_size",
         "model",
+        "ones",
         "pre",
         "pre_size",
         "rid",
+        "shape",
         "state",
         "suf",
         "suf_size",
@@ -450,6 +454,10 @@ class _Template:
         self.block_usage = _NO_USAGE
         self.block_usage_size = len(_NO_USAGE)
         self.block_meta: Any = None
+        # (_coalesce) The last usage text's digits made 1s, and its shape, or None (see
+        # _usage_shape).
+        self.ones = _NO_USAGE
+        self.shape: bytes | None = None
 
 
 class _Layout(NamedTuple):
@@ -592,6 +600,50 @@ def _parse_pieces(template: _Template, text: Any, usage: Any) -> tuple[str, dict
     except msgspec.DecodeError:
         return None
     return value, meta
+
+
+class _Skip(msgspec.Struct):
+    """No field: decoding into it checks a JSON object's syntax and builds nothing."""
+
+
+_CHECK_OBJECT: Final = msgspec.json.Decoder(_Skip)
+
+
+def _usage_shape(ones: bytes) -> bytes | None:
+    """What a usage text ``t`` whose digits made 1s are ``ones`` shares with every usage
+    text of the same shape, when its only digits are those of integers (none in a
+    string, no escape, no float): ``t`` with its digits removed. Else None.
+
+    Two usage texts of that kind with the same shape differ only in the digits of their
+    integers: the same members in the same order, the same strings, an integer where
+    the other has one. Their conversions then report the same counts (unless all of
+    one's counts are zero: it reports none), so that the later one, merged, makes the
+    earlier one count for nothing (see :meth:`GeminiGenerateDecoder._settle`). A text
+    with the same ``ones`` as one of that kind has its digits where that one has them:
+    it is a JSON object exactly when its integers have no leading zero, which a syntax
+    check finds (``_CHECK_OBJECT``)."""
+    if 92 in ones:  # a backslash: an escape may hold digits (and "\u0041" is "A")
+        return None
+    try:
+        value = _OBJECT_DECODER.decode(ones)
+    except msgspec.DecodeError:
+        return None
+    todo: list[Any] = [value]
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind is dict:
+            if any("1" in key for key in item):
+                return None
+            todo.extend(item.values())
+        elif kind is list:
+            todo.extend(item)
+        elif kind is str:
+            if "1" in item:
+                return None
+        elif kind is float:
+            return None
+    return ones.replace(b"1", b"")
 
 
 class _Previous:
@@ -1043,10 +1095,17 @@ class GeminiGenerateDecoder(FramedDecoder):
         # With _coalesce, the chunks read inline give their events at the end, as one
         # run: once a chunk is read inline, so is every chunk after it that fits (what
         # that depends on, the extra and the block state, does not change inline).
+        # Their usage texts are checked and kept (usages, all of one shape: see
+        # _usage_shape), and only the last of a shape is read, when the shape changes
+        # or the run ends (_settle). (What is kept is less than the events those
+        # chunks would have given.)
         coalesce = self._coalesce
         run: list[str] = []  # the texts of those chunks
         run_index = 0
         run_extra: dict[str, Any] | None = None
+        usages: list[bytes] = []
+        meta: Any = None  # a chunk's usageMetadata (None: its text is in usages)
+        state: Any = None  # (typed loosely: the inline test below checks its fields)
         if after_element:
             # The element before was read whole, its comma comes first.
             for ending, size in block_ends:
@@ -1100,9 +1159,35 @@ class GeminiGenerateDecoder(FramedDecoder):
                 if end + suf_size - pos > limit:
                     break  # the parser raises BufferLimitExceeded
                 usage_text = data[begin:end]
+                extra = previous.extra
+                state = template.state
                 try:
                     text = _TEXT_DECODER.decode(data[start : close + 1])
-                    if usage_text == template.block_usage:
+                    if (
+                        coalesce
+                        and extra is not None
+                        and extra is template.extra
+                        and state is not None
+                        and state.open is not None
+                        and state.open_kind == "text"
+                    ):
+                        # A chunk read inline below, with _coalesce on.
+                        if sse is not None and (10 in usage_text or 13 in usage_text):
+                            break  # LF, CR: SSE line ends
+                        ones = usage_text.translate(_ONES)
+                        if ones != template.ones:
+                            shape = template.shape
+                            template.ones = ones
+                            template.shape = _usage_shape(ones)
+                            if usages and template.shape != shape:
+                                self._settle(template, usages)
+                                usages = []
+                        if template.shape is not None:
+                            _CHECK_OBJECT.decode(usage_text)
+                            meta = None
+                        else:
+                            meta = _OBJECT_DECODER.decode(usage_text)
+                    elif usage_text == template.block_usage:
                         meta = template.block_meta
                     else:
                         if sse is not None and (10 in usage_text or 13 in usage_text):
@@ -1126,8 +1211,6 @@ class GeminiGenerateDecoder(FramedDecoder):
                 taken = pos
                 pos = after
                 comma = ends
-                extra = previous.extra
-                state = template.state
                 if (
                     extra is not None
                     and extra is template.extra
@@ -1141,6 +1224,12 @@ class GeminiGenerateDecoder(FramedDecoder):
                         run.append(text)
                         run_index = state.open
                         run_extra = extra
+                        if meta is None:
+                            usages.append(usage_text)
+                            continue
+                        if usages:
+                            self._settle(template, usages)
+                            usages = []
                     else:
                         append(TextDelta(index=state.open, delta=text))
                     usage = previous.usage
@@ -1174,6 +1263,8 @@ class GeminiGenerateDecoder(FramedDecoder):
                 except RemoteProtocolError as exc:
                     self._tolerate(exc, out)
         finally:
+            if usages:
+                self._settle(template, usages)
             if run:
                 self._coalesced(run, run_index, run_extra, out)
             if count > counted:
@@ -1187,6 +1278,21 @@ class GeminiGenerateDecoder(FramedDecoder):
                     assert array is not None
                     array.skip(pos - first, count - counted, comma=comma)
         return pos
+
+    def _settle(self, template: _Template, usages: list[bytes]) -> None:
+        """Read the usage texts of chunks read inline with ``_coalesce`` on, all of one
+        shape (see :func:`_usage_shape`) and checked: merged, they give what the last
+        one gives, unless that one reports no count (then each is read, in order)."""
+        last = usages[-1]
+        meta = _OBJECT_DECODER.decode(last)
+        usage, mask = convert_usage(meta)
+        if not mask:
+            for text in usages[:-1]:
+                self._new_usage(_OBJECT_DECODER.decode(text))
+        self._merge_usage(meta, usage, mask)
+        template.block_usage = last
+        template.block_usage_size = len(last)
+        template.block_meta = meta
 
     def _coalesced(
         self, texts: list[str], index: int, extra: dict[str, Any] | None, out: list[Event]
@@ -1704,6 +1810,10 @@ class GeminiGenerateDecoder(FramedDecoder):
     def _new_usage(self, meta: dict[str, Any]) -> Usage:
         """Convert a ``usageMetadata`` that differs from the last one, and merge it."""
         usage, mask = convert_usage(meta)
+        return self._merge_usage(meta, usage, mask)
+
+    def _merge_usage(self, meta: dict[str, Any], usage: Usage, mask: int) -> Usage:
+        """Merge a converted ``usageMetadata`` (see :meth:`_new_usage`)."""
         if mask:  # an empty usage never changes the merged one
             if self._usage_last is not None and self._usage_mask & ~mask:
                 # The newer one omits a count the last one had: merge for real.
