@@ -69,13 +69,16 @@ def texts_and_usages(events: list[Any]) -> list[tuple[str, Any]]:
     return out
 
 
+def both_ways(data: bytes) -> tuple[list[Any], list[Any]]:
+    """``data`` in one feed: every chunk's events, and the coalesced events."""
+    full = Decoder()
+    one = Coalescing()
+    return full.feed(data) + full.close(), one.feed(data) + one.close()
+
+
 def test_a_run_of_array_elements_is_one_text_delta_and_one_usage_update() -> None:
     chunks = [usual(f" w{i}", i) for i in range(1, 8)] + [last(8)]
-    data = array(chunks)
-    full = Decoder()
-    every = full.feed(data) + full.close()
-    one = Coalescing()
-    fewer = one.feed(data) + one.close()
+    every, fewer = both_ways(array(chunks))
     usages = [e.usage for e in every if type(e) is UsageUpdate]
     # The chunks in the feed's first 2 KiB are read by the framing's parser (the
     # template is learned there); from then on, the usual chunks are read inline, and
@@ -106,9 +109,7 @@ def test_a_count_the_run_loses_is_kept_by_the_merged_usage() -> None:
     # it, merged with the ones before it keeps it.
     del chunks[6]["usageMetadata"]["thoughtsTokenCount"]
     chunks[6]["usageMetadata"]["totalTokenCount"] = 99
-    data = array(chunks)
-    one = Coalescing()
-    fewer = one.feed(data) + one.close()
+    every, fewer = both_ways(array(chunks))
     assert ("text", " w5 w6 w7") in texts_and_usages(fewer)
     usage = [e.usage for e in fewer if type(e) is UsageUpdate][-2]  # (the run's)
     assert usage == Usage(
@@ -118,8 +119,6 @@ def test_a_count_the_run_loses_is_kept_by_the_merged_usage() -> None:
         total_tokens=99,
         raw=chunks[6]["usageMetadata"],
     )
-    full = Decoder()
-    every = full.feed(data) + full.close()
     assert accumulate(fewer) == accumulate(every)
 
 
@@ -142,10 +141,7 @@ def test_decode_coalesces_and_other_ways_do_not() -> None:
 def test_sse_blocks_are_coalesced_within_a_feed() -> None:
     chunks = [usual(f" w{i}", i) for i in range(1, 40)] + [last(40)]
     data = sse(chunks)
-    full = Decoder()
-    every = full.feed(data) + full.close()
-    whole = Coalescing()
-    fewer = whole.feed(data) + whole.close()
+    every, fewer = both_ways(data)
     # The blocks in the feed's first 2 KiB are read by the parser, each with its own
     # events; the rest of the usual ones are read inline, one run.
     texts = [text for kind, text in texts_and_usages(fewer) if kind == "text"]
