@@ -125,15 +125,18 @@ def _cmd_frames(args: argparse.Namespace) -> int:
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
-    from polystream.api import StreamDecoder
+    from polystream.api import StreamDecoder, _ResultDecoder
     from polystream.events import dump_event
 
     out = sys.stdout.buffer
     options: dict[str, Any] = {"strict": args.strict, "keep_raw": args.raw}
     if args.framing != "auto":
         options["framing"] = args.framing
+    # With --result no event is printed: the decoder may coalesce them, as
+    # polystream.decode() does.
+    make = _ResultDecoder if args.result else StreamDecoder
     try:
-        decoder = StreamDecoder(args.dialect, **options)
+        decoder = make(args.dialect, **options)
     except LocalProtocolError as exc:
         # A dialect not available in this build, or a framing it does not have.
         print(f"polystream: error: {exc}", file=sys.stderr)
