@@ -1303,10 +1303,13 @@ class GeminiGenerateDecoder(FramedDecoder):
         the stream: an accumulator's usage after it is the one it would have after
         each chunk's own)."""
         out.append(TextDelta(index=index, delta=texts[0] if len(texts) == 1 else "".join(texts)))
-        merged = self._usage_base
-        if self._usage_last is not None:
-            merged = merged.merged(self._usage_last)
-        out.append(UsageUpdate(usage=merged, extra=extra))
+        out.append(UsageUpdate(usage=self._merged_usage(), extra=extra))
+
+    def _merged_usage(self) -> Usage:
+        """Every usage of the stream so far, merged (see ``_usage_base``)."""
+        if self._usage_last is None:
+            return self._usage_base
+        return self._usage_base.merged(self._usage_last)
 
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
         if self._bare_ready:
@@ -1386,9 +1389,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                 event_index=truncation.event_index,
                 byte_offset=truncation.byte_offset,
             )
-        merged = self._usage_base
-        if self._usage_last is not None:
-            merged = merged.merged(self._usage_last)
+        merged = self._merged_usage()
         usage = None if merged.is_empty() else merged
         unterminated = {"unterminated": True} if truncation is not None else None
         if self._error is not None:
