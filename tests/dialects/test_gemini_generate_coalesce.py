@@ -28,8 +28,9 @@ from polystream.events import TextDelta, Usage, UsageUpdate, dump_event
 from tests.dialects.test_gemini_generate_fast import (
     array,
     at_chunk_starts,
+    feedings,
     last,
-    long_streams,
+    long_stream_cases,
     pieces,
     sse,
     streams,
@@ -168,14 +169,9 @@ def test_generated_streams(data: bytes, cuts: list[int], strict: bool) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    data=long_streams(),
-    cuts=st.lists(st.integers(min_value=0), max_size=40),
-    strict=st.booleans(),
-    size=st.integers(1, 3000),
-)
+@long_stream_cases
 def test_long_generated_streams(data: bytes, cuts: list[int], strict: bool, size: int) -> None:
-    for feeds in ([data], split_at(data, cuts), at_chunk_starts(data), pieces(data, size)):
+    for feeds in feedings(data, cuts, size):
         expected = outcome(Decoder, feeds, strict)
         assert outcome(Coalescing, feeds, strict) == expected
         assert decoded(feeds, strict) == expected

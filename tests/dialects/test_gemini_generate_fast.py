@@ -412,15 +412,26 @@ def long_streams(draw: st.DrawFn) -> bytes:
     return data
 
 
-@settings(max_examples=150, deadline=None)
-@given(
+# A long stream, cuts and a piece size for :func:`feedings`, lenient or strict (the
+# coalescing tests draw the same cases).
+long_stream_cases = given(
     data=long_streams(),
     cuts=st.lists(st.integers(min_value=0), max_size=40),
     strict=st.booleans(),
     size=st.integers(1, 3000),
 )
+
+
+def feedings(data: bytes, cuts: list[int], size: int) -> list[list[bytes]]:
+    """``data`` whole, cut at ``cuts``, cut where each chunk may begin, and in pieces of
+    ``size`` bytes."""
+    return [[data], split_at(data, cuts), at_chunk_starts(data), pieces(data, size)]
+
+
+@settings(max_examples=150, deadline=None)
+@long_stream_cases
 def test_long_generated_streams(data: bytes, cuts: list[int], strict: bool, size: int) -> None:
-    for feeds in ([data], split_at(data, cuts), at_chunk_starts(data), pieces(data, size)):
+    for feeds in feedings(data, cuts, size):
         assert_same(feeds, strict=strict)
 
 
