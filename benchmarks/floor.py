@@ -55,7 +55,10 @@ The transcoding target ("at most 3x the minimal loop per event") is decoding plu
 encoder. A second table gives, per target dialect: what polystream's encoder alone
 costs on the decoded events (``encode only``), step 6 plus that encoder, step 7 plus
 that encoder, and polystream's transcoding (its decoder's events, no accumulation,
-encoded as they come, as ``benchmarks.run`` measures it).
+encoded as they come, as ``benchmarks.run`` measures it). The floors keep every
+chunk's usage update; polystream's transcoding into a target that only merges them
+(every one but Gemini's generateContent) gives a run's usage updates as one, as a
+transcoder does, and can come under them.
 """
 
 from __future__ import annotations

@@ -276,15 +276,23 @@ def transcode(
     """``body`` in dialect ``source`` re-encoded in dialect ``target`` (both
     :class:`~polystream.dialects.DialectInfo`; ``target_options`` for its encoder), fed
     in 64 KiB slices, as a transcoder meets a stream (and as ``decode()`` feeds a body):
-    the events of one slice are encoded before the next."""
+    the events of one slice are encoded before the next. The decoder and the encoder are
+    paired as :class:`polystream.transcode.Transcoder` pairs them (runs of usage updates given as
+    one when the target only merges them); what a transcoder adds to them, detecting
+    the source and accumulating its result, is left out."""
+    from polystream.transcode import _encode_feed
+
     decoder = source.decoder(**options)
     encoder = target.encoder(**(target_options or {}))
-    encode = encoder.encode
+    coalescing = None
+    if encoder.folds_usage(source.name):
+        decoder._coalesce_usage = True
+        coalescing = decoder
     feed = decoder.feed
     parts: list[bytes] = []
     for at in range(0, len(body), CHUNK):
-        parts.extend([encode(event) for event in feed(body[at : at + CHUNK])])
-    parts.extend(encode(event) for event in decoder.close())
+        parts.append(_encode_feed(encoder, feed(body[at : at + CHUNK]), coalescing))
+    parts.append(_encode_feed(encoder, decoder.close(), coalescing))
     parts.append(encoder.close())
     return b"".join(parts)
 

@@ -12,6 +12,13 @@ converter. Output bytes are produced as input arrives::
 What the target cannot carry is never dropped silently: each target encoder records a
 :class:`~polystream.dialects.Loss` (what, which event, why, and whether a documented
 carrier kept it so that a hop back restores it).
+
+When the target only merges the source's usage updates into the usage it writes at the
+end (:meth:`~polystream.dialects.DialectEncoder.folds_usage`: every target but the
+source's own dialect family), the source decoder may give the usage updates of a run of
+chunks as one, of their usage merged: what the target writes is the same, byte for
+byte, and the losses keep their event indices (counted as if each update had come).
+Gemini's decoder does so for its usual text chunks, which restate the usage on each.
 """
 
 from __future__ import annotations
@@ -21,10 +28,50 @@ from typing import Any
 
 from polystream.accumulate import Result
 from polystream.api import StreamDecoder
-from polystream.dialects import DialectEncoder, Loss, get_dialect
+from polystream.dialects import DialectDecoder, DialectEncoder, Loss, get_dialect
 from polystream.events import Event
 
 __all__ = ["Transcoder", "convert", "encode_events"]
+
+
+class _SourceDecoder(StreamDecoder):
+    """:class:`StreamDecoder` for a :class:`Transcoder`: the dialect decoder, once made,
+    gives runs of usage updates as one when the target encoder only merges them
+    (``DialectDecoder._coalesce_usage``)."""
+
+    def __init__(self, encoder: DialectEncoder, source: str, **options: Any) -> None:
+        self._target = encoder
+        self.coalescing: DialectDecoder | None = None  # the dialect decoder, if so
+        super().__init__(source, **options)
+
+    def _start(self, dialect: str) -> None:
+        super()._start(dialect)
+        if self._target.folds_usage(dialect):
+            assert self._decoder is not None
+            self._decoder._coalesce_usage = True
+            self.coalescing = self._decoder
+
+
+def _encode_feed(
+    encoder: DialectEncoder, events: list[Event], decoder: DialectDecoder | None
+) -> bytes:
+    """``events`` (what one call of ``decoder`` gave) encoded; when ``decoder`` gave a
+    run's usage updates as one (``_usage_runs``), the encoder counts the events after
+    it as if each had come, so that its losses name the events' indices in the full
+    stream."""
+    encode = encoder.encode
+    runs = decoder._usage_runs if decoder is not None else None
+    if not runs:
+        return b"".join([encode(event) for event in events])
+    parts: list[bytes] = []
+    at = 0
+    for index, size in runs:
+        parts.extend([encode(event) for event in events[at : index + 1]])
+        encoder.event_index += size - 1
+        at = index + 1
+    runs.clear()
+    parts.extend([encode(event) for event in events[at:]])
+    return b"".join(parts)
 
 
 class Transcoder:
@@ -48,8 +95,10 @@ class Transcoder:
         source_options: dict[str, Any] | None = None,
         target_options: dict[str, Any] | None = None,
     ) -> None:
-        self._decoder = StreamDecoder(source, strict=strict, **(source_options or {}))
         self._encoder: DialectEncoder = get_dialect(target).encoder(**(target_options or {}))
+        self._decoder = _SourceDecoder(
+            self._encoder, source, strict=strict, **(source_options or {})
+        )
         self.target = target
 
     @property
@@ -80,8 +129,7 @@ class Transcoder:
         return self._decoder.result()
 
     def _encode(self, events: list[Event]) -> bytes:
-        encode = self._encoder.encode
-        return b"".join([encode(event) for event in events])
+        return _encode_feed(self._encoder, events, self._decoder.coalescing)
 
 
 def convert(

@@ -97,9 +97,22 @@ class DialectDecoder(abc.ABC):
     as one, and its usage updates as one of their usage merged). Only the Gemini
     decoder's fast path uses it; every other way of decoding leaves it off."""
 
+    _coalesce_usage: bool = False
+    """Private switch, set by a :class:`~polystream.transcode.Transcoder` whose target
+    encoder only merges this dialect's usage updates into the usage so far
+    (:meth:`DialectEncoder.folds_usage`): a decoder may then give a run of native
+    events' usage updates as one, of their usage merged, after the run's other events
+    (which it gives as usual), and notes it in ``_usage_runs``. Only the Gemini
+    decoder's fast path uses it."""
+
     def __init__(self, *, strict: bool = False, keep_raw: bool = False) -> None:
         self.strict = strict
         self.keep_raw = keep_raw
+        self._usage_runs: list[tuple[int, int]] = []
+        """(With ``_coalesce_usage``) per usage update given for a run: its index in
+        the list of events the call gave, and how many updates it stands for (so that
+        the events after it can be counted as if each had come). Whoever set the
+        switch reads and clears it after each call."""
         self.last_cursor: int | str | None = None
         """The resume cursor of the last native event handled (dialects that have one,
         OpenAI ``sequence_number`` and Interactions ``event_id``, set it)."""
@@ -472,6 +485,16 @@ class DialectEncoder(abc.ABC):
         parts = [self.encode(event) for event in events]
         parts.append(self.close())
         return b"".join(parts)
+
+    def folds_usage(self, source: str) -> bool:
+        """Whether every :class:`~polystream.events.UsageUpdate` that ``source``'s
+        decoder gives is, to this encoder, only merged into the usage so far (nothing
+        written for it, nothing lost, whatever comes before it), so that a run of them
+        may come as one update of their usage merged, after the run's other events
+        (see ``DialectDecoder._coalesce_usage``). False unless an encoder says so: an
+        encoder that writes a dialect's usage where it comes (its own dialect's, as a
+        rule) must get every update."""
+        return False
 
     def _keep_usage(self, usage: Usage) -> bytes:
         """Keep a usage update back (nothing is written for it now); the batch is

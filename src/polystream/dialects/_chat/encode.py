@@ -106,6 +106,9 @@ MAX_CHOICES: Final = 1024
 _SSE: Final = SSEEncoder()
 _NO_INDEX: Final = "-"
 # Events of another dialect that may write bytes (the rest write nothing).
+_CHAT_FAMILY: Final = frozenset({"openai_chat", "xai_chat"})
+"""The dialects whose events carry their chunks' residuals for this encoder."""
+
 _WRITING: Final = frozenset(
     {
         StreamStart,
@@ -223,6 +226,12 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
         """End of the events. Without a Finish the stream ends without ``[DONE]``
         (what a truncated stream looks like)."""
         return self._flush({}) if self._entries is not None else b""
+
+    def folds_usage(self, source: str) -> bool:
+        """Another dialect's usage updates only go into the usage chunk at the end (see
+        :meth:`DialectEncoder.folds_usage`); a Chat dialect's are written where they
+        come."""
+        return source not in _CHAT_FAMILY
 
     # -- fast paths ---------------------------------------------------------------------
 

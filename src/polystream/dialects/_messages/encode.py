@@ -213,6 +213,11 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
         self._fast = True  # the byte-template delta path (False: always the general path)
 
     # -- the contract ----------------------------------------------------------------------
+    def folds_usage(self, source: str) -> bool:
+        """Another dialect's usage updates inside a block only go into the final
+        ``message_delta`` (see :meth:`DialectEncoder.folds_usage`); a Messages
+        dialect's may be a ``message_delta`` of their own."""
+        return source not in FAMILY
 
     def encode(self, event: Event) -> bytes:
         """Encode one unified event; returns the bytes to send now (maybe none).

@@ -25,7 +25,7 @@ distinct origins.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Final, TypeAlias
 
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import origin
@@ -61,6 +61,8 @@ __all__ = ["ResponsesEncoder"]
 
 _SSE = SSEEncoder()
 
+_RESPONSES_FAMILY: Final = frozenset({"openai_responses", "xai_responses"})
+
 _Heads: TypeAlias = tuple[tuple[Out, int | None], bytes, bytes, bytes, Callable[[str], None] | None]
 """What :meth:`ResponsesEncoder._delta_heads` keeps for a block."""
 
@@ -87,6 +89,12 @@ class ResponsesEncoder(DialectEncoder):
         self._heads: dict[int, _Heads] = {}
         # native event name -> ``event: <name>`` and the ``data:`` field name
         self._native_heads: dict[str, bytes] = {}
+
+    def folds_usage(self, source: str) -> bool:
+        """Another family's usage updates only go into the terminal Response (see
+        :meth:`DialectEncoder.folds_usage`); a Responses dialect's are its native
+        events'."""
+        return source not in _RESPONSES_FAMILY
 
     # -- fast paths --------------------------------------------------------------------
 

@@ -1099,8 +1099,12 @@ class GeminiGenerateDecoder(FramedDecoder):
         # _usage_shape), and only the last of a shape is read, when the shape changes
         # or the run ends (_settle). (What is kept is less than the events those
         # chunks would have given.)
-        coalesce = self._coalesce
-        run: list[str] = []  # the texts of those chunks
+        # With _coalesce_usage instead, only their usage updates are given as one, at
+        # the end of the run, and noted in _usage_runs; their texts are given as usual.
+        coalesce = self._coalesce or self._coalesce_usage
+        join = self._coalesce
+        run: list[str] = []  # the texts of those chunks (when joined)
+        general = 0  # the chunks read by _matched, before the run
         run_index = 0
         run_extra: dict[str, Any] | None = None
         usages: list[bytes] = []
@@ -1221,7 +1225,10 @@ class GeminiGenerateDecoder(FramedDecoder):
                     # _matched, inlined for its most usual case: the chunk continues
                     # the open text run, and its extra is the chunk before's.
                     if coalesce:
-                        run.append(text)
+                        if join:
+                            run.append(text)
+                        else:
+                            append(TextDelta(index=state.open, delta=text))
                         run_index = state.open
                         run_extra = extra
                         if meta is None:
@@ -1251,6 +1258,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                 # chunks made inline, only the last one's is set, at the end.)
                 self.frame_index = count - 1
                 self.frame_offset = base + taken
+                general += 1
                 try:
                     if not self._matched(template, text, meta, out):
                         # The state changed since the template was learned: the
@@ -1265,8 +1273,10 @@ class GeminiGenerateDecoder(FramedDecoder):
         finally:
             if usages:
                 self._settle(template, usages)
-            if run:
+            if run_extra is not None:
                 self._coalesced(run, run_index, run_extra, out)
+                if not join:
+                    self._usage_runs.append((len(out) - 1, count - counted - general))
             if count > counted:
                 self.frame_index = count - 1
                 self.frame_offset = base + taken
@@ -1301,8 +1311,11 @@ class GeminiGenerateDecoder(FramedDecoder):
         :class:`~polystream.dialects._base.DialectDecoder`): one TextDelta of their
         texts joined, and one UsageUpdate of the usage merged so far (every count of
         the stream: an accumulator's usage after it is the one it would have after
-        each chunk's own)."""
-        out.append(TextDelta(index=index, delta=texts[0] if len(texts) == 1 else "".join(texts)))
+        each chunk's own). With ``_coalesce_usage`` (no ``texts``: each was given as
+        its chunk was read), only the UsageUpdate."""
+        if texts:
+            joined = texts[0] if len(texts) == 1 else "".join(texts)
+            out.append(TextDelta(index=index, delta=joined))
         out.append(UsageUpdate(usage=self._merged_usage(), extra=extra))
 
     def _merged_usage(self) -> Usage:

@@ -149,6 +149,11 @@ class Encoder(FoldsUsage, DialectEncoder):
         # those after it with the event id of another dialect's stream to format in)
         self._heads: dict[int, _Template] = {}
 
+    def folds_usage(self, source: str) -> bool:
+        """Another dialect's usage updates only go into the final usage (see
+        :meth:`DialectEncoder.folds_usage`); this dialect's are its native events'."""
+        return source != DIALECT
+
     # -- fast path -------------------------------------------------------------------------
 
     def encode(self, event: Event) -> bytes:
