@@ -200,3 +200,18 @@ def test_gemini_fixtures(path: Path) -> None:
     for target in FOLDING:
         for feeds in ([data], pieces(data, 7)):
             assert_same_transcoding(target, feeds)
+
+
+def test_a_note_left_by_a_call_that_raised_is_not_read() -> None:
+    # A feed that raised after its decoder noted a run (the accumulator, say) leaves
+    # the note behind; the next feed's events are counted from their own notes only.
+    chunks = [usual(f" w{i}", i) for i in range(1, 200)] + [last(200)]
+    data = array(chunks)
+    expected = transcoded("openai_responses", [data[:10], data[10:]], False, fold=False)
+    transcoder = Transcoder("openai_responses")
+    out = [transcoder.feed(data[:10])]
+    assert transcoder._decoder.coalescing is not None
+    transcoder._decoder.coalescing._usage_runs.append((0, 50))
+    out += [transcoder.feed(data[10:]), transcoder.close()]
+    assert out == expected[0]
+    assert msgspec.json.encode(transcoder.losses) == expected[1]

@@ -51,6 +51,12 @@ class _SourceDecoder(StreamDecoder):
             self._decoder._coalesce_usage = True
             self.coalescing = self._decoder
 
+    def feed(self, data: bytes) -> list[Event]:
+        if self.coalescing is not None:
+            # (What a call that raised may have noted is not this call's.)
+            self.coalescing._usage_runs.clear()
+        return super().feed(data)
+
 
 def _encode_feed(
     encoder: DialectEncoder, events: list[Event], decoder: DialectDecoder | None

@@ -64,7 +64,9 @@ class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     Fields:
         what: What was lost (``signature``, ``citation``, ``usage.cache_write_tokens``,
             ``event:unknown``, ...).
-        event_index: Index of the unified event (in the encoder's input) that held it.
+        event_index: Index of the unified event (in the encoder's input) that held it;
+            a :class:`~polystream.transcode.Transcoder` counts the source's full event
+            list, also when its decoder gave a run's usage updates as one.
         event_type: That event's ``type`` tag.
         reason: Why the target cannot carry it.
         carried: True when it was put in a documented carrier instead, so that a hop

@@ -105,10 +105,10 @@ _CHAT_KINDS: Final = frozenset({"text", "reasoning", "refusal", "tool_call"})
 MAX_CHOICES: Final = 1024
 _SSE: Final = SSEEncoder()
 _NO_INDEX: Final = "-"
-# Events of another dialect that may write bytes (the rest write nothing).
 _CHAT_FAMILY: Final = frozenset({"openai_chat", "xai_chat"})
 """The dialects whose events carry their chunks' residuals for this encoder."""
 
+# Events of another dialect that may write bytes (the rest write nothing).
 _WRITING: Final = frozenset(
     {
         StreamStart,

@@ -213,6 +213,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
         self._fast = True  # the byte-template delta path (False: always the general path)
 
     # -- the contract ----------------------------------------------------------------------
+
     def folds_usage(self, source: str) -> bool:
         """Another dialect's usage updates inside a block only go into the final
         ``message_delta`` (see :meth:`DialectEncoder.folds_usage`); a Messages

@@ -62,6 +62,7 @@ __all__ = ["ResponsesEncoder"]
 _SSE = SSEEncoder()
 
 _RESPONSES_FAMILY: Final = frozenset({"openai_responses", "xai_responses"})
+"""The Responses dialects (whose usage updates may be in native events of their own)."""
 
 _Heads: TypeAlias = tuple[tuple[Out, int | None], bytes, bytes, bytes, Callable[[str], None] | None]
 """What :meth:`ResponsesEncoder._delta_heads` keeps for a block."""
