@@ -280,14 +280,11 @@ def transcode(
     paired as :class:`polystream.transcode.Transcoder` pairs them (runs of usage updates given as
     one when the target only merges them); what a transcoder adds to them, detecting
     the source and accumulating its result, is left out."""
-    from polystream.transcode import _encode_feed
+    from polystream.transcode import _encode_feed, _pair
 
     decoder = source.decoder(**options)
     encoder = target.encoder(**(target_options or {}))
-    coalescing = None
-    if encoder.folds_usage(source.name):
-        decoder._coalesce_usage = True
-        coalescing = decoder
+    coalescing = _pair(decoder, source.name, encoder)
     feed = decoder.feed
     parts: list[bytes] = []
     for at in range(0, len(body), CHUNK):

@@ -37,16 +37,9 @@ from tests.dialects.test_gemini_generate_fast import (
 )
 from tests.helpers import stream_fixtures
 
-FOLDING = [
-    "openai_responses",
-    "xai_responses",
-    "openai_chat",
-    "xai_chat",
-    "anthropic_messages",
-    "xai_messages",
-    "gemini_interactions",
-]
-"""The targets that only merge a Gemini stream's usage updates."""
+FOLDING = [name for name in DIALECTS if name != "gemini_generate"]
+"""The targets that only merge a Gemini stream's usage updates (every dialect but
+Gemini's generateContent, which writes each chunk's usage)."""
 
 
 def test_which_targets_fold_which_sources() -> None:

@@ -46,16 +46,24 @@ class _SourceDecoder(StreamDecoder):
 
     def _start(self, dialect: str) -> None:
         super()._start(dialect)
-        if self._target.folds_usage(dialect):
-            assert self._decoder is not None
-            self._decoder._coalesce_usage = True
-            self.coalescing = self._decoder
+        assert self._decoder is not None
+        self.coalescing = _pair(self._decoder, dialect, self._target)
 
     def feed(self, data: bytes) -> list[Event]:
         if self.coalescing is not None:
             # (What a call that raised may have noted is not this call's.)
             self.coalescing._usage_runs.clear()
         return super().feed(data)
+
+
+def _pair(decoder: DialectDecoder, source: str, encoder: DialectEncoder) -> DialectDecoder | None:
+    """Set ``decoder`` (of the dialect ``source``) to give a run's usage updates as one
+    when ``encoder`` only merges them; returns it then (for :func:`_encode_feed`), else
+    None."""
+    if not encoder.folds_usage(source):
+        return None
+    decoder._coalesce_usage = True
+    return decoder
 
 
 def _encode_feed(
