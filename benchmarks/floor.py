@@ -58,7 +58,11 @@ that encoder, and polystream's transcoding (its decoder's events, no accumulatio
 encoded as they come, as ``benchmarks.run`` measures it). The floors keep every
 chunk's usage update; polystream's transcoding into a target that only merges them
 (every one but Gemini's generateContent) gives a run's usage updates as one, as a
-transcoder does, and can come under them.
+transcoder does, and can come under them. Into Gemini's own dialect, whose encoder
+writes each chunk's usage, the table also gives the least that writes the encoder's
+bytes for a usual chunk (the pieces around its two encoded values joined, nothing
+checked: the encoder's own floor, its output checked equal to the encoder's) and step
+7 plus it.
 """
 
 from __future__ import annotations
@@ -391,9 +395,54 @@ TARGETS = (
 )
 
 
+def _write_floor(events: list[Any], info: Any, framing: dict[str, str]) -> Callable[[], Any]:
+    """The least that writes what polystream's Gemini encoder writes for the usual
+    chunks of ``events`` (a text delta, then its usage update): each chunk's bytes
+    joined from the pieces around its two encoded values (the text, and the usage as
+    Google spaces it), without any check. The pieces are cut from the encoder's own
+    output, and the floor's bytes are checked equal to it, chunk for chunk.
+
+    Raises:
+        AssertionError: The floor does not write the encoder's bytes.
+    """
+    encode = msgspec.json.Encoder().encode
+    array = framing.get("framing") == "json_array"
+
+    def usage_of(raw: Any) -> bytes:
+        if array:
+            return msgspec.json.format(encode(raw), indent=2).replace(b"\n", b"\n  ")
+        return encode(raw).replace(b":", b": ")
+
+    encoder = info.encoder(**framing)
+    pairs: list[tuple[str, Any]] = []
+    written: list[bytes] = []
+    before: Any = None
+    for event in events:
+        data = encoder.encode(event)
+        if type(event) is UsageUpdate and type(before) is TextDelta:
+            pairs.append((before.delta, event.usage.raw))
+            written.append(data)
+        before = event
+    pairs, written = pairs[1:-1], written[1:-1]  # (the first and last chunks differ)
+    text, raw = pairs[0]
+    value, usage = encode(text), usage_of(raw)
+    at = written[0].index(value)
+    pre, rest = written[0][:at], written[0][at + len(value) :]
+    at = rest.index(usage)
+    mid, suf = rest[:at], rest[at + len(usage) :]
+
+    def run() -> list[bytes]:
+        return [b"".join((pre, encode(t), mid, usage_of(r), suf)) for t, r in pairs]
+
+    if run() != written:
+        raise AssertionError(f"the write floor does not write what {info.name} writes")
+    return run
+
+
 def transcoding(work: Workload, repeat: int) -> dict[str, dict[str, float]]:
     """Per target dialect: median CPU seconds of polystream's encoder alone on the
-    decoded events (``encode``) and of the whole transcoding (``transcode``).
+    decoded events (``encode``) and of the whole transcoding (``transcode``); for
+    Gemini's own dialect, also of :func:`_write_floor` (``write``, per usual chunk).
 
     Raises:
         AssertionError: A transcoded output does not decode back to the text.
@@ -417,14 +466,26 @@ def transcoding(work: Workload, repeat: int) -> dict[str, dict[str, float]]:
         for run in (transcode, encode_only):
             if polystream.decode(run(), info.name, **framing).text != work.text:
                 raise AssertionError(f"{work.name} -> {target}: the text did not survive")
-        times: dict[str, list[float]] = {"encode": [], "transcode": []}
+        runs: list[tuple[str, Callable[[], Any]]] = [
+            ("encode", encode_only),
+            ("transcode", transcode),
+        ]
+        counted = 0
+        if info.name == work.dialect:
+            write = _write_floor(events, info, framing)
+            counted = len(write())
+            runs.append(("write", write))
+        times: dict[str, list[float]] = {name: [] for name, _ in runs}
         for _ in range(repeat):
-            for name, run in (("encode", encode_only), ("transcode", transcode)):
+            for name, run in runs:
                 gc.collect()
                 start = clock()
                 run()
                 times[name].append(clock() - start)
         out[target] = {name: statistics.median(values) for name, values in times.items()}
+        if counted:
+            # (as if the stream's every chunk were a usual one, as the others count)
+            out[target]["write"] *= len(work.events) / counted
     return out
 
 
@@ -477,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
         coding = transcoding(work, repeat)
         report["transcoding"][work.name] = coding
         for target, cell in coding.items():
+            write = cell.get("write")
             coding_rows.append(
                 [
                     work.name,
@@ -484,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{cell['encode'] / chunks * 1e6:.2f}",
                     f"{(floor + cell['encode']) / base:.2f}x",
                     f"{(checked + cell['encode']) / base:.2f}x",
+                    "-" if write is None else f"{write / chunks * 1e6:.2f}",
+                    "-" if write is None else f"{(checked + write) / base:.2f}x",
                     f"{cell['transcode'] / base:.2f}x",
                 ]
             )
@@ -495,7 +559,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "\nTranscoding from Gemini (the target is 3x the minimal loop): polystream's "
         "encoder alone per chunk, the floor (step 6) plus that encoder, the floor with "
-        "the fields checked (step 7) plus that encoder, and polystream's transcoding.\n"
+        "the fields checked (step 7) plus that encoder; into Gemini's own dialect, the "
+        "least that writes the encoder's bytes per chunk (no check) and step 7 plus it; "
+        "and polystream's transcoding.\n"
     )
     header = [
         "source",
@@ -503,6 +569,8 @@ def main(argv: list[str] | None = None) -> int:
         "encode only, us/chunk",
         "floor + encoder",
         "checked + encoder",
+        "write floor, us/chunk",
+        "checked + write floor",
         "polystream",
     ]
     print(markdown([header, *coding_rows]))
