@@ -15,10 +15,11 @@ carrier kept it so that a hop back restores it).
 
 When the target only merges the source's usage updates into the usage it writes at the
 end (:meth:`~polystream.dialects.DialectEncoder.folds_usage`: every target but the
-source's own dialect family), the source decoder may give the usage updates of a run of
-chunks as one, of their usage merged: what the target writes is the same, byte for
-byte, and the losses keep their event indices (counted as if each update had come).
-Gemini's decoder does so for its usual text chunks, which restate the usage on each.
+source's own dialect family and Gemini's generateContent), the source decoder may give
+the usage updates of a run of chunks as one, of their usage merged: what the target
+writes is the same, byte for byte, and the losses keep their event indices (counted as
+if each update had come). Gemini's decoder does so for its usual text chunks, which
+restate the usage on each.
 """
 
 from __future__ import annotations
