@@ -22,6 +22,7 @@ from benchmarks import floor, gateway, linearity, peers, run, workloads
 import polystream
 from polystream.dialects import get_dialect
 from polystream.errors import LocalProtocolError
+from polystream.events import UsageUpdate
 
 SCHEDSTAT = Path("/proc/self/schedstat").exists()
 QUICK_PEERS = (
@@ -351,6 +352,29 @@ def test_floor_quick_mode_measures_every_step(tmp_path: Path) -> None:
         cells = data["transcoding"][name]
         assert list(cells) == list(floor.TARGETS)
         assert all(cell["encode"] > 0 and cell["transcode"] > 0 for cell in cells.values())
+        # The write floor: only into Gemini's own dialect, whose encoder it stands for.
+        writes = {target for target, cell in cells.items() if "write" in cell}
+        assert writes == {"gemini_generate", "gemini_generate:json_array"}
+        assert all(cells[target]["write"] > 0 for target in writes)
+
+
+def test_the_write_floor_checks_it_writes_the_encoders_bytes() -> None:
+    work = workloads.gemini_sse("gemini_sse", chunks=50)
+    info = get_dialect("gemini_generate")
+    decoder = info.decoder(framing="sse")
+    events = decoder.feed(work.body) + decoder.close()
+    for framing in ("sse", "json_array"):
+        # The 49 chunks of one text part (the last one holds a signature), but the
+        # first and the last of them.
+        assert len(floor._write_floor(events, info, {"framing": framing})()) == 47
+    # A usage whose string holds a colon: the encoder spaces it otherwise than the
+    # floor's one replace, and the floor says so.
+    at = [i for i, e in enumerate(events) if type(e) is UsageUpdate][20]
+    usage = events[at].usage
+    raw = dict(usage.raw, promptTokensDetails=[{"modality": "A:B", "tokenCount": 1}])
+    events[at] = UsageUpdate(usage=msgspec.structs.replace(usage, raw=raw), extra=events[at].extra)
+    with pytest.raises(AssertionError, match="does not write what gemini_generate writes"):
+        floor._write_floor(events, info, {"framing": "sse"})
 
 
 @pytest.mark.parametrize("maker", [workloads.gemini_sse, workloads.gemini_array])
