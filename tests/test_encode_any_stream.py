@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from polystream import Result, StreamDecoder
+from polystream.accumulate import accumulate
 from polystream.dialects import DIALECTS, get_dialect
 from polystream.events import (
     BlockEnd,
@@ -161,6 +162,13 @@ def _stream(rng: random.Random) -> list[Event]:
             events.append(BlockEnd(index=at))
         elif roll < 0.78:
             usage = Usage(input_tokens=rng.randint(0, 9), output_tokens=rng.randint(0, 9))
+            if rng.random() < 0.5:  # an update that reports one count of the two
+                usage = rng.choice(
+                    [
+                        Usage(input_tokens=usage.input_tokens),
+                        Usage(output_tokens=usage.output_tokens),
+                    ]
+                )
             events.append(UsageUpdate(usage=usage))
         elif roll < 0.8:
             events.append(KeepAlive(comment="k"))
@@ -200,6 +208,45 @@ def test_every_target_reads_back_what_its_encoder_wrote(rng: random.Random) -> N
         decoded = _decode(target, out)
         assert [type(event) for event in decoded].count(Finish) == 1, target
         assert type(decoded[-1]) is Finish, target
+
+
+_FAMILIES = {
+    "openai_responses": "responses",
+    "xai_responses": "responses",
+    "openai_chat": "chat",
+    "xai_chat": "chat",
+    "anthropic_messages": "messages",
+    "xai_messages": "messages",
+    "gemini_interactions": "interactions",
+    "gemini_generate": "generate",
+}
+
+
+def _usage_of(events: list[Event]) -> tuple[int, int]:
+    """The input and output counts the usage updates and the Finish leave."""
+    usage = accumulate([e for e in events if type(e) in (UsageUpdate, Finish)]).usage
+    return usage.input_tokens or 0, usage.output_tokens or 0
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rng=st.randoms(use_true_random=False))
+def test_every_target_reports_the_usage_the_accumulator_holds(rng: random.Random) -> None:
+    # A completed stream of another family, without an error event (an error ends
+    # some dialects' streams where it comes): the input and output counts the target's
+    # reader finds are the ones every update and the Finish leave an accumulator with,
+    # whatever counts each update leaves out.
+    events = _stream(rng)
+    finish = events[-1] if events and type(events[-1]) is Finish else None
+    if finish is None or finish.status != "completed":
+        return
+    if any(type(event) is ErrorEvent for event in events):
+        return
+    source = next((e.dialect for e in events if type(e) is StreamStart), None)
+    for target in TARGETS:
+        if source is not None and _FAMILIES[source] == _FAMILIES[target.partition(":")[0]]:
+            continue
+        out, _ = _encode(target, events)
+        assert _usage_of(_decode(target, out)) == _usage_of(events), target
 
 
 def test_interactions_writes_no_event_of_another_dialect_before_its_stream_start() -> None:
@@ -398,3 +445,24 @@ def test_chat_opens_choices_in_index_order(target: str) -> None:
         (0, "first"),
         (1, "second"),
     ]
+
+
+@pytest.mark.parametrize("target", ["anthropic_messages", "xai_messages"])
+def test_messages_merges_the_usage_updates_before_its_first_block(target: str) -> None:
+    # Two updates before the first block, the second without the input count: the held
+    # message_start, and so the reply's usage, keeps it, as the accumulator does (each
+    # update once replaced the one before).
+    events: list[Event] = [
+        StreamStart(dialect="openai_chat", id="c", model="m"),
+        UsageUpdate(usage=Usage(input_tokens=5, output_tokens=0)),
+        UsageUpdate(usage=Usage(output_tokens=1)),
+        BlockStart(index=0, kind="text"),
+        TextDelta(index=0, delta="hi"),
+        BlockEnd(index=0),
+        Finish(status="completed", reason=FinishReason(unified="stop")),
+    ]
+    out, _ = _encode(target, events)
+    start = out.split(b"\n\n")[0]
+    assert start.endswith(b'"usage":{"input_tokens":5,"output_tokens":1}}}')
+    usage = _result(target, out).usage
+    assert (usage.input_tokens, usage.output_tokens) == (5, 1)

@@ -356,10 +356,13 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
                 return False  # a message_delta's usage, or usage after in-start blocks
             assert isinstance(event, UsageUpdate)
             raw = event.usage.raw
+            # Merged, as everywhere else: a later update before the first block may
+            # leave out a count an earlier one reported.
+            usage = event.usage if self._usage is None else self._usage.merged(event.usage)
             self._message_usage = (
-                dict(raw) if self._family and isinstance(raw, dict) else from_usage(event.usage)
+                dict(raw) if self._family and isinstance(raw, dict) else from_usage(usage)
             )
-            self._usage = event.usage
+            self._usage = usage
             return True
         if not (self._family and extra is not None and extra.get("in_start")):
             return False
