@@ -356,8 +356,8 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
                 return False  # a message_delta's usage, or usage after in-start blocks
             assert isinstance(event, UsageUpdate)
             raw = event.usage.raw
-            # Merged, as everywhere else: a later update before the first block may
-            # leave out a count an earlier one reported.
+            # Merged, as everywhere else: a later update while message_start is held
+            # may leave out a count an earlier one reported.
             usage = event.usage if self._usage is None else self._usage.merged(event.usage)
             self._message_usage = (
                 dict(raw) if self._family and isinstance(raw, dict) else from_usage(usage)
