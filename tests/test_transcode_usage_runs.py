@@ -124,7 +124,12 @@ def _ids() -> Callable[[str], str]:
 def transcoded(target: str, feeds: list[bytes], strict: bool, *, fold: bool) -> Any:
     """The bytes each feed gave (then close), the losses and the result, or the error
     that stopped it; ``fold=False``: a transcoder whose decoder gives every update."""
-    options: dict[str, Any] = {"id_factory": _ids()} if "messages" in target else {}
+    # (Ids the encoders would draw at random, for a source that names none.)
+    options: dict[str, Any] = {}
+    if "messages" in target:
+        options["id_factory"] = _ids()
+    elif "chat" in target:
+        options["id_factory"] = lambda: "chatcmpl-1"
     transcoder = Transcoder(target, strict=strict, target_options=options)
     if not fold:
         transcoder._encoder.folds_usage = lambda source: False  # type: ignore[method-assign]
@@ -208,3 +213,14 @@ def test_a_note_left_by_a_call_that_raised_is_not_read() -> None:
     out += [transcoder.feed(data[10:]), transcoder.close()]
     assert out == expected[0]
     assert msgspec.json.encode(transcoder.losses) == expected[1]
+
+
+def test_a_source_that_names_no_id() -> None:
+    # The first chunk's responseId is no string: the stream has no id, and the Chat and
+    # Messages encoders draw one (here from the factories ``transcoded`` gives them).
+    chunks = [usual("", i) for i in range(8)]
+    chunks[0]["responseId"] = 7
+    data = sse(chunks)
+    for target in FOLDING:
+        for feeds in ([data], pieces(data, 1)):
+            assert_same_transcoding(target, feeds)
