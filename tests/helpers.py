@@ -18,6 +18,19 @@ from polystream.wire.jsonarray import JSONArrayDecoder
 from polystream.wire.sse import SSEComment, SSEDecoder
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+FAMILIES: dict[str, str] = {
+    "openai_responses": "responses",
+    "xai_responses": "responses",
+    "openai_chat": "chat",
+    "xai_chat": "chat",
+    "anthropic_messages": "messages",
+    "xai_messages": "messages",
+    "gemini_interactions": "interactions",
+    "gemini_generate": "generate",
+}
+"""Each dialect's family: the dialects whose encoders treat each other's events as
+their own."""
 STREAM_SUFFIXES = (".sse", ".jsonarray")
 UPDATE = os.environ.get("POLYSTREAM_UPDATE_SNAPSHOTS") == "1"
 

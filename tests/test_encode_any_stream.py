@@ -45,6 +45,7 @@ from polystream.events import (
     Usage,
     UsageUpdate,
 )
+from tests.helpers import FAMILIES
 
 TARGETS = [*DIALECTS, "gemini_generate:json_array"]
 KINDS: list[BlockKind] = [
@@ -210,18 +211,6 @@ def test_every_target_reads_back_what_its_encoder_wrote(rng: random.Random) -> N
         assert type(decoded[-1]) is Finish, target
 
 
-_FAMILIES = {
-    "openai_responses": "responses",
-    "xai_responses": "responses",
-    "openai_chat": "chat",
-    "xai_chat": "chat",
-    "anthropic_messages": "messages",
-    "xai_messages": "messages",
-    "gemini_interactions": "interactions",
-    "gemini_generate": "generate",
-}
-
-
 def _usage_of(events: list[Event]) -> tuple[int, int]:
     """The input and output counts the usage updates and the Finish leave."""
     usage = accumulate([e for e in events if type(e) in (UsageUpdate, Finish)]).usage
@@ -243,7 +232,7 @@ def test_every_target_reports_the_usage_the_accumulator_holds(rng: random.Random
         return
     source = next((e.dialect for e in events if type(e) is StreamStart), None)
     for target in TARGETS:
-        if source is not None and _FAMILIES[source] == _FAMILIES[target.partition(":")[0]]:
+        if source is not None and FAMILIES[source] == FAMILIES[target.partition(":")[0]]:
             continue
         out, _ = _encode(target, events)
         assert _usage_of(_decode(target, out)) == _usage_of(events), target

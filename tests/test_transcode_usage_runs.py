@@ -35,7 +35,7 @@ from tests.dialects.test_gemini_generate_fast import (
     sse,
     usual,
 )
-from tests.helpers import stream_fixtures
+from tests.helpers import FAMILIES, stream_fixtures
 
 FOLDING = [name for name in DIALECTS if name != "gemini_generate"]
 """The targets that only merge a Gemini stream's usage updates (every dialect but
@@ -43,23 +43,13 @@ Gemini's generateContent, which writes each chunk's usage)."""
 
 
 def test_which_targets_fold_which_sources() -> None:
-    families = {
-        "openai_responses": "responses",
-        "xai_responses": "responses",
-        "openai_chat": "chat",
-        "xai_chat": "chat",
-        "anthropic_messages": "messages",
-        "xai_messages": "messages",
-        "gemini_interactions": "interactions",
-        "gemini_generate": "generate",
-    }
-    assert set(families) == set(DIALECTS)
+    assert set(FAMILIES) == set(DIALECTS)
     for target in DIALECTS:
         encoder = get_dialect(target).encoder()
         for source in DIALECTS:
             # Every target but its own family's, and never Gemini's generateContent
             # (it writes each chunk's usage).
-            expected = families[source] != families[target] and target != "gemini_generate"
+            expected = FAMILIES[source] != FAMILIES[target] and target != "gemini_generate"
             assert encoder.folds_usage(source) is expected, (target, source)
     assert [t for t in DIALECTS if get_dialect(t).encoder().folds_usage("gemini_generate")] == [
         t for t in DIALECTS if t in FOLDING
