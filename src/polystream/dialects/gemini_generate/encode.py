@@ -210,6 +210,7 @@ class GeminiGenerateEncoder(DialectEncoder):
         self.framing = framing
         self._array = JSONArrayEncoder() if framing == "json_array" else None
         self._same = False
+        self._wrote_same = False  # a chunk of this dialect was written from its extras
         self._source: str | None = None
         self._model: str | None = None
         self._id: str | None = None
@@ -864,7 +865,18 @@ class GeminiGenerateEncoder(DialectEncoder):
     def _finish(self, event: Finish) -> bytes:
         if event.extra and event.extra.get("unterminated"):
             self._unterminated = True
-        if self._same or event.status == "truncated":
+        if event.status == "truncated":
+            return b""
+        if (
+            self._same
+            and (self._wrote_same or self._held_cache is not None)
+            and not self._has_pending()
+            and self._usage.is_empty()
+        ):
+            # This dialect's last chunk, written from its events' extras (by
+            # _flush_same, or from a template: _held_cache), said it all. (Events that
+            # name this dialect but carry none of its extras, as events made by hand
+            # do, end as another dialect's would.)
             return b""
         if self._errored:
             return b""  # the error chunk ended the stream, as Gemini's would
@@ -912,6 +924,7 @@ class GeminiGenerateEncoder(DialectEncoder):
         return out
 
     def _flush_same(self, event: UsageUpdate) -> bytes:
+        self._wrote_same = True
         extra = event.extra or {}
         chunk: dict[str, Any] = {}
         residuals = extra.get("candidates")
