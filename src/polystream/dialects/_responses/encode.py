@@ -25,13 +25,13 @@ distinct origins.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Final, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import origin
 from polystream.dialects._responses.finish_reason import FINISH_REASONS, to_incomplete_reason
 from polystream.dialects._responses.quirks import Quirks
-from polystream.dialects._responses.result import Assembler, IdFactory, Out
+from polystream.dialects._responses.result import FAMILY, Assembler, IdFactory, Out
 from polystream.dialects._responses.wire import ENCODER, encode_payload
 from polystream.dialects._usage_fold import fold
 from polystream.events import (
@@ -60,9 +60,6 @@ from polystream.wire.sse import SSEEncoder
 __all__ = ["ResponsesEncoder"]
 
 _SSE = SSEEncoder()
-
-_RESPONSES_FAMILY: Final = frozenset({"openai_responses", "xai_responses"})
-"""The Responses dialects (whose usage updates may be in native events of their own)."""
 
 _Heads: TypeAlias = tuple[tuple[Out, int | None], bytes, bytes, bytes, Callable[[str], None] | None]
 """What :meth:`ResponsesEncoder._delta_heads` keeps for a block."""
@@ -95,7 +92,7 @@ class ResponsesEncoder(DialectEncoder):
         """Another family's usage updates only go into the terminal Response (see
         :meth:`DialectEncoder.folds_usage`); a Responses dialect's are its native
         events'."""
-        return source not in _RESPONSES_FAMILY
+        return source not in FAMILY
 
     # -- fast paths --------------------------------------------------------------------
 
