@@ -1165,16 +1165,18 @@ class GeminiGenerateDecoder(FramedDecoder):
                 usage_text = data[begin:end]
                 extra = previous.extra
                 state = template.state
+                # The chunk continues the open text run, and its extra is the chunk
+                # before's: it is read inline (below), else by _matched.
+                inline = (
+                    extra is not None
+                    and extra is template.extra
+                    and state is not None
+                    and state.open is not None
+                    and state.open_kind == "text"
+                )
                 try:
                     text = _TEXT_DECODER.decode(data[start : close + 1])
-                    if (
-                        coalesce
-                        and extra is not None
-                        and extra is template.extra
-                        and state is not None
-                        and state.open is not None
-                        and state.open_kind == "text"
-                    ):
+                    if coalesce and inline:
                         # A chunk read inline below, with _coalesce on.
                         if sse is not None and (10 in usage_text or 13 in usage_text):
                             break  # LF, CR: SSE line ends
@@ -1215,15 +1217,8 @@ class GeminiGenerateDecoder(FramedDecoder):
                 taken = pos
                 pos = after
                 comma = ends
-                if (
-                    extra is not None
-                    and extra is template.extra
-                    and state is not None
-                    and state.open is not None
-                    and state.open_kind == "text"
-                ):
-                    # _matched, inlined for its most usual case: the chunk continues
-                    # the open text run, and its extra is the chunk before's.
+                if inline:
+                    # _matched, inlined for its most usual case.
                     if coalesce:
                         if join:
                             run.append(text)
