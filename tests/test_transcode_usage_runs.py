@@ -3,11 +3,14 @@
 When the target encoder only merges the source's usage updates into the usage it writes
 at the end (``DialectEncoder.folds_usage``), a :class:`~polystream.transcode.Transcoder`
 lets the source decoder give a run of chunks' usage updates as one. Gemini's decoder
-does so for the usual text chunks it reads inline. Here: which pairs do, the exact
-events of such a run, and, on generated streams and on every Gemini fixture, in every
-chunking, lenient and strict, that the transcoder writes the same bytes feed by feed,
-reports the same losses (event indices included) and the same result as a transcoder
-that gives every update.
+does so for the usual text chunks it reads inline. Into Gemini's own dialect, whose
+encoder writes each chunk's usage, the decoder keeps each chunk's usage text besides
+(``_usage_texts``), and the encoder writes the run from the texts
+(``DialectEncoder.writes_usage_texts``). Here: which pairs do, the exact events and
+texts of such a run, and, on generated streams and on every Gemini fixture, in every
+chunking, lenient and strict, into every target (both of Gemini's framings), that the
+transcoder writes the same bytes feed by feed, reports the same losses (event indices
+included) and the same result as a transcoder that gives every update.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ from tests.helpers import FAMILIES, stream_fixtures
 FOLDING = [name for name in DIALECTS if name != "gemini_generate"]
 """The targets that only merge a Gemini stream's usage updates (every dialect but
 Gemini's generateContent, which writes each chunk's usage)."""
+OWN = ["gemini_generate", "gemini_generate:json_array"]
+"""Gemini's own dialect, in both framings: its encoder writes each chunk's usage text."""
+TARGETS = FOLDING + OWN
 
 
 def test_which_targets_fold_which_sources() -> None:
@@ -54,6 +60,19 @@ def test_which_targets_fold_which_sources() -> None:
     assert [t for t in DIALECTS if get_dialect(t).encoder().folds_usage("gemini_generate")] == [
         t for t in DIALECTS if t in FOLDING
     ]
+
+
+def test_which_targets_write_usage_texts() -> None:
+    # Only Gemini's generateContent encoder, in either framing, and only for its own
+    # dialect's streams.
+    for target in DIALECTS:
+        for options in ({}, {"framing": "json_array"}) if target == "gemini_generate" else ({},):
+            encoder = get_dialect(target).encoder(**options)
+            for source in DIALECTS:
+                expected = target == source == "gemini_generate"
+                assert encoder.writes_usage_texts(source) is expected, (target, source)
+    with pytest.raises(NotImplementedError, match="openai_chat does not write usage texts"):
+        get_dialect("openai_chat").encoder()._encode_usage_texts([], [], [], None)
 
 
 def test_a_run_gives_its_texts_and_one_usage_update() -> None:
@@ -86,8 +105,39 @@ def test_a_run_gives_its_texts_and_one_usage_update() -> None:
         dump_event(e) for e in every[:begin] + run + every[end:]
     ]
     assert one._usage_runs == [(begin + 3, 3)]
+    assert one._usage_texts_runs == []
     assert full._usage_runs == []
     assert [dump_event(e) for e in one.close()] == [dump_event(e) for e in full.close()]
+
+
+@pytest.mark.parametrize("framing", ["array", "sse"])
+def test_a_run_keeps_each_usage_text(framing: str) -> None:
+    chunks = [usual(f" w{i}", i) for i in range(1, 21)] + [last(21)]
+    data = array(chunks) if framing == "array" else sse(chunks)
+    one = Decoder()
+    one._coalesce_usage = True
+    fewer = one.feed(data)
+    texts = Decoder()
+    texts._coalesce_usage = texts._usage_texts = True
+    assert [dump_event(e) for e in texts.feed(data)] == [dump_event(e) for e in fewer]
+    assert texts._usage_runs == one._usage_runs
+    [(index, size)] = texts._usage_runs
+    # The run's chunks' usageMetadata texts as they came (the array's indented, with
+    # CRLF line ends), and each one's digits made 1s: one object while they are the
+    # same (the texts differ in the value of one count, its digits fewer than 3).
+    [(usages, shapes)] = texts._usage_texts_runs
+    written = [
+        piece[: piece.index(b'"modelVersion"')].rstrip(b" \r\n,")
+        for piece in data.split(b'"usageMetadata": ')[1:]
+    ]
+    assert size >= 3
+    assert usages == written[20 - size : 20]
+    assert [event.delta for event in fewer[index - size : index]] == [
+        f" w{i}" for i in range(21 - size, 21)
+    ]
+    ones = [text.translate(bytes.maketrans(b"0123456789", b"1" * 10)) for text in usages]
+    assert shapes == ones
+    assert len({id(shape) for shape in shapes}) == len(set(ones))
 
 
 def test_a_transcoder_coalesces_only_for_a_folding_target() -> None:
@@ -97,9 +147,14 @@ def test_a_transcoder_coalesces_only_for_a_folding_target() -> None:
     out = folding.feed(data)
     assert folding._decoder.coalescing is not None
     assert folding._decoder.coalescing._usage_runs == []  # read after each feed
+    assert folding._decoder.coalescing._usage_texts is False
     own = Transcoder("gemini_generate", source="gemini_generate", target_options={"framing": "sse"})
     own.feed(data)
-    assert own._decoder.coalescing is None
+    # Into Gemini's own dialect: the usage updates of a run come as one, with each
+    # chunk's usage text.
+    assert own._decoder.coalescing is not None
+    assert own._decoder.coalescing._usage_texts is True
+    assert own._decoder.coalescing._usage_texts_runs == []  # read after each feed
     # A source whose decoder has no runs to give: the switch is set, nothing changes.
     chat = Transcoder("openai_responses", source="openai_chat")
     assert chat._decoder.coalescing is not None
@@ -120,9 +175,13 @@ def transcoded(target: str, feeds: list[bytes], strict: bool, *, fold: bool) -> 
         options["id_factory"] = _ids()
     elif "chat" in target:
         options["id_factory"] = lambda: "chatcmpl-1"
+    target, _, framing = target.partition(":")
+    if framing:
+        options["framing"] = framing
     transcoder = Transcoder(target, strict=strict, target_options=options)
     if not fold:
         transcoder._encoder.folds_usage = lambda source: False  # type: ignore[method-assign]
+        transcoder._encoder.writes_usage_texts = lambda source: False  # type: ignore[method-assign]
     out: list[bytes] = []
     try:
         for feed in feeds:
@@ -165,7 +224,7 @@ def test_losses_keep_their_event_indices() -> None:
     assert msgspec.json.encode(convert(data, "openai_responses")[1]) == losses
 
 
-@pytest.mark.parametrize("target", FOLDING)
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("framing", ["array", "sse"])
 def test_long_runs(target: str, framing: str) -> None:
     chunks = [usual(f" w{i}", i) for i in range(1, 300)] + [last(300)]
@@ -177,7 +236,7 @@ def test_long_runs(target: str, framing: str) -> None:
 @settings(max_examples=150, deadline=None)
 @long_stream_cases
 def test_long_generated_streams(data: bytes, cuts: list[int], strict: bool, size: int) -> None:
-    target = FOLDING[size % len(FOLDING)]  # (the piece size picks the target)
+    target = TARGETS[size % len(TARGETS)]  # (the piece size picks the target)
     for feeds in feedings(data, cuts, size):
         assert_same_transcoding(target, feeds, strict)
 
@@ -185,7 +244,7 @@ def test_long_generated_streams(data: bytes, cuts: list[int], strict: bool, size
 @pytest.mark.parametrize("path", stream_fixtures("gemini_generate"), ids=lambda p: p.name)
 def test_gemini_fixtures(path: Path) -> None:
     data = path.read_bytes()
-    for target in FOLDING:
+    for target in TARGETS:
         for feeds in ([data], pieces(data, 7)):
             assert_same_transcoding(target, feeds)
 
@@ -211,6 +270,160 @@ def test_a_source_that_names_no_id() -> None:
     chunks = [usual("", i) for i in range(8)]
     chunks[0]["responseId"] = 7
     data = sse(chunks)
-    for target in FOLDING:
+    for target in TARGETS:
         for feeds in ([data], pieces(data, 1)):
+            assert_same_transcoding(target, feeds)
+
+
+def _ones(text: bytes) -> bytes:
+    return text.translate(bytes.maketrans(b"0123456789", b"1" * 10))
+
+
+_FORMS = [
+    # (usageMetadata text, its form into SSE, into the array)
+    # Google's SSE spacing: as it came into SSE, reformatted into the array.
+    (b'{"promptTokenCount": 7,"candidatesTokenCount": 12}', 1, 2),
+    # The array's, one level in (LF): as it came into the array.
+    (b'{\n    "promptTokenCount": 7,\n    "candidatesTokenCount": 12\n  }', 2, 1),
+    (b'{\r\n    "promptTokenCount": 7,\r\n    "candidatesTokenCount": 12\r\n  }', 2, 2),
+    (b'{"promptTokenCount":7,"candidatesTokenCount":12}', 2, 2),
+    # Strings: reformatting keeps them; one whose colon the SSE spacing would change
+    # is written as it came when it came so, else decoded.
+    (b'{"a": "x, y","b": [{"c": "TEXT"}]}', 1, 2),
+    (b'{"a":"x, y"}', 2, 2),
+    (b'{"a": "x:y"}', 1, 2),
+    (b'{"a":"x:y"}', 0, 2),
+    # 18 digits are an integer whatever they are; 19 may not be.
+    (b'{"a": 123456789012345678}', 1, 2),
+    (b'{"a": 1234567890123456789}', 0, 0),
+    # What a text of the same form may write otherwise: a negative count ("-0" is
+    # written 0), a digit in a key or a string, an escape, a float, a key twice.
+    (b'{"a": -1}', 0, 0),
+    (b'{"a1": 1}', 0, 0),
+    (b'{"a": "TEXT1"}', 0, 0),
+    (b'{"a": "\\u0041"}', 0, 0),
+    (b'{"a": 1.5}', 0, 0),
+    (b'{"a": 1,"a": 2}', 0, 0),
+]
+
+
+@pytest.mark.parametrize(("text", "sse_form", "array_form"), _FORMS)
+def test_usage_forms(text: bytes, sse_form: int, array_form: int) -> None:
+    for framing, form in (("sse", sse_form), ("json_array", array_form)):
+        encoder = get_dialect("gemini_generate").encoder(framing=framing)
+        assert encoder._learn_usage_form(text, _ones(text)) == form, framing
+
+
+def _gemini_chunks(data: bytes) -> tuple[list[Any], dict[str, Any] | None]:
+    """The events of ``data`` up to its first usage update, and that update's extra."""
+    decoder = Decoder()
+    events = decoder.feed(data)
+    first = next(i for i, e in enumerate(events) if type(e) is UsageUpdate)
+    return events[: first - 1], events[first].extra
+
+
+@pytest.mark.parametrize("framing", ["sse", "json_array"])
+def test_usage_texts_encode_as_their_usage_updates(framing: str) -> None:
+    # Whatever the deltas and the texts, the encoder writes what the deltas and the
+    # usage updates the texts stand for write (events counted, losses kept).
+    from polystream.events import ReasoningDelta
+
+    head, extra = _gemini_chunks(sse([usual(" a", 1), usual(" b", 2)]))
+    texts = [text for text, _, _ in _FORMS] + [_FORMS[0][0]] * 3
+    undecided = sum(1 for _, *forms in _FORMS if not forms[framing == "json_array"])
+    plain = [TextDelta(index=0, delta=f" w{i}") for i in range(len(texts))]
+    # Another block's delta, a reasoning delta, a delta with an extra: each takes the
+    # general path, and the ones after them the template again; last, a text msgspec
+    # cannot write (the general path raises).
+    odd = [
+        TextDelta(index=5, delta="other"),
+        ReasoningDelta(index=0, delta="thinking"),
+        TextDelta(index=0, delta="x", extra={"part": {"k": 1}}),
+    ]
+    mixed = plain[:6] + odd + plain[9:-1] + [TextDelta(index=0, delta="\ud800")]
+    for deltas, extra_of_run, general in [
+        (plain, extra, undecided),
+        (mixed, extra, None),
+        # No template for an extra that is not a usual chunk's: all general.
+        (plain, None, len(texts)),
+        (plain, {"chunk": {}}, len(texts)),
+    ]:
+        got = _both_ways(framing, head, deltas, texts, extra_of_run)
+        if general is not None:
+            assert type(got[0]) is bytes
+            assert len(got[1]) == 2 * general
+        else:
+            assert got[0] is UnicodeEncodeError
+
+
+def _both_ways(
+    framing: str,
+    head: list[Any],
+    deltas: list[Any],
+    texts: list[bytes],
+    extra: dict[str, Any] | None,
+) -> tuple[Any, list[Any]]:
+    """After ``head``, what ``_encode_usage_texts`` writes, checked equal to what the
+    deltas and the usage updates of the texts write (events counted, losses, close);
+    and the events it encoded by the general path."""
+    from polystream.dialects.gemini_generate.usage import convert
+
+    fast = get_dialect("gemini_generate").encoder(framing=framing)
+    slow = get_dialect("gemini_generate").encoder(framing=framing)
+    for event in head:
+        assert fast.encode(event) == slow.encode(event)
+
+    def each() -> bytes:
+        parts = []
+        for delta, text in zip(deltas, texts, strict=True):
+            usage = convert(msgspec.json.decode(text))[0]
+            parts += [slow.encode(delta), slow.encode(UsageUpdate(usage=usage, extra=extra))]
+        return b"".join(parts)
+
+    calls: list[Any] = []
+    encode = fast.encode
+
+    def counted(event: Any) -> bytes:
+        calls.append(event)
+        return encode(event)
+
+    fast.encode = counted  # type: ignore[method-assign]
+    shapes = [_ones(t) for t in texts]
+    got = _outcome(lambda: fast._encode_usage_texts(deltas, texts, shapes, extra))
+    assert got == _outcome(each)
+    assert fast.event_index == slow.event_index
+    assert msgspec.json.encode(fast.losses) == msgspec.json.encode(slow.losses)
+    assert _outcome(fast.close) == _outcome(slow.close)
+    return got, calls
+
+
+def _outcome(run: Callable[[], bytes]) -> Any:
+    """What ``run`` returns, or the type of what it raised."""
+    try:
+        return run()
+    except Exception as exc:
+        return type(exc)
+
+
+@pytest.mark.parametrize("framing", ["array", "sse"])
+def test_runs_of_every_usage_form(framing: str) -> None:
+    # Runs whose usage texts change form from chunk to chunk: each is written as the
+    # transcoder that gives every update writes it, in every chunking.
+    usages: list[Any] = [
+        {"promptTokenCount": 7, "candidatesTokenCount": 1},
+        {"promptTokenCount": 7, "candidatesTokenCount": 1234567890123456789},
+        {"promptTokenCount": -7, "candidatesTokenCount": 3},
+        {"promptTokenCount": 7, "candidatesTokenCount": 4, "d": "x:y"},
+        {"promptTokenCount": 7, "candidatesTokenCount": 5, "d": "x, y"},
+        {"promptTokenCount": 7, "candidatesTokenCount": 6, "d7": 1},
+        {"promptTokenCount": 7, "candidatesTokenCount": 7.5},
+    ]
+    chunks = [
+        usual(f" w{i}", i, usageMetadata=usages[(i // 3) % len(usages)]) for i in range(1, 120)
+    ] + [last(120)]
+    data = array(chunks) if framing == "array" else sse(chunks)
+    # A key twice, in some chunks' usage (no dict writes that).
+    data = data.replace(b'"d": "x, y"', b'"d": "x, y",  "d": "z"')
+    for target in OWN:
+        for feeds in ([data], pieces(data, 700), pieces(data, 65536)):
             assert_same_transcoding(target, feeds)

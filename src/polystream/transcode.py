@@ -54,6 +54,7 @@ class _SourceDecoder(StreamDecoder):
         if self.coalescing is not None:
             # (What a call that raised may have noted is not this call's.)
             self.coalescing._usage_runs.clear()
+            self.coalescing._usage_texts_runs.clear()
         return super().feed(data)
 
 
@@ -61,10 +62,14 @@ def _pair(decoder: DialectDecoder, source: str, encoder: DialectEncoder) -> Dial
     """Set ``decoder`` (of the dialect ``source``) to give a run's usage updates as one
     when ``encoder`` only merges them; returns it then (for :func:`_encode_feed`), else
     None."""
-    if not encoder.folds_usage(source):
-        return None
-    decoder._coalesce_usage = True
-    return decoder
+    if encoder.folds_usage(source):
+        decoder._coalesce_usage = True
+        return decoder
+    if encoder.writes_usage_texts(source):
+        decoder._coalesce_usage = True
+        decoder._usage_texts = True
+        return decoder
+    return None
 
 
 def _encode_feed(
@@ -78,13 +83,25 @@ def _encode_feed(
     runs = decoder._usage_runs if decoder is not None else None
     if not runs:
         return b"".join([encode(event) for event in events])
+    assert decoder is not None
+    texts = decoder._usage_texts_runs
     parts: list[bytes] = []
     at = 0
-    for index, size in runs:
-        parts.extend([encode(event) for event in events[at : index + 1]])
-        encoder.event_index += size - 1
+    for number, (index, size) in enumerate(runs):
+        if texts:
+            # The run's text deltas come before its update, which the encoder does
+            # not get: each delta's own usage text stands for it.
+            start = index - size
+            parts.extend([encode(event) for event in events[at:start]])
+            usages, shapes = texts[number]
+            extra = events[index].extra
+            parts.append(encoder._encode_usage_texts(events[start:index], usages, shapes, extra))
+        else:
+            parts.extend([encode(event) for event in events[at : index + 1]])
+            encoder.event_index += size - 1
         at = index + 1
     runs.clear()
+    texts.clear()
     parts.extend([encode(event) for event in events[at:]])
     return b"".join(parts)
 

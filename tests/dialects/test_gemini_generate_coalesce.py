@@ -21,8 +21,8 @@ import polystream
 from polystream.accumulate import accumulate
 from polystream.api import StreamDecoder, _ResultDecoder
 from polystream.dialects.gemini_generate import Decoder
-from polystream.dialects.gemini_generate.decode import _ONES, _usage_shape
-from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse
+from polystream.dialects.gemini_generate.decode import _ONES
+from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse, usage_shape
 from polystream.errors import PolystreamError
 from polystream.events import TextDelta, Usage, UsageUpdate, dump_event
 from tests.dialects.test_gemini_generate_fast import (
@@ -222,7 +222,7 @@ def test_usage_that_comes_and_goes(counts: list[dict[str, Any]], lf: bool) -> No
 
 def test_usage_shapes() -> None:
     def shape(text: bytes) -> bytes | None:
-        return _usage_shape(text.translate(_ONES))
+        return usage_shape(text.translate(_ONES))
 
     assert shape(b'{"a": 12, "b": [{"m": "TEXT", "c": 5}], "d": -3, "e": true}') == (
         b'{"a": , "b": [{"m": "TEXT", "c": }], "d": -, "e": true}'

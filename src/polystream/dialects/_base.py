@@ -107,6 +107,15 @@ class DialectDecoder(abc.ABC):
     (which it gives as usual), and notes it in ``_usage_runs``. Only the Gemini
     decoder's fast path uses it."""
 
+    _usage_texts: bool = False
+    """Private switch, set with ``_coalesce_usage`` by a
+    :class:`~polystream.transcode.Transcoder` whose target encoder writes this
+    dialect's usage where it comes, from the usage's own text
+    (:meth:`DialectEncoder.writes_usage_texts`): for a run given with its usage
+    updates as one, the decoder also keeps each native event's usage text, which
+    stands for the usage update it did not give (``_usage_texts_runs``). Only the
+    Gemini decoder's fast path uses it."""
+
     def __init__(self, *, strict: bool = False, keep_raw: bool = False) -> None:
         self.strict = strict
         self.keep_raw = keep_raw
@@ -115,6 +124,11 @@ class DialectDecoder(abc.ABC):
         the list of events the call gave, and how many updates it stands for (so that
         the events after it can be counted as if each had come). Whoever set the
         switch reads and clears it after each call."""
+        self._usage_texts_runs: list[tuple[list[bytes], list[bytes]]] = []
+        """(With ``_usage_texts``) per run noted in ``_usage_runs``, in order: the usage
+        texts of its native events, and for each the key of its shape (see
+        :meth:`DialectEncoder._encode_usage_texts`). Read and cleared with
+        ``_usage_runs``."""
         self.last_cursor: int | str | None = None
         """The resume cursor of the last native event handled (dialects that have one,
         OpenAI ``sequence_number`` and Interactions ``event_id``, set it)."""
@@ -497,6 +511,25 @@ class DialectEncoder(abc.ABC):
         encoder that writes a dialect's usage where it comes (its own dialect's, as a
         rule) must get every update."""
         return False
+
+    def writes_usage_texts(self, source: str) -> bool:
+        """Whether this encoder takes a run of ``source``'s native events as their
+        text deltas and each one's usage text (:meth:`_encode_usage_texts`), in place
+        of the usage update each would have given (see
+        ``DialectDecoder._usage_texts``). False unless an encoder says so."""
+        return False
+
+    def _encode_usage_texts(
+        self,
+        deltas: list[Event],
+        usages: list[bytes],
+        shapes: list[bytes],
+        extra: dict[str, Any] | None,
+    ) -> bytes:
+        """Encode what ``deltas[i]`` then the usage update of ``usages[i]`` (with
+        ``extra``), for each ``i``, would write (``shapes[i]``: the text with its
+        digits made 1s). Only for an encoder whose :meth:`writes_usage_texts` says so."""
+        raise NotImplementedError(f"{self.dialect} does not write usage texts")
 
     def _keep_usage(self, usage: Usage) -> bytes:
         """Keep a usage update back (nothing is written for it now); the batch is

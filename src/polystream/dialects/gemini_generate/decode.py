@@ -150,6 +150,7 @@ from .wire import (
     dumps_pretty,
     dumps_sse,
     order_if_needed,
+    usage_shape,
 )
 
 __all__ = ["GeminiGenerateDecoder"]
@@ -209,7 +210,7 @@ _HOLD_LIMIT: Final = 16 * 1024
 # _take); the chunk is joined to its own end only, after a larger one.
 _JOIN_LIMIT: Final = 16 * 1024
 _DIGITS: Final = b"0123456789"
-# Every digit made a 1: a usage text's *shape* (see _usage_shape).
+# Every digit made a 1: a usage text's *shape* (see usage_shape).
 _ONES: Final = bytes.maketrans(_DIGITS, b"1" * 10)
 # The usage text _take compares a chunk's with before it has read one: a NUL byte, which
 # no JSON text holds (empty bytes would match a chunk whose usageMetadata has no value).
@@ -455,7 +456,7 @@ class _Template:
         self.block_usage_size = len(_NO_USAGE)
         self.block_meta: Any = None
         # (_coalesce) The last usage text's digits made 1s, and its shape, or None (see
-        # _usage_shape).
+        # usage_shape).
         self.ones = _NO_USAGE
         self.shape: bytes | None = None
 
@@ -607,43 +608,6 @@ class _Skip(msgspec.Struct):
 
 
 _CHECK_OBJECT: Final = msgspec.json.Decoder(_Skip)
-
-
-def _usage_shape(ones: bytes) -> bytes | None:
-    """What a usage text ``t`` whose digits made 1s are ``ones`` shares with every usage
-    text of the same shape, when its only digits are those of integers (none in a
-    string, no escape, no float): ``t`` with its digits removed. Else None.
-
-    Two usage texts of that kind with the same shape differ only in the digits of their
-    integers: the same members in the same order, the same strings, an integer where
-    the other has one. Their conversions then report the same counts (unless all of
-    one's counts are zero: it reports none), so that the later one, merged, makes the
-    earlier one count for nothing (see :meth:`GeminiGenerateDecoder._settle`). A text
-    with the same ``ones`` as one of that kind has its digits where that one has them:
-    it is a JSON object exactly when its integers have no leading zero, which a syntax
-    check finds (``_CHECK_OBJECT``)."""
-    if 92 in ones:  # a backslash: an escape may hold digits (and "\u0041" is "A")
-        return None
-    try:
-        value = _OBJECT_DECODER.decode(ones)
-    except msgspec.DecodeError:
-        return None
-    todo: list[Any] = [value]
-    while todo:
-        item = todo.pop()
-        kind = type(item)
-        if kind is dict:
-            if any("1" in key for key in item):
-                return None
-            todo.extend(item.values())
-        elif kind is list:
-            todo.extend(item)
-        elif kind is str:
-            if "1" in item:
-                return None
-        elif kind is float:
-            return None
-    return ones.replace(b"1", b"")
 
 
 class _Previous:
@@ -1096,13 +1060,19 @@ class GeminiGenerateDecoder(FramedDecoder):
         # run: once a chunk is read inline, so is every chunk after it that fits (what
         # that depends on, the extra and the block state, does not change inline).
         # Their usage texts are checked and kept (usages, all of one shape: see
-        # _usage_shape), and only the last of a shape is read, when the shape changes
+        # usage_shape), and only the last of a shape is read, when the shape changes
         # or the run ends (_settle). (What is kept is less than the events those
         # chunks would have given.)
         # With _coalesce_usage instead, only their usage updates are given as one, at
         # the end of the run, and noted in _usage_runs; their texts are given as usual.
+        # With _usage_texts besides, each of their usage texts is kept for the encoder
+        # (chunk_usages, and its shape's digits made 1s in chunk_ones, one object while
+        # they do not change), noted in _usage_texts_runs.
         coalesce = self._coalesce or self._coalesce_usage
         join = self._coalesce
+        keep_texts = self._usage_texts
+        chunk_usages: list[bytes] = []
+        chunk_ones: list[bytes] = []
         run: list[str] = []  # the texts of those chunks (when joined)
         general = 0  # the chunks read by _matched, before the run
         run_index = 0
@@ -1184,7 +1154,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                         if ones != template.ones:
                             shape = template.shape
                             template.ones = ones
-                            template.shape = _usage_shape(ones)
+                            template.shape = usage_shape(ones)
                             if usages and template.shape != shape:
                                 self._settle(template, usages)
                                 usages = []
@@ -1224,6 +1194,9 @@ class GeminiGenerateDecoder(FramedDecoder):
                             run.append(text)
                         else:
                             append(TextDelta(index=state.open, delta=text))
+                            if keep_texts:
+                                chunk_usages.append(usage_text)
+                                chunk_ones.append(template.ones)
                         run_index = state.open
                         run_extra = extra
                         if meta is None:
@@ -1272,6 +1245,8 @@ class GeminiGenerateDecoder(FramedDecoder):
                 self._coalesced(run, run_index, run_extra, out)
                 if not join:
                     self._usage_runs.append((len(out) - 1, count - counted - general))
+                    if keep_texts:
+                        self._usage_texts_runs.append((chunk_usages, chunk_ones))
             if count > counted:
                 self.frame_index = count - 1
                 self.frame_offset = base + taken
@@ -1286,7 +1261,7 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     def _settle(self, template: _Template, usages: list[bytes]) -> None:
         """Read the usage texts of chunks read inline with ``_coalesce`` on, all of one
-        shape (see :func:`_usage_shape`) and checked: merged, they give what the last
+        shape (see :func:`usage_shape`) and checked: merged, they give what the last
         one gives, unless that one reports no count (then each is read, in order)."""
         last = usages[-1]
         meta = _OBJECT_DECODER.decode(last)

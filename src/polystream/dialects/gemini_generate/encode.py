@@ -75,6 +75,7 @@ from polystream.wire.jsonarray import JSONArrayEncoder
 
 from .finish_reason import FINISH_REASONS, map_finish_reason, to_gemini_finish_reason
 from .status import google_status
+from .usage import convert as convert_usage
 from .usage import to_usage_metadata
 from .wire import (
     CANDIDATE_RANK,
@@ -89,6 +90,7 @@ from .wire import (
     every_colon_quote_ends_a_key,
     ordered,
     tool_call_object,
+    usage_shape,
 )
 
 __all__ = ["DIALECT", "GeminiGenerateEncoder", "is_base64"]
@@ -232,6 +234,9 @@ class GeminiGenerateEncoder(DialectEncoder):
         self._same_templates: dict[tuple[int, bool, bytes], tuple[bytes, bytes, bytes] | None] = {}
         # usageMetadata's compact JSON without digits -> how to space it (_usage_way)
         self._usage_shapes: dict[bytes, int] = {}
+        # A source usageMetadata text with its digits made 1s -> how to write every
+        # text of that form (_learn_usage_form)
+        self._usage_forms: dict[bytes, int] = {}
         # This dialect's text part held back while nothing else is pending in its chunk:
         # (block, text, thought). Whatever else comes first adds it as a part (_unhold).
         self._held: tuple[_Block, str, bool] | None = None
@@ -380,6 +385,121 @@ class GeminiGenerateEncoder(DialectEncoder):
         if self._held is not None:
             self._unhold()
         return self._encode_pending(event)
+
+    def writes_usage_texts(self, source: str) -> bool:
+        """True for this dialect's own streams: a run of its usual chunks may come as
+        their text deltas and each chunk's ``usageMetadata`` text, written as it came
+        or reformatted where that is certain to give the general path's bytes (see
+        :meth:`_encode_usage_texts`)."""
+        return source == DIALECT
+
+    def _encode_usage_texts(
+        self,
+        deltas: list[Event],
+        usages: list[bytes],
+        shapes: list[bytes],
+        extra: dict[str, Any] | None,
+    ) -> bytes:
+        """Each delta, then the usage update of its chunk's ``usageMetadata`` text (as
+        the decoder gives it: the text converted, with ``extra``), encoded.
+
+        A chunk is written from the template of :meth:`encode`'s held text, with the
+        usage text as it came or reformatted (:meth:`_learn_usage_form`, once per
+        form); anything else makes the chunk's two events and encodes them.
+        """
+        out: list[bytes] = []
+        array = self._array
+        forms = self._usage_forms
+        cache = self._run_template(deltas[0], extra) if deltas else None
+        seen: bytes | None = None  # the form key of the chunk before
+        form = 0
+        for delta, usage, ones in zip(deltas, usages, shapes, strict=True):
+            if cache is not None and type(delta) is TextDelta and delta.extra is None:
+                if ones is not seen:
+                    found = forms.get(ones)
+                    form = self._learn_usage_form(usage, ones) if found is None else found
+                    seen = ones
+                if form and delta.index == cache[1].index:
+                    try:
+                        value = _JSON(delta.delta)
+                    except Exception:  # not encodable: the general path says how
+                        pass
+                    else:
+                        self.event_index += 2
+                        if form == 2:
+                            if array is not None:
+                                usage = _FORMAT(usage, indent=2).replace(b"\n", b"\n  ")
+                            else:
+                                usage = _FORMAT(usage, indent=-1).replace(b":", b": ")
+                        pieces = (cache[3], value, cache[4], usage, cache[5])
+                        out.append(b"".join(pieces) if array is None else array.element_of(pieces))
+                        continue
+            meta = _DECODE.decode(usage)
+            out.append(self.encode(delta))
+            out.append(self.encode(UsageUpdate(usage=convert_usage(meta)[0], extra=extra)))
+            cache = self._run_template(delta, extra)
+        return b"".join(out)
+
+    def _run_template(
+        self, delta: Event, extra: dict[str, Any] | None
+    ) -> tuple[Any, _Block, bool, bytes, bytes, bytes] | None:
+        """The template :meth:`encode` writes a chunk of one text part from (the text
+        of ``delta``, its usage update with ``extra``), when it would now; else None."""
+        if (
+            not (self._same and self._fast)
+            or self._held is not None
+            or self._candidates
+            or self._chunk_fields
+            or type(delta) is not TextDelta
+            or delta.extra is not None
+        ):
+            return None
+        block = self._blocks.get(delta.index)
+        if block is None:
+            return None
+        thought = block.kind == "reasoning"
+        if not thought and block.kind != "text":
+            return None
+        cache = self._held_cache
+        if (
+            cache is None
+            or cache[0] is not extra
+            or cache[1] is not block
+            or cache[2] is not thought
+        ):
+            template = self._held_template(extra, block.candidate, thought)
+            cache = self._held_cache = (
+                None if template is None else (extra, block, thought, *template)
+            )
+        return cache
+
+    def _learn_usage_form(self, text: bytes, ones: bytes) -> int:
+        """How to write the usage texts whose digits made 1s are ``ones`` (at most 16
+        forms remembered): 1, as they are; 2, reformatted (``msgspec.json.format``,
+        then Google's spacing); 0, decoded and written by the general path.
+
+        ``text`` decides for all: they differ from it only in the digits of their
+        integers, same count at the same places (:func:`.wire.usage_shape`: none in
+        a key or a string, no escape, no float; and none negative, where ``-0``
+        would be written ``0``, nor of 19 digits or more, which may not decode as an
+        integer), and both ways write an integer's digits as they came."""
+        if len(self._usage_forms) >= 16:
+            self._usage_forms.clear()
+        form = 0
+        if b"-" not in ones and b"1" * 19 not in ones and usage_shape(ones) is not None:
+            meta = _DECODE.decode(text)
+            if self._array is not None:
+                expected = _FORMAT(_JSON(meta), indent=2).replace(b"\n", b"\n  ")
+                reformatted = _FORMAT(text, indent=2).replace(b"\n", b"\n  ")
+            else:
+                expected = dumps_sse(meta)
+                reformatted = _FORMAT(text, indent=-1).replace(b":", b": ")
+            if text == expected:
+                form = 1
+            elif reformatted == expected:
+                form = 2
+        self._usage_forms[ones] = form
+        return form
 
     def _learn_usage_shape(self, shape: bytes) -> int:
         """How to space a usage of this shape (:func:`_usage_way`), remembered (at most

@@ -56,6 +56,7 @@ __all__ = [
     "order_if_needed",
     "ordered",
     "tool_call_object",
+    "usage_shape",
 ]
 
 CHUNK_DECODER: Final = msgspec.json.Decoder()
@@ -258,3 +259,43 @@ def tool_call_object(start: BlockStart) -> dict[str, Any]:
     if isinstance(rest, dict):
         call.update(rest)
     return ordered(call, TOOL_CALL_RANK)
+
+
+_OBJECT: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+def usage_shape(ones: bytes) -> bytes | None:
+    """What a usage text ``t`` whose digits made 1s are ``ones`` shares with every usage
+    text of the same shape, when its only digits are those of integers (none in a
+    string, no escape, no float): ``t`` with its digits removed. Else None.
+
+    Two usage texts of that kind with the same shape differ only in the digits of their
+    integers: the same members in the same order, the same strings, an integer where
+    the other has one. Their conversions then report the same counts (unless all of
+    one's counts are zero: it reports none), so that the later one, merged, makes the
+    earlier one count for nothing (see ``GeminiGenerateDecoder._settle``). A text
+    with the same ``ones`` as one of that kind has its digits where that one has them:
+    it is a JSON object exactly when its integers have no leading zero, which a syntax
+    check finds (the decoder's)."""
+    if 92 in ones:  # a backslash: an escape may hold digits (and "\u0041" is "A")
+        return None
+    try:
+        value = _OBJECT.decode(ones)
+    except msgspec.DecodeError:
+        return None
+    todo: list[Any] = [value]
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind is dict:
+            if any("1" in key for key in item):
+                return None
+            todo.extend(item.values())
+        elif kind is list:
+            todo.extend(item)
+        elif kind is str:
+            if "1" in item:
+                return None
+        elif kind is float:
+            return None
+    return ones.replace(b"1", b"")
