@@ -427,3 +427,25 @@ def test_runs_of_every_usage_form(framing: str) -> None:
     for target in OWN:
         for feeds in ([data], pieces(data, 700), pieces(data, 65536)):
             assert_same_transcoding(target, feeds)
+
+
+@pytest.mark.parametrize("framing", ["array", "sse"])
+def test_no_run_after_an_error(framing: str) -> None:
+    # A chunk that holds an error object in the middle of usual chunks: a Messages
+    # encoder reports every event after the error as lost, each usage update included,
+    # so that after it the decoder gives every update.
+    chunks = [usual(f" w{i}", i) for i in range(1, 60)] + [last(60)]
+    chunks[30]["error"] = {"code": 500, "message": "boom", "status": "INTERNAL"}
+    data = array(chunks) if framing == "array" else sse(chunks)
+    for target in TARGETS:
+        for feeds in ([data], pieces(data, 900)):
+            assert_same_transcoding(target, feeds)
+    _, losses, _ = transcoded("anthropic_messages", [data], False, fold=True)
+    after = [loss for loss in msgspec.json.decode(losses) if loss["what"] == "after_error"]
+    assert sum(loss["event_type"] == "usage" for loss in after) == 30
+    decoder = Decoder()
+    decoder._coalesce_usage = True
+    events = decoder.feed(data)
+    error = next(i for i, e in enumerate(events) if type(e).__name__ == "ErrorEvent")
+    assert decoder._usage_runs and all(index < error for index, _ in decoder._usage_runs)
+    assert decoder._gave_error

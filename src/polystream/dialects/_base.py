@@ -104,8 +104,8 @@ class DialectDecoder(abc.ABC):
     encoder only merges this dialect's usage updates into the usage so far
     (:meth:`DialectEncoder.folds_usage`): a decoder may then give a run of native
     events' usage updates as one, of their usage merged, after the run's other events
-    (which it gives as usual), and notes it in ``_usage_runs``. Only the Gemini
-    decoder's fast path uses it."""
+    (which it gives as usual), and notes it in ``_usage_runs``; not once it has given
+    an error (``_gave_error``). Only the Gemini decoder's fast path uses it."""
 
     _usage_texts: bool = False
     """Private switch, set with ``_coalesce_usage`` by a
@@ -129,6 +129,10 @@ class DialectDecoder(abc.ABC):
         texts of its native events, and for each the key of its shape (see
         :meth:`DialectEncoder._encode_usage_texts`). Read and cleared with
         ``_usage_runs``."""
+        self._gave_error = False
+        """An :class:`~polystream.events.ErrorEvent` was given: from then on, no run's
+        usage updates are given as one (an encoder may report every event after an
+        error as lost, each update included: the Messages encoders do)."""
         self.last_cursor: int | str | None = None
         """The resume cursor of the last native event handled (dialects that have one,
         OpenAI ``sequence_number`` and Interactions ``event_id``, set it)."""
@@ -455,6 +459,7 @@ class FramedDecoder(DialectDecoder):
         )
         if self.strict:
             raise located.again() from None  # a copy, as in feed
+        self._gave_error = True
         out.append(
             ErrorEvent(
                 error=ErrorInfo(

@@ -1063,14 +1063,15 @@ class GeminiGenerateDecoder(FramedDecoder):
         # usage_shape), and only the last of a shape is read, when the shape changes
         # or the run ends (_settle). (What is kept is less than the events those
         # chunks would have given.)
-        # With _coalesce_usage instead, only their usage updates are given as one, at
-        # the end of the run, and noted in _usage_runs; their texts are given as usual.
+        # With _coalesce_usage instead (until an error was given: _gave_error), only
+        # their usage updates are given as one, at the end of the run, and noted in
+        # _usage_runs; their texts are given as usual.
         # With _usage_texts besides, each of their usage texts is kept for the encoder
         # (chunk_usages, and its shape's digits made 1s in chunk_ones, one object while
         # they do not change), noted in _usage_texts_runs.
-        coalesce = self._coalesce or self._coalesce_usage
+        coalesce = self._coalesce or (self._coalesce_usage and not self._gave_error)
         join = self._coalesce
-        keep_texts = self._usage_texts
+        keep_texts = self._usage_texts and coalesce
         chunk_usages: list[bytes] = []
         chunk_ones: list[bytes] = []
         run: list[str] = []  # the texts of those chunks (when joined)
@@ -1898,6 +1899,7 @@ class GeminiGenerateDecoder(FramedDecoder):
         info = error_info(err.code, err.message, err.status, value)
         if self._error is None:
             self._error = info
+        self._gave_error = True
         out.append(ErrorEvent(error=info))
 
     def _state(self, candidate: int) -> _Candidate:
