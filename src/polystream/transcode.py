@@ -19,7 +19,9 @@ source's own dialect family and Gemini's generateContent), the source decoder ma
 the usage updates of a run of chunks as one, of their usage merged: what the target
 writes is the same, byte for byte, and the losses keep their event indices (counted as
 if each update had come). Gemini's decoder does so for its usual text chunks, which
-restate the usage on each.
+restate the usage on each. Into Gemini's own dialect, which writes each chunk's usage
+where it came (:meth:`~polystream.dialects.DialectEncoder.writes_usage_texts`), the
+decoder also keeps each chunk's usage text, from which the encoder writes the chunk.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def _encode_feed(
     """``events`` (what one call of ``decoder`` gave) encoded; when ``decoder`` gave a
     run's usage updates as one (``_usage_runs``), the encoder counts the events after
     it as if each had come, so that its losses name the events' indices in the full
-    stream."""
+    stream; when it kept the run's usage texts besides (``_usage_texts_runs``), the
+    encoder gets the run's text deltas with those texts in place of the updates."""
     encode = encoder.encode
     runs = decoder._usage_runs if decoder is not None else None
     if not runs:

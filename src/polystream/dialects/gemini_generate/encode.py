@@ -6,7 +6,10 @@ Two modes, chosen by the stream's :class:`~polystream.events.StreamStart`:
   native chunk are gathered and written when the chunk-ending
   :class:`~polystream.events.UsageUpdate` arrives (see :mod:`.decode`). Parts,
   signatures, candidate fields and chunk fields come back exactly, key order
-  included, without using ``raw``.
+  included, without using ``raw``. A transcoder may instead hand over a run of usual
+  chunks as their text deltas and each one's ``usageMetadata`` text
+  (:meth:`GeminiGenerateEncoder._encode_usage_texts`): the same bytes, the usage not
+  decoded where its form is known to give them.
 * **Another dialect**: each content event becomes its own chunk at once (a text or
   reasoning delta, an image or audio fragment, a signature); tool calls and code are
   buffered until their block ends because Gemini sends a ``functionCall`` whole. The
