@@ -200,8 +200,20 @@ def _wall(argv: list[str], env: dict[str, str]) -> float:
 def measure_startup(
     folder: Path, *, repeat: int, log: Any, modules: tuple[str, ...] = IMPORTS
 ) -> dict[str, Any]:
-    """``import X`` (in a fresh interpreter) and ``polystream decode`` wall time."""
+    """``import X`` (in a fresh interpreter) and ``polystream decode`` wall time.
+
+    polystream's bytecode is compiled first, as pip compiles an installed package's
+    (the SDKs' was, when they were installed): from a source tree, with
+    ``PYTHONDONTWRITEBYTECODE`` set, each fresh interpreter would compile it again."""
     env = _env()
+    import polystream
+
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(polystream.__file__).parent)],
+        capture_output=True,
+        env=env,
+        check=True,
+    )
     code = (
         "import sys, time, os\n"
         "extra = os.environ.get('POLYSTREAM_BENCH_LITELLM_PATH')\n"
