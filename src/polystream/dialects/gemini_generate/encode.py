@@ -307,10 +307,7 @@ class GeminiGenerateEncoder(DialectEncoder):
                         or cache[1] is not owner
                         or cache[2] is not thought
                     ):
-                        template = self._held_template(extra, owner.candidate, thought)
-                        cache = self._held_cache = (
-                            None if template is None else (extra, owner, thought, *template)
-                        )
+                        cache = self._new_held_cache(extra, owner, thought)
                     if cache is not None:
                         try:
                             value = _JSON(text)
@@ -464,16 +461,18 @@ class GeminiGenerateEncoder(DialectEncoder):
         if not thought and block.kind != "text":
             return None
         cache = self._held_cache
-        if (
-            cache is None
-            or cache[0] is not extra
-            or cache[1] is not block
-            or cache[2] is not thought
-        ):
-            template = self._held_template(extra, block.candidate, thought)
-            cache = self._held_cache = (
-                None if template is None else (extra, block, thought, *template)
-            )
+        if cache is not None and cache[0] is extra and cache[1] is block and cache[2] is thought:
+            return cache
+        return self._new_held_cache(extra, block, thought)
+
+    def _new_held_cache(
+        self, extra: dict[str, Any] | None, block: _Block, thought: bool
+    ) -> tuple[Any, _Block, bool, bytes, bytes, bytes] | None:
+        """The template for a chunk of ``block``'s text whose usage update has
+        ``extra`` (:meth:`_held_template`), kept as ``_held_cache`` with what it was
+        made for."""
+        template = self._held_template(extra, block.candidate, thought)
+        cache = self._held_cache = None if template is None else (extra, block, thought, *template)
         return cache
 
     def _learn_usage_form(self, text: bytes, ones: bytes) -> int:
