@@ -71,8 +71,49 @@ def test_which_targets_write_usage_texts() -> None:
             for source in DIALECTS:
                 expected = target == source == "gemini_generate"
                 assert encoder.writes_usage_texts(source) is expected, (target, source)
-    with pytest.raises(NotImplementedError, match="openai_chat does not write usage texts"):
-        get_dialect("openai_chat").encoder()._encode_usage_texts([], [], [], None)
+    # Only Gemini's decoder can make the update a usage text stands for.
+    for name in DIALECTS:
+        update = get_dialect(name).decoder()._usage_text_update
+        assert (update is not None) is (name == "gemini_generate"), name
+
+
+def test_a_decoder_without_usage_updates_of_texts_keeps_none() -> None:
+    # An encoder that would write usage texts, from a source whose decoder cannot make
+    # their updates: every update is given.
+    chat = sse([usual(f" w{i}", i) for i in range(1, 30)] + [last(30)])
+    chat = convert(chat, "openai_chat")[0]
+    transcoder = Transcoder("gemini_generate", source="openai_chat")
+    transcoder._encoder.writes_usage_texts = lambda source: True  # type: ignore[method-assign]
+    assert transcoder.feed(chat)
+    assert transcoder._decoder.coalescing is None
+    assert transcoder._decoder._decoder is not None
+    assert transcoder._decoder._decoder._usage_texts is False
+
+
+def test_the_usual_encoder_writes_usage_texts_as_their_updates() -> None:
+    # DialectEncoder's own _encode_usage_texts: each delta, then the update its text
+    # stands for, encoded as events (here into Chat, from a Gemini stream's events).
+    data = sse([usual(f" w{i}", i) for i in range(1, 6)])
+    decoder = Decoder()
+    events = decoder.feed(data)
+    first = next(i for i, e in enumerate(events) if type(e) is UsageUpdate)
+    head, extra = events[: first - 1], events[first].extra
+    texts = [b'{"promptTokenCount": 7,"candidatesTokenCount": %d}' % n for n in (1, 2, 30)]
+    deltas = [TextDelta(index=0, delta=f" t{n}") for n in range(3)]
+    update = decoder._usage_text_update
+    assert update is not None
+    one, other = (get_dialect("openai_chat").encoder(id_factory=lambda: "c") for _ in "ab")
+    for event in head:
+        assert one.encode(event) == other.encode(event)
+    written = one._encode_usage_texts(deltas, texts, [_ones(t) for t in texts], extra, update)
+    expected = b"".join(
+        other.encode(delta) + other.encode(update(text, extra))
+        for delta, text in zip(deltas, texts, strict=True)
+    )
+    assert written == expected
+    assert b" t0" in written and b" t2" in written
+    assert one.event_index == other.event_index == len(head) + 6
+    assert one.close() == other.close()
 
 
 def test_a_run_gives_its_texts_and_one_usage_update() -> None:
@@ -138,6 +179,14 @@ def test_a_run_keeps_each_usage_text(framing: str) -> None:
     ones = [text.translate(bytes.maketrans(b"0123456789", b"1" * 10)) for text in usages]
     assert shapes == ones
     assert len({id(shape) for shape in shapes}) == len(set(ones))
+    # Each text stands for the update the decoder that gives every update gives.
+    every = Decoder().feed(data)
+    updates = [e for e in every if type(e) is UsageUpdate][20 - size : 20]
+    update = texts._usage_text_update
+    assert update is not None
+    assert [dump_event(update(text, fewer[index].extra)) for text in usages] == [
+        dump_event(e) for e in updates
+    ]
 
 
 def test_a_transcoder_coalesces_only_for_a_folding_target() -> None:
@@ -389,7 +438,9 @@ def _both_ways(
 
     fast.encode = counted  # type: ignore[method-assign]
     shapes = [_ones(t) for t in texts]
-    got = _outcome(lambda: fast._encode_usage_texts(deltas, texts, shapes, extra))
+    update = Decoder()._usage_text_update
+    assert update is not None
+    got = _outcome(lambda: fast._encode_usage_texts(deltas, texts, shapes, extra, update))
     assert got == _outcome(each)
     assert fast.event_index == slow.event_index
     assert msgspec.json.encode(fast.losses) == msgspec.json.encode(slow.losses)

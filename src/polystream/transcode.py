@@ -67,7 +67,7 @@ def _pair(decoder: DialectDecoder, source: str, encoder: DialectEncoder) -> Dial
     if encoder.folds_usage(source):
         decoder._coalesce_usage = True
         return decoder
-    if encoder.writes_usage_texts(source):
+    if decoder._usage_text_update is not None and encoder.writes_usage_texts(source):
         decoder._coalesce_usage = True
         decoder._usage_texts = True
         return decoder
@@ -88,6 +88,7 @@ def _encode_feed(
         return b"".join([encode(event) for event in events])
     assert decoder is not None
     texts = decoder._usage_texts_runs
+    update = decoder._usage_text_update
     parts: list[bytes] = []
     at = 0
     for number, (index, size) in enumerate(runs):
@@ -98,7 +99,9 @@ def _encode_feed(
             parts.extend([encode(event) for event in events[at:start]])
             usages, shapes = texts[number]
             extra = events[index].extra
-            parts.append(encoder._encode_usage_texts(events[start:index], usages, shapes, extra))
+            assert update is not None  # (texts are kept only then: _pair)
+            deltas = events[start:index]
+            parts.append(encoder._encode_usage_texts(deltas, usages, shapes, extra, update))
         else:
             parts.extend([encode(event) for event in events[at : index + 1]])
             encoder.event_index += size - 1

@@ -14,7 +14,7 @@ are never taken back.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Literal
 
 import msgspec
@@ -36,6 +36,7 @@ from polystream.events import (
     KeepAlive,
     Raw,
     Usage,
+    UsageUpdate,
     Warning,
 )
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
@@ -111,10 +112,15 @@ class DialectDecoder(abc.ABC):
     """Private switch, set with ``_coalesce_usage`` by a
     :class:`~polystream.transcode.Transcoder` whose target encoder writes this
     dialect's usage where it comes, from the usage's own text
-    (:meth:`DialectEncoder.writes_usage_texts`): for a run given with its usage
-    updates as one, the decoder also keeps each native event's usage text, which
-    stands for the usage update it did not give (``_usage_texts_runs``). Only the
-    Gemini decoder's fast path uses it."""
+    (:meth:`DialectEncoder.writes_usage_texts`), when the decoder can make the usage
+    update such a text stands for (``_usage_text_update``): for a run given with its
+    usage updates as one, the decoder also keeps each native event's usage text, which
+    stands for the update it did not give (``_usage_texts_runs``). Only the Gemini
+    decoder's fast path uses it."""
+
+    _usage_text_update: Callable[[bytes, dict[str, Any] | None], UsageUpdate] | None = None
+    """The usage update (with the given extra) this decoder gives for a native event's
+    usage text; None for a decoder that keeps no usage texts."""
 
     def __init__(self, *, strict: bool = False, keep_raw: bool = False) -> None:
         self.strict = strict
@@ -518,10 +524,10 @@ class DialectEncoder(abc.ABC):
         return False
 
     def writes_usage_texts(self, source: str) -> bool:
-        """Whether this encoder takes a run of ``source``'s native events as their
-        text deltas and each one's usage text (:meth:`_encode_usage_texts`), in place
-        of the usage update each would have given (see
-        ``DialectDecoder._usage_texts``). False unless an encoder says so."""
+        """Whether this encoder writes a run of ``source``'s native events from their
+        text deltas and each one's usage text faster than from their events
+        (:meth:`_encode_usage_texts`), so that a transcoder has the decoder keep the
+        texts (see ``DialectDecoder._usage_texts``). False unless an encoder says so."""
         return False
 
     def _encode_usage_texts(
@@ -530,11 +536,17 @@ class DialectEncoder(abc.ABC):
         usages: list[bytes],
         shapes: list[bytes],
         extra: dict[str, Any] | None,
+        update: Callable[[bytes, dict[str, Any] | None], UsageUpdate],
     ) -> bytes:
-        """Encode what ``deltas[i]`` then the usage update of ``usages[i]`` (with
-        ``extra``), for each ``i``, would write (``shapes[i]``: the text with its
-        digits made 1s). Only for an encoder whose :meth:`writes_usage_texts` says so."""
-        raise NotImplementedError(f"{self.dialect} does not write usage texts")
+        """Encode, for each ``i``, ``deltas[i]`` then the usage update ``usages[i]``
+        stands for (``update(usages[i], extra)``, the source decoder's
+        ``_usage_text_update``; ``shapes[i]``: the text with its digits made 1s, for an
+        encoder that writes the text itself). Here: the events made and encoded."""
+        parts: list[bytes] = []
+        for delta, usage in zip(deltas, usages, strict=True):
+            parts.append(self.encode(delta))
+            parts.append(self.encode(update(usage, extra)))
+        return b"".join(parts)
 
     def _keep_usage(self, usage: Usage) -> bytes:
         """Keep a usage update back (nothing is written for it now); the batch is

@@ -1260,6 +1260,12 @@ class GeminiGenerateDecoder(FramedDecoder):
                     array.skip(pos - first, count - counted, comma=comma)
         return pos
 
+    def _usage_text_update(self, text: bytes, extra: dict[str, Any] | None) -> UsageUpdate:
+        """The usage update a chunk read inline gives for its ``usageMetadata`` text
+        (what a kept usage text stands for, see ``_usage_texts``): the text converted,
+        with the chunk's ``extra``."""
+        return UsageUpdate(usage=convert_usage(_OBJECT_DECODER.decode(text))[0], extra=extra)
+
     def _settle(self, template: _Template, usages: list[bytes]) -> None:
         """Read the usage texts of chunks read inline with ``_coalesce`` on, all of one
         shape (see :func:`usage_shape`) and checked: merged, they give what the last

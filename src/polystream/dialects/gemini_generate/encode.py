@@ -48,6 +48,7 @@ not ``data:`` as JSON).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 import msgspec
@@ -78,7 +79,6 @@ from polystream.wire.jsonarray import JSONArrayEncoder
 
 from .finish_reason import FINISH_REASONS, map_finish_reason, to_gemini_finish_reason
 from .status import google_status
-from .usage import convert as convert_usage
 from .usage import to_usage_metadata
 from .wire import (
     CANDIDATE_RANK,
@@ -399,9 +399,10 @@ class GeminiGenerateEncoder(DialectEncoder):
         usages: list[bytes],
         shapes: list[bytes],
         extra: dict[str, Any] | None,
+        update: Callable[[bytes, dict[str, Any] | None], UsageUpdate],
     ) -> bytes:
-        """Each delta, then the usage update of its chunk's ``usageMetadata`` text (as
-        the decoder gives it: the text converted, with ``extra``), encoded.
+        """Each delta, then the usage update of its chunk's ``usageMetadata`` text
+        (``update``: the decoder's), encoded.
 
         A chunk is written from the template of :meth:`encode`'s held text, with the
         usage text as it came or reformatted (:meth:`_learn_usage_form`, once per
@@ -434,9 +435,8 @@ class GeminiGenerateEncoder(DialectEncoder):
                         pieces = (cache[3], value, cache[4], usage, cache[5])
                         out.append(b"".join(pieces) if array is None else array.element_of(pieces))
                         continue
-            meta = _DECODE.decode(usage)
             out.append(self.encode(delta))
-            out.append(self.encode(UsageUpdate(usage=convert_usage(meta)[0], extra=extra)))
+            out.append(self.encode(update(usage, extra)))
             cache = self._run_template(delta, extra)
         return b"".join(out)
 
