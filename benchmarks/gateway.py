@@ -27,7 +27,12 @@ directly and through the gateway, so that the difference is the gateway:
   once: the difference is the client's wait for a core, not the gateway's work. Chat
   pass-through is measured both ways once more through a gateway journalling to SQLite
   (written off the client's path; reported beside the targets, judged on the default
-  in-memory journal).
+  in-memory journal). The paced and unpaced runs at the default slice also call a
+  byte relay (:mod:`benchmarks._relay`: a Python process that only copies bytes between
+  the client and the emulator) with the direct request, in the same rotation: what it
+  adds is the floor under any gateway on this machine (two more loopback hops and one
+  more process's wake-ups), and the gateway's added latency less the relay's is the
+  gateway's own work.
 * **breakdown**: the paced and unpaced routes once more (fewer requests) through a
   gateway run by :mod:`benchmarks._probe`, which timestamps the bytes at its HTTP
   boundaries (a request in, each upstream write and read, each write to the client).
@@ -37,6 +42,10 @@ directly and through the gateway, so that the difference is the gateway:
   the read that completes the first delta), the gateway's handling of that read (->
   its write to the client), and back to the client. This gateway is not the one the
   targets are judged on (each record costs it about a microsecond).
+* **wakeup**: the gateway's work on a request and on one event, timed in a fresh
+  process without I/O, warm and after the sleeps it takes between paced events and
+  between requests (:mod:`benchmarks._wakeup`): what a wake-up costs the same work on
+  this machine.
 * **concurrency**: N streams at once (each on its own connection), paced by the
   emulator so that they really overlap (the measured overlap is reported); every
   stream's final text, status and finish reason are checked.
@@ -162,6 +171,7 @@ class Settings:
     paced_events: int
     paced_delay: float
     breakdown_requests: int
+    wakeup_samples: int
 
 
 FULL = Settings(
@@ -178,6 +188,7 @@ FULL = Settings(
     paced_events=100,
     paced_delay=0.002,
     breakdown_requests=60,
+    wakeup_samples=300,
 )
 QUICK = Settings(
     requests=5,
@@ -191,6 +202,7 @@ QUICK = Settings(
     paced_events=20,
     paced_delay=0.002,
     breakdown_requests=3,
+    wakeup_samples=5,
 )
 
 
@@ -434,6 +446,18 @@ def start_gateway(
     )
 
 
+def start_relay(folder: Path, emulator: Server) -> Server:
+    """A :mod:`benchmarks._relay` in front of ``emulator``."""
+    port = _free_port()
+    return Server(
+        "relay",
+        [str(port), str(emulator.port)],
+        port,
+        folder / "relay.log",
+        module="benchmarks._relay",
+    )
+
+
 def start_emulator(folder: Path, settings: Settings) -> tuple[Server, dict[str, list[str]]]:
     scenarios, texts = _scenarios(settings)
     path = folder / "scenarios.json"
@@ -605,11 +629,14 @@ async def measure_latency(
     keyword: str = "latency",
     client_slice: int = 0,
     gateway_replies: list[Reply] | None = None,
+    relay: Server | None = None,
 ) -> dict[str, Any]:
     """Sequential requests, direct and via the gateway interleaved, keep-alive
     (``keyword`` picks the scenario: ``latency`` unpaced, ``paced``; ``client_slice``:
     the measuring client's scheduler slice in nanoseconds, see :func:`set_slice`;
-    ``gateway_replies``: gets the gateway's replies, warm-up excluded).
+    ``gateway_replies``: gets the gateway's replies, warm-up excluded; ``relay``: a
+    :mod:`benchmarks._relay` in front of the emulator, called with the direct request
+    in the same rotation: the floor under any gateway).
 
     Raises:
         OSError: ``client_slice`` cannot be set.
@@ -622,6 +649,10 @@ async def measure_latency(
         "gateway": (gateway.port, _body(route, route.gateway_model, keyword)),
     }
     routes = {"direct": direct, "gateway": route}
+    if relay is not None:
+        targets["relay"] = (relay.port, targets["direct"][1])
+        routes["relay"] = direct
+    kinds = tuple(targets)
     connections = {k: await Connection.open(port) for k, (port, _) in targets.items()}
     cpu: dict[str, float] = {}
     samples: dict[str, dict[str, list[float]]] = {k: {"total": [], "first": []} for k in targets}
@@ -641,8 +672,10 @@ async def measure_latency(
         for i in range(settings.warmup + requests):
             if i == settings.warmup:
                 cpu = {"emulator": emulator.cpu(), "gateway": gateway.cpu()}
-            order = ("direct", "gateway") if i % 2 == 0 else ("gateway", "direct")
-            for kind in order:
+            # Each target first in turn (two: alternately), so that none is always
+            # the one called after another's request.
+            shift = i % len(kinds)
+            for kind in kinds[shift:] + kinds[:shift]:
                 _, body = targets[kind]
                 way = routes[kind]
                 before = {name: read() for name, read in processes.items()}
@@ -703,12 +736,24 @@ async def measure_latency(
                 "median": via["median"] - direct["median"],
                 "p99": via["p99"] - direct["p99"],
             }
+        floor = out["relay"][what] if relay is not None else None
+        if direct and floor:
+            out[f"relay_added_{what}"] = {
+                "median": floor["median"] - direct["median"],
+                "p99": floor["p99"] - direct["p99"],
+            }
     log(
         f"  latency{' (paced)' if paced else ''} {route.name:36} "
         f"direct {_ms(out['direct']['total']['median'])} "
         f"via {_ms(out['gateway']['total']['median'])} "
         f"(added {_ms(out.get('added_total', {}).get('median'))}, first event "
         f"{_ms(out.get('added_first', {}).get('median'))})"
+        + (
+            f"; relay added {_ms(out.get('relay_added_total', {}).get('median'))}, first event "
+            f"{_ms(out.get('relay_added_first', {}).get('median'))}"
+            if relay is not None
+            else ""
+        )
     )
     return out
 
@@ -815,6 +860,27 @@ async def measure_breakdown(
         figures["added_first"] = (cell.get("added_first") or {}).get("median")
         figures["via_first"] = cell["gateway"]["first"] and cell["gateway"]["first"]["median"]
         out.setdefault(pace, {})[name] = figures
+    return out
+
+
+def measure_wakeup(settings: Settings, log: Callable[[str], None]) -> dict[str, Any]:
+    """The gateway's request and event work, warm and after sleeps, in a fresh process
+    (see :mod:`benchmarks._wakeup`)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks._wakeup", str(settings.wakeup_samples)],
+        capture_output=True,
+        check=True,
+        env=_env(),
+        cwd=ROOT,
+    )
+    out: dict[str, Any] = json.loads(done.stdout)
+    for name, cells in out["units"].items():
+        log(
+            f"  wake-up: {name:8} warm {_us(cells['warm']['median'])}, "
+            + ", ".join(
+                f"{label} {cell['ratio']:.1f}x" for label, cell in cells.items() if label != "warm"
+            )
+        )
     return out
 
 
@@ -982,7 +1048,7 @@ async def measure_memory(
 # -- the run -------------------------------------------------------------------------------
 
 
-PHASES = ("latency", "breakdown", "concurrency", "memory")
+PHASES = ("latency", "breakdown", "wakeup", "concurrency", "memory")
 
 
 def run_gateway_bench(
@@ -999,6 +1065,9 @@ def run_gateway_bench(
         try:
             gateway = start_gateway(folder, emulator, "memory", "main")
             servers.append(gateway)
+            relay = start_relay(folder, emulator) if "latency" in phases else None
+            if relay is not None:
+                servers.append(relay)
             expected = "".join(texts["latency"])
             data["latency"] = {}
             data["paced"] = {}
@@ -1016,10 +1085,11 @@ def run_gateway_bench(
                         settings,
                         log,
                         keyword="paced",
+                        relay=relay,
                     )
                 )
                 data["latency"][route.name] = asyncio.run(
-                    measure_latency(route, emulator, gateway, expected, settings, log)
+                    measure_latency(route, emulator, gateway, expected, settings, log, relay=relay)
                 )
                 if short:
                     data["latency_short_slice"][route.name] = asyncio.run(
@@ -1056,6 +1126,7 @@ def run_gateway_bench(
                 if "breakdown" in phases
                 else {}
             )
+            data["wakeup"] = measure_wakeup(settings, log) if "wakeup" in phases else {}
             data["concurrency"] = []
             overlap = "".join(texts["overlap"])
             for n in settings.concurrency if "concurrency" in phases else ():
@@ -1136,6 +1207,15 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
                     added["median"] < 0.001 and errors == 0,
                     figure,
                 )
+                floor = cell.get(f"relay_added_{what}")
+                if floor is not None:
+                    wrong = cell["relay"]["errors"]
+                    add(
+                        f"{where}: added {label} by a byte relay (the floor); the gateway over it",
+                        None,
+                        f"{_ms(floor['median'])}; {_ms(added['median'] - floor['median'])}"
+                        + (f", {wrong} WRONG relay replies" if wrong else ""),
+                    )
     for cell in data.get("concurrency", []):
         if cell["target"] != "gateway":
             continue
@@ -1193,6 +1273,10 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.2f} ms"
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} us"
 
 
 def _waits(cell: dict[str, Any], kind: str) -> str:
@@ -1265,6 +1349,44 @@ def report(data: dict[str, Any]) -> str:
             f"{any_cell['events']} text deltas each sent {pacing}, keep-alive, direct and "
             "gateway interleaved (wall clock):\n\n" + tables.markdown(rows)
         )
+    floor_rows = [
+        [
+            "route",
+            "pace",
+            "what",
+            "relay median",
+            "added by the relay",
+            "added by the gateway",
+            "gateway over the relay",
+        ]
+    ]
+    for pace in ("paced", "latency"):
+        for name, cell in data.get(pace, {}).items():
+            if "relay" not in cell:
+                continue
+            for what, label in (("total", "complete response"), ("first", "first delta")):
+                floor = cell.get(f"relay_added_{what}")
+                added = cell.get(f"added_{what}")
+                rows_over = floor and added and added["median"] - floor["median"]
+                floor_rows.append(
+                    [
+                        name,
+                        _PACES[pace],
+                        label,
+                        _ms(cell["relay"][what] and cell["relay"][what]["median"]),
+                        _ms(floor and floor["median"]),
+                        _ms(added and added["median"]),
+                        _ms(rows_over),
+                    ]
+                )
+    if len(floor_rows) > 1:
+        parts.append(
+            "The floor under any gateway: a process that only copies bytes between the "
+            "client and the emulator (benchmarks/_relay.py), called with the direct "
+            "request in the same rotation as the direct and gateway calls (medians; "
+            "the gateway over the relay is its own work beyond one more process in the "
+            "path):\n\n" + tables.markdown(floor_rows)
+        )
     if data.get("breakdown"):
         rows = [
             [
@@ -1334,6 +1456,26 @@ def report(data: dict[str, Any]) -> str:
             f"Concurrent streams (each {data['settings']['overlap_events']} deltas paced at "
             f"{data['settings']['overlap_delay'] * 1000:.0f} ms: "
             f"{first['nominal_stream_seconds']:.2f} s alone):\n\n" + tables.markdown(rows)
+        )
+    if data.get("wakeup"):
+        from benchmarks._wakeup import GAPS
+
+        rows = [["the gateway's work", *(label for label, _, _ in GAPS)]]
+        for name, cells in data["wakeup"]["units"].items():
+            rows.append(
+                [name]
+                + [
+                    _us(cells[label]["median"])
+                    + ("" if label == "warm" else f" ({cells[label]['ratio']:.1f}x)")
+                    for label, _, _ in GAPS
+                ]
+            )
+        parts.append(
+            "The same work, warm and after the process has slept (benchmarks/_wakeup.py: "
+            f"medians of {data['wakeup']['samples']} runs each, in one fresh process; "
+            "request: a Chat request's head, body and upstream call; event: one Chat "
+            "chunk decoded, encoded, split into resume entries and journalled):\n\n"
+            + tables.markdown(rows)
         )
     if data.get("memory"):
         rows = [["journal", "events", "stream bytes", "time", "peak RSS growth", "retained"]]

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 from benchmarks import floor, gateway, linearity, peers, run, workloads
+from benchmarks._wakeup import GAPS
 
 import polystream
 from polystream.dialects import get_dialect
@@ -253,6 +254,25 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
             if SCHEDSTAT:  # Linux reports each process's wait for a core
                 assert all(value is not None and value >= 0 for value in waits.values()), waits
         assert set(cell["added_total"]) == set(cell["added_first"]) == {"median", "p99"}
+    # The byte relay, called in the same rotation at the default slice (paced and
+    # unpaced), on the same bytes as the direct call: every reply correct.
+    for pace in ("paced", "latency"):
+        assert set(bench[pace]) == {route.name for route in gateway.ROUTES}
+        for name, cell in bench[pace].items():
+            assert cell["relay"]["errors"] == 0, (name, cell["relay"]["error_examples"])
+            assert cell["relay"]["bytes"] == cell["direct"]["bytes"] > 0
+            assert cell["relay"]["first"]["median"] <= cell["relay"]["total"]["median"]
+            assert set(cell["relay_added_first"]) == {"median", "p99"}
+    for cell in [*short.values(), *durable]:
+        assert "relay" not in cell and "relay_added_first" not in cell
+    # The gateway's work warm and after each sleep, in its own process.
+    wakeup = bench["wakeup"]
+    assert wakeup["samples"] == gateway.QUICK.wakeup_samples
+    assert set(wakeup["units"]) == {"request", "event"}
+    for cells in wakeup["units"].values():
+        assert [label for label, _, _ in GAPS] == list(cells)
+        assert cells["warm"]["ratio"] == 1.0
+        assert all(cell["median"] > 0 and cell["p90"] >= cell["median"] for cell in cells.values())
     # Where the time to the first delta went, through a probed gateway: every reply's
     # records found, each stage measured.
     assert set(bench["breakdown"]) == {"paced", "unpaced"}
@@ -519,3 +539,21 @@ def test_linearity_quick(tmp_path: Path) -> None:
     for cell in data["cases"].values():
         assert cell["small_bytes"] > 0
         assert cell["small"] >= 0 and cell["large"] >= 0
+
+
+def test_wakeup_units_do_the_gateways_work() -> None:
+    from benchmarks import _wakeup
+
+    request = _wakeup._request_unit()()
+    assert request.url == "http://127.0.0.1:1/openai/v1/chat/completions"  # type: ignore[attr-defined]
+    sent = json.loads(request.body)  # type: ignore[attr-defined]
+    assert sent["model"] == "gpt-4o-mini" and sent["stream"] is True
+    assert sent["messages"] == [{"role": "user", "content": "kw=paced; please answer"}]
+    run_event = _wakeup._event_unit()
+    for n in (3, 4):  # (the stream's first two entries are its opening)
+        entries = run_event()
+        assert isinstance(entries, list) and len(entries) == 1
+        cursor, data = entries[0]
+        # The chunk as the client gets it: its resume id, its text.
+        assert data.startswith(b"id: ") and b'"content":" stream"' in data
+        assert cursor.endswith(f".{n}")
