@@ -86,6 +86,9 @@ class _Downstream(asyncio.Protocol):
                 self.transport.close()
             return
         self.upstream = upstream
+        if self.transport is None and upstream.transport is not None:
+            upstream.transport.close()  # the client left while this connected
+            return
         if self.waiting and upstream.transport is not None:
             upstream.transport.write(b"".join(self.waiting))
         self.waiting = []

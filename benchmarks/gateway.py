@@ -1121,6 +1121,9 @@ def run_gateway_bench(
                     data[key][route.name] = {**cell, "journal": "sqlite"}
                 durable.stop()
                 servers.remove(durable)
+            if relay is not None:
+                relay.stop()
+                servers.remove(relay)
             data["breakdown"] = (
                 asyncio.run(measure_breakdown(folder, emulator, texts, settings, log))
                 if "breakdown" in phases

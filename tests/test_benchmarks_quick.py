@@ -7,6 +7,7 @@ It never asserts a timing.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -557,3 +558,42 @@ def test_wakeup_units_do_the_gateways_work() -> None:
         # The chunk as the client gets it: its resume id, its text.
         assert data.startswith(b"id: ") and b'"content":" stream"' in data
         assert cursor.endswith(f".{n}")
+
+
+def test_the_relay_copies_bytes_both_ways_on_one_upstream_connection() -> None:
+    from benchmarks import _relay
+
+    async def scenario() -> tuple[list[bytes], int]:
+        accepted = 0
+        seen: list[bytes] = []
+
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal accepted
+            accepted += 1
+            while data := await reader.read(65536):
+                seen.append(data)
+                writer.write(b"<" + data + b">")
+            writer.close()
+
+        upstream = await asyncio.start_server(echo, "127.0.0.1", 0)
+        upstream_port = upstream.sockets[0].getsockname()[1]
+        listen_port = gateway._free_port()
+        relay = asyncio.get_running_loop().create_task(_relay.serve(listen_port, upstream_port))
+        for _ in range(100):
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", listen_port)
+                break
+            except OSError:
+                await asyncio.sleep(0.01)
+        replies = []
+        for message in (b"one", b"two"):
+            writer.write(message)
+            replies.append(await reader.readexactly(len(message) + 2))
+        writer.close()
+        relay.cancel()
+        upstream.close()
+        return replies, accepted
+
+    replies, accepted = asyncio.run(scenario())
+    assert replies == [b"<one>", b"<two>"]
+    assert accepted == 1  # one upstream connection for the client's, kept
