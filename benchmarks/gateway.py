@@ -1370,7 +1370,7 @@ def report(data: dict[str, Any]) -> str:
             for what, label in (("total", "complete response"), ("first", "first delta")):
                 floor = cell.get(f"relay_added_{what}")
                 added = cell.get(f"added_{what}")
-                rows_over = floor and added and added["median"] - floor["median"]
+                over = floor and added and added["median"] - floor["median"]
                 floor_rows.append(
                     [
                         name,
@@ -1379,7 +1379,7 @@ def report(data: dict[str, Any]) -> str:
                         _ms(cell["relay"][what] and cell["relay"][what]["median"]),
                         _ms(floor and floor["median"]),
                         _ms(added and added["median"]),
-                        _ms(rows_over),
+                        _ms(over),
                     ]
                 )
     if len(floor_rows) > 1:
