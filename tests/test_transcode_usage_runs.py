@@ -26,7 +26,7 @@ from hypothesis import settings
 
 from polystream.dialects import DIALECTS, get_dialect
 from polystream.dialects.gemini_generate import Decoder
-from polystream.errors import PolystreamError
+from polystream.errors import LocalProtocolError, PolystreamError
 from polystream.events import TextDelta, UsageUpdate, dump_event
 from polystream.transcode import Transcoder, convert
 from tests.dialects.test_gemini_generate_fast import (
@@ -383,7 +383,7 @@ def test_usage_texts_encode_as_their_usage_updates(framing: str) -> None:
     plain = [TextDelta(index=0, delta=f" w{i}") for i in range(len(texts))]
     # Another block's delta, a reasoning delta, a delta with an extra: each takes the
     # general path, and the ones after them the template again; last, a text msgspec
-    # cannot write (the general path raises).
+    # cannot write (the general path raises LocalProtocolError).
     odd = [
         TextDelta(index=5, delta="other"),
         ReasoningDelta(index=0, delta="thinking"),
@@ -402,7 +402,7 @@ def test_usage_texts_encode_as_their_usage_updates(framing: str) -> None:
             assert type(got[0]) is bytes
             assert len(got[1]) == 2 * general
         else:
-            assert got[0] is UnicodeEncodeError
+            assert got[0] is LocalProtocolError
 
 
 def _both_ways(

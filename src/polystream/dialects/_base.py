@@ -479,6 +479,11 @@ class FramedDecoder(DialectDecoder):
         )
 
 
+def _event_name(event: Event) -> str:
+    """An event's wire tag (``text_delta``), else its class name."""
+    return str(type(event).__struct_config__.tag or type(event).__name__)
+
+
 class DialectEncoder(abc.ABC):
     """The encoder contract: unified events -> the dialect's exact wire bytes.
 
@@ -498,14 +503,48 @@ class DialectEncoder(abc.ABC):
         self._usage_batch: list[Usage] = []
 
     def encode(self, event: Event) -> bytes:
-        """Encode one unified event; returns the bytes to send now (maybe none)."""
-        data = self._encode(event)
+        """Encode one unified event; returns the bytes to send now (maybe none).
+
+        Raises:
+            LocalProtocolError: The encoder cannot write ``event`` (in its state, or
+                at all: a string that UTF-8 cannot carry, a lone surrogate).
+        """
+        try:
+            data = self._encode(event)
+        except UnicodeEncodeError as exc:
+            raise self._unencodable(event, exc) from None
         self.event_index += 1
         return data
 
     def close(self) -> bytes:
-        """End of the event stream: returns any final bytes (``[DONE]``, ``]``)."""
+        """End of the event stream: returns any final bytes (``[DONE]``, ``]``, what
+        an encoder still held back).
+
+        Raises:
+            LocalProtocolError: What was held back cannot be written (a string that
+                UTF-8 cannot carry).
+        """
+        try:
+            return self._close()
+        except UnicodeEncodeError as exc:
+            raise self._unencodable(None, exc) from None
+
+    def _close(self) -> bytes:
+        """:meth:`close`'s work (encoders that hold events back override this)."""
         return b""
+
+    def _unencodable(self, event: Event | None, exc: UnicodeEncodeError) -> LocalProtocolError:
+        """The error for a string msgspec cannot write (UTF-8 has no lone surrogates),
+        naming the event being encoded (``None``: the end of the stream) and where the
+        string holds the character."""
+        what = "the end of the stream" if event is None else f"a {_event_name(event)} event"
+        bad = exc.object[exc.start : exc.end]
+        return LocalProtocolError(
+            f"cannot encode {what}: a string holds {bad!r} at index {exc.start}, which "
+            f"UTF-8 cannot carry ({exc.reason})",
+            dialect=self.dialect,
+            event_index=self.event_index,
+        )
 
     def encode_all(self, events: Iterable[Event]) -> bytes:
         """Encode a whole stream and close it."""
@@ -561,9 +600,12 @@ class DialectEncoder(abc.ABC):
     def _encode_pending(self, event: Event) -> bytes:
         """The general path of an ``encode`` override: fold the usage kept back, then
         encode ``event``."""
-        if self._usage_batch:
-            self._fold_usage()
-        data = self._encode(event)
+        try:
+            if self._usage_batch:
+                self._fold_usage()
+            data = self._encode(event)
+        except UnicodeEncodeError as exc:
+            raise self._unencodable(event, exc) from None
         self.event_index += 1
         return data
 
@@ -577,7 +619,7 @@ class DialectEncoder(abc.ABC):
             Loss(
                 what=what,
                 event_index=self.event_index,
-                event_type=str(type(event).__struct_config__.tag or type(event).__name__),
+                event_type=_event_name(event),
                 reason=reason,
                 carried=carried,
             )

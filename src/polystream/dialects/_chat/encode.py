@@ -222,7 +222,7 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
             return b"data: " + body + b"\n\n"
         return _SSE.event(body.decode(), event=event_name)
 
-    def close(self) -> bytes:
+    def _close(self) -> bytes:
         """End of the events. Without a Finish the stream ends without ``[DONE]``
         (what a truncated stream looks like)."""
         return self._flush({}) if self._entries is not None else b""
@@ -626,20 +626,20 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
             self._specials["error"] = event.error.raw
         elif kind is ErrorEvent:
             assert isinstance(event, ErrorEvent)
-            prefix = self.close()
+            prefix = self._close()
             line = dict(x.get("top") or {})
             line["error"] = event.error.raw if event.error.raw is not None else _error(event.error)
             return prefix + self._write(line)
         elif kind is Finish:
             assert isinstance(event, Finish)
-            prefix = self.close()
+            prefix = self._close()
             self._done = True
             if event.status == "truncated" or x.get("done") is False:
                 return prefix
             return prefix + b"data: [DONE]\n\n"
         elif kind is KeepAlive:
             assert isinstance(event, KeepAlive)
-            return self.close() + _comment(event)
+            return self._close() + _comment(event)
         return prefix + self._end(x)
 
     def _end(self, x: dict[str, Any]) -> bytes:
@@ -810,7 +810,7 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
             if kind is Unknown:
                 self.lose("event:unknown", event, "an unknown event of another dialect")
             return b""
-        prefix = self.close()
+        prefix = self._close()
         if kind is StreamStart:
             assert isinstance(event, StreamStart)
             self._start = event

@@ -329,7 +329,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
             )
         return b""
 
-    def close(self) -> bytes:
+    def _close(self) -> bytes:
         """End of the events: write whatever is still held back."""
         parts: list[bytes] = []
         if self._pending is not None:

@@ -662,7 +662,7 @@ class ResponsesEncoder(DialectEncoder):
             return "refusal"
         return "stop"
 
-    def close(self) -> bytes:
+    def _close(self) -> bytes:
         """Nothing follows the terminal event (Responses has no ``[DONE]``)."""
         return b""
 

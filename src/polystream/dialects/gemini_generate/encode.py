@@ -262,7 +262,7 @@ class GeminiGenerateEncoder(DialectEncoder):
             return dumps_pretty(chunk) + b"\n"
         return b"data: " + dumps_sse(chunk) + b"\r\n\r\n"
 
-    def close(self) -> bytes:
+    def _close(self) -> bytes:
         """End of the events: the closing ``]`` of the array (nothing for SSE, nor for
         an array whose stream was cut: the decoder's Finish says so)."""
         if self._usage_batch:
