@@ -195,6 +195,26 @@ def test_client_disconnect_cancels_the_upstream(stack: Callable[..., Any]) -> No
     assert emulator.stats.cancelled == 1, "the upstream kept streaming after the client left"
 
 
+def test_with_a_grace_period_the_upstream_is_read_for_that_long_then_cancelled(
+    stack: Callable[..., Any],
+) -> None:
+    # A resumable stream (the journal is fed) outlives its client by the grace period:
+    # the upstream goes on streaming into the journal, then the call is cancelled.
+    emulator, gateway = stack(
+        "openai_chat",
+        [{"reply": {"text": ["x"] * 200}, "timing": {"delay": 0.05}}],
+        resume_grace_seconds=1.0,
+    )
+    _read_some_then_drop(gateway, "/anthropic/v1/messages", ANTHROPIC, MESSAGES_BODY, count=3)
+    dropped = time.monotonic()
+    time.sleep(0.3)
+    assert emulator.stats.cancelled == 0, "cancelled before the grace period ended"
+    while time.monotonic() < dropped + 6.0 and not emulator.stats.cancelled:
+        time.sleep(0.02)
+    assert emulator.stats.cancelled == 1, "the upstream kept streaming past the grace period"
+    assert emulator.stats.completed == 0  # 200 deltas 50 ms apart: 10 s, never reached
+
+
 async def _resume_in_process(
     journal: Journal, last_event_id: str, *alongside: Any
 ) -> list[dict[str, Any]]:

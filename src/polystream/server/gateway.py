@@ -160,12 +160,6 @@ def _upstream_transport() -> httpx.AsyncBaseTransport:
     return AsyncH1Transport(max_keepalive_connections=256, tcp_quickack=True, drain=_call_finished)
 
 
-def _cancel_later(task: asyncio.Task[None], seconds: float) -> None:
-    """Cancel ``task`` in ``seconds`` unless it ends before."""
-    handle = asyncio.get_running_loop().call_later(seconds, task.cancel)
-    task.add_done_callback(lambda _: handle.cancel())
-
-
 class _WriteDeadline:
     """How long each of one task's writes to the client may take, kept by one timer.
 
@@ -290,7 +284,6 @@ class _Gateway:
         self.secrets = config.secrets()
         self.retry = retry or RetryPolicy()
         self.active = 0
-        self._background: set[asyncio.Task[None]] = set()
         # The journal feeds of this process's streams, by every id a resume may name.
         self._feeds: dict[str, JournalFeed] = {}
         pool = httpx.Limits(max_connections=None, max_keepalive_connections=256)
@@ -601,12 +594,14 @@ class _Gateway:
     ) -> None:
         """Stream the upstream's events to the client, transcoded.
 
-        One task (the pump) reads the upstream a network read at a time, encodes that
-        read's events and writes them to the client in one write: nothing waits on a
-        hand-over between tasks. This request's task watches the client: when it goes
-        away, the pump is cancelled, or (with a resume grace period and a journal to
-        feed) keeps feeding the journal for a bounded time while this task returns.
-        During upstream silences it sends keep-alive comments.
+        This request's task pumps: it sends the upstream request at once (no turn of
+        the event loop between the request's handling and its upstream request), then
+        reads the upstream a network read at a time, encodes that read's events and
+        writes them to the client in one write. A watcher task makes the encoder and
+        the response head while the upstream is asked, then watches the client: when
+        it goes away, the pump is cancelled, or (with a resume grace period and a
+        journal to feed) keeps feeding the journal for a bounded time. During upstream
+        silences the watcher sends keep-alive comments.
         """
         sse = options.get("framing", "sse") == "sse"
         state = _StreamState(_WriteDeadline(self.limits.slow_client_seconds))
@@ -717,53 +712,55 @@ class _Gateway:
                 with contextlib.suppress(Exception):
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-        pumping = asyncio.create_task(pump())
-        # The pump sends the upstream request at its first step: let it take that step
-        # before this task does anything else. The encoder and the response head are
-        # needed only once the upstream answers: made while it is asked, they are off
-        # the path of the first delta (which, with the events before the first output
-        # held back for a safe retry, also carries the response's start).
-        await asyncio.sleep(0)
-        response_start()
+        pumping = asyncio.current_task()
+        assert pumping is not None
+        loop = asyncio.get_running_loop()
+        grace_timer: asyncio.TimerHandle | None = None
 
         async def watch() -> None:
+            nonlocal grace_timer
+            # Its first step runs once the pump waits for the upstream's answer: the
+            # encoder and the response head are needed only then, and made while it is
+            # asked they are off the path of the first delta (which, with the events
+            # before the first output held back for a safe retry, also carries the
+            # response's start). Should it fail, the pump makes it again and says why.
+            with contextlib.suppress(Exception):
+                response_start()
             while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
+                try:
+                    async with asyncio.timeout(self.limits.keepalive_seconds):
+                        message = await receive()
+                except TimeoutError:
+                    if state.started and sse and not state.sending and not state.aborted:
+                        # A silence: a comment keeps proxies and clients from timing out.
+                        await self._send(send, b": keep-alive\n\n")
+                    continue
+                if message["type"] != "http.disconnect":
+                    continue
+                state.gone = True
+                grace = self.limits.resume_grace_seconds
+                if grace > 0 and state.journal_id is not None:
+                    # Keep feeding the journal for a resuming client, for a bounded time.
+                    grace_timer = loop.call_later(grace, pumping.cancel)
+                else:
+                    pumping.cancel()
+                return
 
         watcher = asyncio.create_task(watch())
-        handed_over = False
         try:
-            while True:
-                done, _ = await asyncio.wait(
-                    (pumping, watcher),
-                    timeout=self.limits.keepalive_seconds,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if pumping in done:
-                    return
-                if watcher in done:
-                    state.gone = True
-                    grace = self.limits.resume_grace_seconds
-                    if grace > 0 and state.journal_id is not None:
-                        # Keep feeding the journal for a resuming client, for a bounded time.
-                        _cancel_later(pumping, grace)
-                        self._background.add(pumping)
-                        pumping.add_done_callback(self._background.discard)
-                        handed_over = True
-                    return
-                if state.started and sse and not state.sending and not state.aborted:
-                    # A silence: a comment keeps proxies and clients from timing out.
-                    await self._send(send, b": keep-alive\n\n")
+            await pump()
+        except asyncio.CancelledError:
+            if not state.gone:
+                raise  # not the watcher's: the server's (its shutdown)
+            # The client went away: the pump stopped, as the watcher asked (at once, or
+            # after the grace period); what this request does ends here.
+            pumping.uncancel()
         finally:
             watcher.cancel()
-            if not handed_over and not pumping.done():
-                pumping.cancel()
-                with contextlib.suppress(BaseException):
-                    await pumping
-            # An aborted response returns without completing: the server closes the
-            # connection, and the client sees a broken transfer, never a clean end.
+            if grace_timer is not None:
+                grace_timer.cancel()
+        # An aborted response returns without completing: the server closes the
+        # connection, and the client sees a broken transfer, never a clean end.
 
     async def _out(
         self,
