@@ -215,6 +215,34 @@ def test_with_a_grace_period_the_upstream_is_read_for_that_long_then_cancelled(
     assert emulator.stats.completed == 0  # 200 deltas 50 ms apart: 10 s, never reached
 
 
+def test_a_stream_in_its_grace_period_holds_its_concurrency_slot(
+    stack: Callable[..., Any],
+) -> None:
+    emulator, gateway = stack(
+        "openai_chat",
+        [{"reply": {"text": ["x"] * 200}, "timing": {"delay": 0.05}}],
+        resume_grace_seconds=1.0,
+        max_concurrency=1,
+    )
+    url = gateway.base_url + "/anthropic/v1/messages"
+    _read_some_then_drop(gateway, "/anthropic/v1/messages", ANTHROPIC, MESSAGES_BODY, count=3)
+    # Its upstream call still runs, into the journal: the gateway is full.
+    busy = httpx.post(url, headers=ANTHROPIC, json=MESSAGES_BODY, timeout=30)
+    assert busy.status_code == 503
+    deadline = time.monotonic() + 6.0
+    while time.monotonic() < deadline and not emulator.stats.cancelled:
+        time.sleep(0.02)
+    assert emulator.stats.cancelled == 1
+    # The grace period over, the slot is free again.
+    for _ in range(50):
+        with httpx.stream("POST", url, headers=ANTHROPIC, json=MESSAGES_BODY, timeout=30) as r:
+            status = r.status_code
+        if status != 503:
+            break
+        time.sleep(0.02)  # (the slot is freed once the cancelled call has closed)
+    assert status == 200
+
+
 async def _resume_in_process(
     journal: Journal, last_event_id: str, *alongside: Any
 ) -> list[dict[str, Any]]:
