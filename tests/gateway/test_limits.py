@@ -46,6 +46,21 @@ def test_keepalive_comment_on_long_upstream_silence(stack: Callable[..., Any]) -
     assert any(c.text == "keep-alive" for c in comments)
 
 
+def test_no_keepalive_comment_while_events_flow(stack: Callable[..., Any]) -> None:
+    # Events every 0.1 s for 2 s, keep-alives after 0.5 s of silence: there is none.
+    _, gateway = stack(
+        "openai_chat",
+        [{"reply": {"text": ["a"] * 20}, "timing": {"delay": 0.1}}],
+        keepalive_seconds=0.5,
+    )
+    response = httpx.post(
+        gateway.base_url + "/anthropic/v1/messages", headers=HEADERS, json=BODY, timeout=30
+    )
+    frames = SSEDecoder().feed(response.content)
+    assert not [f for f in frames if isinstance(f, SSEComment)]
+    assert sum(1 for f in frames if not isinstance(f, SSEComment)) > 20  # the stream came
+
+
 def test_concurrency_limit_is_503_with_retry_after(stack: Callable[..., Any]) -> None:
     _, gateway = stack(
         "openai_chat",

@@ -181,6 +181,7 @@ class _WriteDeadline:
         "_since",
         "_task",
         "_when",
+        "last",
     )
 
     def __init__(self, limit: float) -> None:
@@ -192,6 +193,7 @@ class _WriteDeadline:
         self._task: asyncio.Task[Any] | None = None  # the task writing
         self._cancelling = 0  # its cancellation requests before the write
         self._expired = False
+        self.last = self._loop.time()  # when the last write began (or this was made)
 
     async def send(self, send: Send, message: Message) -> bool:
         """``await send(message)``; False when it took the limit (the write was
@@ -201,7 +203,7 @@ class _WriteDeadline:
         self._task = task
         self._cancelling = task.cancelling()
         loop = self._loop
-        self._since = now = loop.time()
+        self._since = self.last = now = loop.time()
         if self._handle is None:
             self._when = now + self._limit
             self._handle = loop.call_at(self._when, self._check)
@@ -726,11 +728,18 @@ class _Gateway:
             # response's start). Should it fail, the pump makes it again and says why.
             with contextlib.suppress(Exception):
                 response_start()
+            keepalive = self.limits.keepalive_seconds
+            wait = keepalive
             while True:
                 try:
-                    async with asyncio.timeout(self.limits.keepalive_seconds):
+                    async with asyncio.timeout(wait):
                         message = await receive()
                 except TimeoutError:
+                    quiet = loop.time() - state.deadline.last
+                    if quiet < keepalive:
+                        wait = keepalive - quiet  # the stream wrote since: not a silence
+                        continue
+                    wait = keepalive
                     if state.started and sse and not state.sending and not state.aborted:
                         # A silence: a comment keeps proxies and clients from timing out.
                         await self._send(send, b": keep-alive\n\n")
