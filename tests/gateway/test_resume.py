@@ -184,15 +184,30 @@ def test_unknown_stream_cannot_be_resumed(stack: Callable[..., Any]) -> None:
     assert "cannot resume" in response.json()["error"]["message"]
 
 
-def test_client_disconnect_cancels_the_upstream(stack: Callable[..., Any]) -> None:
-    emulator, gateway = stack(
-        "openai_chat", [{"reply": {"text": ["x"] * 200}, "timing": {"delay": 0.05}}]
-    )
+LONG = [{"reply": {"text": ["x"] * 200}, "timing": {"delay": 0.05}}]
+"""200 deltas 50 ms apart: 10 s, longer than any of these tests waits."""
+
+
+def _dropped_after_three(stack: Callable[..., Any], **limits: Any) -> tuple[Any, Any]:
+    """A gateway streaming LONG to a Messages client that leaves after 3 events."""
+    emulator, gateway = stack("openai_chat", LONG, **limits)
     _read_some_then_drop(gateway, "/anthropic/v1/messages", ANTHROPIC, MESSAGES_BODY, count=3)
-    deadline = time.monotonic() + 1.0
+    return emulator, gateway
+
+
+def _cancelled_within(emulator: Any, seconds: float) -> int:
+    """The emulator's count of cancelled streams, once one is or ``seconds`` passed."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and not emulator.stats.cancelled:
         time.sleep(0.02)
-    assert emulator.stats.cancelled == 1, "the upstream kept streaming after the client left"
+    return int(emulator.stats.cancelled)
+
+
+def test_client_disconnect_cancels_the_upstream(stack: Callable[..., Any]) -> None:
+    emulator, _ = _dropped_after_three(stack)
+    assert _cancelled_within(emulator, 1.0) == 1, (
+        "the upstream kept streaming after the client left"
+    )
 
 
 def test_with_a_grace_period_the_upstream_is_read_for_that_long_then_cancelled(
@@ -200,39 +215,22 @@ def test_with_a_grace_period_the_upstream_is_read_for_that_long_then_cancelled(
 ) -> None:
     # A resumable stream (the journal is fed) outlives its client by the grace period:
     # the upstream goes on streaming into the journal, then the call is cancelled.
-    emulator, gateway = stack(
-        "openai_chat",
-        [{"reply": {"text": ["x"] * 200}, "timing": {"delay": 0.05}}],
-        resume_grace_seconds=1.0,
-    )
-    _read_some_then_drop(gateway, "/anthropic/v1/messages", ANTHROPIC, MESSAGES_BODY, count=3)
-    dropped = time.monotonic()
+    emulator, _ = _dropped_after_three(stack, resume_grace_seconds=1.0)
     time.sleep(0.3)
     assert emulator.stats.cancelled == 0, "cancelled before the grace period ended"
-    while time.monotonic() < dropped + 6.0 and not emulator.stats.cancelled:
-        time.sleep(0.02)
-    assert emulator.stats.cancelled == 1, "the upstream kept streaming past the grace period"
-    assert emulator.stats.completed == 0  # 200 deltas 50 ms apart: 10 s, never reached
+    assert _cancelled_within(emulator, 6.0) == 1, "the upstream kept streaming past the grace"
+    assert emulator.stats.completed == 0
 
 
 def test_a_stream_in_its_grace_period_holds_its_concurrency_slot(
     stack: Callable[..., Any],
 ) -> None:
-    emulator, gateway = stack(
-        "openai_chat",
-        [{"reply": {"text": ["x"] * 200}, "timing": {"delay": 0.05}}],
-        resume_grace_seconds=1.0,
-        max_concurrency=1,
-    )
+    emulator, gateway = _dropped_after_three(stack, resume_grace_seconds=1.0, max_concurrency=1)
     url = gateway.base_url + "/anthropic/v1/messages"
-    _read_some_then_drop(gateway, "/anthropic/v1/messages", ANTHROPIC, MESSAGES_BODY, count=3)
     # Its upstream call still runs, into the journal: the gateway is full.
     busy = httpx.post(url, headers=ANTHROPIC, json=MESSAGES_BODY, timeout=30)
     assert busy.status_code == 503
-    deadline = time.monotonic() + 6.0
-    while time.monotonic() < deadline and not emulator.stats.cancelled:
-        time.sleep(0.02)
-    assert emulator.stats.cancelled == 1
+    assert _cancelled_within(emulator, 6.0) == 1
     # The grace period over, the slot is free again.
     for _ in range(50):
         with httpx.stream("POST", url, headers=ANTHROPIC, json=MESSAGES_BODY, timeout=30) as r:
