@@ -169,7 +169,9 @@ class _WriteDeadline:
     it fires, a write that has taken the whole limit is cancelled (:meth:`send` then
     returns False, as for ``TimeoutError``), a write under way for less re-arms it for
     that write's own deadline, and with no write under way it lapses until the next.
-    One task writes at a time (the stream's pump).
+    One task writes at a time (the stream's pump). :attr:`last` is when the last write
+    began: the stream's watcher reads it to tell an upstream silence (keep-alive
+    comments) from a stream that is writing.
     """
 
     __slots__ = (
