@@ -509,12 +509,7 @@ class DialectEncoder(abc.ABC):
             LocalProtocolError: The encoder cannot write ``event`` (in its state, or
                 at all: a string that UTF-8 cannot carry, a lone surrogate).
         """
-        try:
-            data = self._encode(event)
-        except UnicodeEncodeError as exc:
-            raise self._unencodable(event, exc) from None
-        self.event_index += 1
-        return data
+        return self._encode_pending(event)
 
     def close(self) -> bytes:
         """End of the event stream: returns any final bytes (``[DONE]``, ``]``, what
@@ -598,8 +593,8 @@ class DialectEncoder(abc.ABC):
         return b""
 
     def _encode_pending(self, event: Event) -> bytes:
-        """The general path of an ``encode`` override: fold the usage kept back, then
-        encode ``event``."""
+        """The general path of :meth:`encode` (and of an override's): fold the usage
+        kept back, then encode ``event``."""
         try:
             if self._usage_batch:
                 self._fold_usage()
