@@ -33,7 +33,7 @@ from polystream.call import StreamCall
 from polystream.dialects import get_dialect
 from polystream.journal import MemoryJournal
 from polystream.proxy import SSECursorSplitter
-from polystream.request import parse_request
+from polystream.request import Request, parse_request
 from polystream.server import _h1server
 
 GAPS: tuple[tuple[str, float, bool], ...] = (
@@ -71,29 +71,9 @@ _CHUNK = (
 )
 
 
-def _request_unit() -> Callable[[], object]:
-    limits = _h1server.ServerLimits()
-
-    def run() -> object:
-        _h1server._parse_head(_HEAD, limits)
-        request = parse_request("openai_chat", msgspec.json.decode(_BODY))
-        upstream = msgspec.structs.replace(request, model="gpt-4o-mini", stream=True)
-        call = StreamCall(
-            "openai_chat",
-            upstream,
-            api_key="x",
-            base_url="http://127.0.0.1:1/openai/v1",
-            keep_events=False,
-            keep_result=False,
-        )
-        return call.next_request()
-
-    return run
-
-
-def _event_unit() -> Callable[[], object]:
-    request = parse_request("openai_chat", msgspec.json.decode(_BODY))
-    call = StreamCall(
+def _upstream_call(request: Request) -> StreamCall:
+    """The gateway's upstream call for ``request`` (a Chat upstream, nothing kept)."""
+    return StreamCall(
         "openai_chat",
         request,
         api_key="x",
@@ -101,6 +81,22 @@ def _event_unit() -> Callable[[], object]:
         keep_events=False,
         keep_result=False,
     )
+
+
+def _request_unit() -> Callable[[], object]:
+    limits = _h1server.ServerLimits()
+
+    def run() -> object:
+        _h1server._parse_head(_HEAD, limits)
+        request = parse_request("openai_chat", msgspec.json.decode(_BODY))
+        upstream = msgspec.structs.replace(request, model="gpt-4o-mini", stream=True)
+        return _upstream_call(upstream).next_request()
+
+    return run
+
+
+def _event_unit() -> Callable[[], object]:
+    call = _upstream_call(parse_request("openai_chat", msgspec.json.decode(_BODY)))
     call.next_request()
     call.on_open(200, {"content-type": "text/event-stream"})
     encoder = get_dialect("openai_chat").encoder()
