@@ -481,6 +481,47 @@ def test_requests_read_ahead_in_one_byte_reads_while_a_response_runs() -> None:
     assert [scope["path"] for scope in recorder.scopes] == ["/slow", "/up", "/last"]
 
 
+def test_a_read_between_a_response_end_and_the_next_request_keeps_the_order() -> None:
+    # /one's response ends with /two already read; in the same turn as the next
+    # request is due, /three arrives (as a loop callback, like a socket read). /two
+    # starts and waits; /three must wait for /two's end, not start beside it.
+    one = b"GET /one HTTP/1.1\r\nHost: h\r\n\r\n"
+    two = b"GET /two HTTP/1.1\r\nHost: h\r\n\r\n"
+    three = b"GET /three HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+    started: list[str] = []
+
+    async def main() -> bytes:
+        loop = asyncio.get_running_loop()
+        release = asyncio.Event()
+        recorder = Recorder(length=True)
+
+        async def app(scope: Scope, receive: Any, send: Any) -> None:
+            started.append(scope["path"])
+            if scope["path"] == "/one":
+                loop.call_soon(conn.data_received, three)  # due before the next request
+            elif scope["path"] == "/two":
+                await release.wait()
+            await recorder(scope, receive, send)
+
+        server = H1Server(app)
+        conn = _h1server._Connection(server)
+        wire = _Wire(conn)
+        conn.connection_made(wire)
+        loop.call_soon(conn.data_received, one + two)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert started == ["/one", "/two"]
+        release.set()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        return bytes(wire.out)
+
+    answer = _no_date(asyncio.run(main()))
+    assert started == ["/one", "/two", "/three"]
+    ok = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\n"
+    assert answer == ok + b"\r\nok:" + ok + b"\r\nok:" + ok + b"connection: close\r\n\r\nok:"
+
+
 # -- request bodies ---------------------------------------------------------------------------
 
 CHUNKED_BODY = (

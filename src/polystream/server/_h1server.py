@@ -594,6 +594,10 @@ class _Connection(asyncio.Protocol):
             self._arm(self.server.limits.body_timeout)  # progress: the wait starts again
 
     def _next_request(self) -> None:
+        if self.cycle is not None:
+            # A request came in between the end of a response and this call (scheduled
+            # by that end): it is under way, and the rest waits for its end.
+            return
         buffer = self.buffer
         if buffer and buffer[0] in (13, 10):  # CR, LF
             # Blank lines before a request line are ignored (RFC 9112, 2.2).
