@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import itertools
 import os
 import re
@@ -520,6 +521,106 @@ def test_a_read_between_a_response_end_and_the_next_request_keeps_the_order() ->
     assert started == ["/one", "/two", "/three"]
     ok = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\n"
     assert answer == ok + b"\r\nok:" + ok + b"\r\nok:" + ok + b"connection: close\r\n\r\nok:"
+
+
+# -- the app's first step ------------------------------------------------------------------
+
+
+def test_the_apps_first_step_runs_in_the_read_that_completed_the_request() -> None:
+    # Up to its first wait, the app runs within data_received, as the request's task
+    # (current, with its own context: what it sets is not the connection's), and the
+    # rest of it runs in that task as usual.
+    seen: dict[str, Any] = {}
+    request = contextvars.ContextVar("request", default="none")
+    log: list[str] = []
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        log.append("app")
+        seen["task"] = asyncio.current_task()
+        request.set(scope["path"])
+        await receive()
+        await asyncio.sleep(0)
+        log.append("after a turn")
+        seen["later"] = (asyncio.current_task(), request.get())
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def main() -> tuple[asyncio.Task[None], bytes]:
+        loop = asyncio.get_running_loop()
+        server = H1Server(app)
+        conn = _h1server._Connection(server)
+        wire = _Wire(conn)
+        conn.connection_made(wire)
+
+        def read() -> None:
+            conn.data_received(b"GET /p HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+            log.append("read done")
+            seen["outside"] = request.get()
+
+        loop.call_soon(read)
+        await asyncio.sleep(0)
+        (task,) = server.tasks
+        await task
+        return task, bytes(wire.out)
+
+    task, out = asyncio.run(main())
+    assert log == ["app", "read done", "after a turn"]
+    assert seen["task"] is task
+    assert seen["later"] == (task, "/p")
+    assert seen["outside"] == "none"
+    assert _no_date(out).endswith(b"\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+
+
+@pytest.mark.parametrize("how", ["returns", "raises", "cancelled"])
+def test_an_app_done_or_cancelled_in_its_first_step_or_before_its_second(how: str) -> None:
+    # An app that answers and returns within its first step; one that raises in it
+    # (a 500, logged); one whose task is cancelled before its second step (the
+    # coroutine gets the cancellation where it waits, and cleans up).
+    log: list[str] = []
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        log.append("app")
+        if how == "raises":
+            raise ValueError("boom")
+        if how == "returns":
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            log.append("cancelled")
+            raise
+
+    async def main() -> tuple[asyncio.Task[None], bytes]:
+        loop = asyncio.get_running_loop()
+        server = H1Server(app)
+        conn = _h1server._Connection(server)
+        wire = _Wire(conn)
+        conn.connection_made(wire)
+        tasks: list[asyncio.Task[None]] = []
+
+        def read() -> None:
+            conn.data_received(b"GET /p HTTP/1.1\r\nHost: h\r\n\r\n")
+            (task,) = server.tasks
+            tasks.append(task)
+            if how == "cancelled":
+                task.cancel()
+
+        loop.call_soon(read)
+        await asyncio.sleep(0)
+        with contextlib.suppress(asyncio.CancelledError):
+            await tasks[0]
+        return tasks[0], bytes(wire.out)
+
+    task, out = asyncio.run(main())
+    head = _no_date(out).split(b"\r\n", 1)[0]
+    if how == "returns":
+        assert log == ["app"] and head == b"HTTP/1.1 204 No Content" and task.exception() is None
+    elif how == "raises":
+        assert log == ["app"] and head == b"HTTP/1.1 500 Internal Server Error"
+    else:
+        assert log == ["app", "cancelled"] and task.cancelled()
 
 
 # -- request bodies ---------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 
 A gateway stands between a client and an upstream, so every microsecond it spends on a
 request is added to the client's latency. This server keeps that small: a request head
-is parsed in one pass, the app runs in a task, and a response's head leaves in the same
-write as its first body bytes (one segment, one wake-up of the client, instead of two).
+is parsed in one pass, the app runs in a task whose first step runs in the read that
+completed the request (a gateway's upstream request leaves in that same turn of the
+loop), and a response's head leaves in the same write as its first body bytes (one
+segment, one wake-up of the client, instead of two).
 
 Scope: HTTP/1.1 and 1.0 over TCP; keep-alive; pipelined requests answered in order;
 request bodies by ``Content-Length`` or chunked; ``Expect: 100-continue``; responses by
@@ -26,13 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import email.utils
 import logging
 import re
 import signal
 import socket
+import sys
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Final
@@ -122,6 +126,76 @@ def _resolve(waiter: asyncio.Future[None] | None) -> None:
     """Wake the task waiting on ``waiter``, if one is."""
     if waiter is not None and not waiter.done():
         waiter.set_result(None)
+
+
+class _Started(Coroutine[Any, Any, Any]):
+    """A coroutine whose first step ran ahead of the task that runs the rest of it: that
+    task's first step gives what the first one ended with (what it awaits, its return
+    or its exception), and every step after goes to the coroutine.
+
+    What Python 3.12's eager tasks do, for 3.11 (see :func:`_start_task`).
+    """
+
+    __slots__ = ("_coro", "_first", "_raised")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self._coro = coro
+        self._first: Any = None
+        self._raised: BaseException | None = None
+
+    def step(self) -> None:
+        try:
+            self._first = self._coro.send(None)
+        except BaseException as exc:  # its return (StopIteration) too
+            self._raised = exc
+
+    def send(self, value: Any) -> Any:
+        raised = self._raised
+        if raised is not None:
+            self._raised = None
+            raise raised
+        first = self._first
+        if first is not None:
+            self._first = None
+            return first
+        return self._coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        self._first = self._raised = None
+        return self._coro.throw(*args)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        raise TypeError("a started task's coroutine is not awaited")
+
+
+def _start_task(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]
+) -> asyncio.Task[None]:
+    """A task for ``coro`` whose first step runs now, not at the next turn of the loop.
+
+    A request's first step (its parse, the app's work up to its first wait: for a
+    gateway, the upstream request) then leaves in the same turn as the read that
+    completed the request: one turn of the loop less on every request's path, which on
+    a machine that wakes to cold caches is tens of microseconds. The step runs with the
+    task current and in the task's own context, as a task's steps do. From within
+    another task (never the case for a protocol's callbacks), a task as usual.
+    """
+    if sys.version_info >= (3, 12):
+        return asyncio.Task(coro, loop=loop, eager_start=True)
+    if asyncio.current_task(loop) is not None:
+        return loop.create_task(coro)
+    started = _Started(coro)
+    context = contextvars.copy_context()
+    task = loop.create_task(started, context=context)  # its first step: the next turn
+    asyncio.tasks._enter_task(loop, task)
+    try:
+        context.run(started.step)
+    finally:
+        asyncio.tasks._leave_task(loop, task)
+    return task
 
 
 class _BadRequest(Exception):
@@ -640,7 +714,7 @@ class _Connection(asyncio.Protocol):
             self._arm(self.server.limits.body_timeout)
         self._check_buffered()
         server = self.server
-        task = asyncio.get_running_loop().create_task(server.run_app(self, cycle))
+        task = _start_task(asyncio.get_running_loop(), server.run_app(self, cycle))
         server.tasks.add(task)
         task.add_done_callback(server.tasks.discard)
 
