@@ -9,7 +9,10 @@ work, run in this process without I/O, on the objects the gateway uses:
   request (``StreamCall.next_request``);
 * ``event``: one Chat chunk passed through: the upstream call decodes it, the client's
   encoder writes its events, the resume splitter cuts them into entries and the
-  in-memory journal keeps them.
+  in-memory journal keeps them;
+* ``least``: a few lines of Python (twenty additions, each with a dict lookup), no
+  polystream code: what a wake-up costs the interpreter alone, the floor under the
+  other two.
 
 Each unit is timed back to back (warm), then each time after a sleep of 0.5, 2 and
 10 ms, and after the same 2 ms spent spinning instead (the process kept on its core).
@@ -118,6 +121,18 @@ def _event_unit() -> Callable[[], object]:
     return run
 
 
+def _least_unit() -> Callable[[], object]:
+    table = {"step": 1}
+
+    def run() -> object:
+        total = 0
+        for i in range(20):
+            total += table["step"] + i
+        return total
+
+    return run
+
+
 def _time(unit: Callable[[], object], gap: float, spin: bool, samples: int) -> list[float]:
     clock = time.perf_counter
     times: list[float] = []
@@ -137,7 +152,7 @@ def _time(unit: Callable[[], object], gap: float, spin: bool, samples: int) -> l
 def measure(samples: int = 300) -> dict[str, Any]:
     """Medians and p90s per unit and gap (seconds), and each gap's ratio to warm."""
     out: dict[str, Any] = {"samples": samples, "units": {}}
-    for name, make in (("request", _request_unit), ("event", _event_unit)):
+    for name, make in (("request", _request_unit), ("event", _event_unit), ("least", _least_unit)):
         unit = make()
         _time(unit, 0.0, False, 2000)  # compiled, allocated, warm
         cells: dict[str, Any] = {}

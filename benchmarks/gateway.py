@@ -45,7 +45,8 @@ directly and through the gateway, so that the difference is the gateway:
 * **wakeup**: the gateway's work on a request and on one event, timed in a fresh
   process without I/O, warm and after the sleeps it takes between paced events and
   between requests (:mod:`benchmarks._wakeup`): what a wake-up costs the same work on
-  this machine.
+  this machine, and beside it the least Python work (a short loop), the interpreter's
+  own floor.
 * **concurrency**: N streams at once (each on its own connection), paced by the
   emulator so that they really overlap (the measured overlap is reported); every
   stream's final text, status and finish reason are checked.
@@ -1477,7 +1478,8 @@ def report(data: dict[str, Any]) -> str:
             "The same work, warm and after the process has slept (benchmarks/_wakeup.py: "
             f"medians of {data['wakeup']['samples']} runs each, in one fresh process; "
             "request: a Chat request's head, body and upstream call; event: one Chat "
-            "chunk decoded, encoded, split into resume entries and journalled):\n\n"
+            "chunk decoded, encoded, split into resume entries and journalled; least: "
+            "twenty additions in a Python loop, the interpreter's own floor):\n\n"
             + tables.markdown(rows)
         )
     if data.get("memory"):

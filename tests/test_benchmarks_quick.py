@@ -269,7 +269,7 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
     # The gateway's work warm and after each sleep, in its own process.
     wakeup = bench["wakeup"]
     assert wakeup["samples"] == gateway.QUICK.wakeup_samples
-    assert set(wakeup["units"]) == {"request", "event"}
+    assert list(wakeup["units"]) == ["request", "event", "least"]
     for cells in wakeup["units"].values():
         assert [label for label, _, _ in GAPS] == list(cells)
         assert cells["warm"]["ratio"] == 1.0
@@ -558,6 +558,7 @@ def test_wakeup_units_do_the_gateways_work() -> None:
         # The chunk as the client gets it: its resume id, its text.
         assert data.startswith(b"id: ") and b'"content":" stream"' in data
         assert cursor.endswith(f".{n}")
+    assert _wakeup._least_unit()() == sum(1 + i for i in range(20)) == 210
 
 
 def test_the_relay_copies_bytes_both_ways_on_one_upstream_connection() -> None:
