@@ -526,6 +526,34 @@ def test_a_read_between_a_response_end_and_the_next_request_keeps_the_order() ->
 # -- the app's first step ------------------------------------------------------------------
 
 
+def _serve_read(
+    app: App, data: bytes, after: Callable[[asyncio.Task[None]], None]
+) -> tuple[asyncio.Task[None], bytes]:
+    """Serve ``data`` to ``app`` in one read, made as a socket's read is (a callback of
+    the loop, no task current), call ``after`` with the request's task right after that
+    read, and wait for the task: the task, and the bytes written."""
+
+    async def main() -> tuple[asyncio.Task[None], bytes]:
+        server = H1Server(app)
+        conn = _h1server._Connection(server)
+        wire = _Wire(conn)
+        conn.connection_made(wire)
+        tasks: list[asyncio.Task[None]] = []
+
+        def read() -> None:
+            conn.data_received(data)
+            tasks.extend(server.tasks)
+            after(tasks[0])
+
+        asyncio.get_running_loop().call_soon(read)
+        await asyncio.sleep(0)
+        with contextlib.suppress(asyncio.CancelledError):
+            await tasks[0]
+        return tasks[0], bytes(wire.out)
+
+    return asyncio.run(main())
+
+
 def test_the_apps_first_step_runs_in_the_read_that_completed_the_request() -> None:
     # Up to its first wait, the app runs within data_received, as the request's task
     # (current, with its own context: what it sets is not the connection's), and the
@@ -545,25 +573,12 @@ def test_the_apps_first_step_runs_in_the_read_that_completed_the_request() -> No
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    async def main() -> tuple[asyncio.Task[None], bytes]:
-        loop = asyncio.get_running_loop()
-        server = H1Server(app)
-        conn = _h1server._Connection(server)
-        wire = _Wire(conn)
-        conn.connection_made(wire)
+    def after(task: asyncio.Task[None]) -> None:
+        log.append("read done")
+        seen["outside"] = request.get()
 
-        def read() -> None:
-            conn.data_received(b"GET /p HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
-            log.append("read done")
-            seen["outside"] = request.get()
-
-        loop.call_soon(read)
-        await asyncio.sleep(0)
-        (task,) = server.tasks
-        await task
-        return task, bytes(wire.out)
-
-    task, out = asyncio.run(main())
+    data = b"GET /p HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+    task, out = _serve_read(app, data, after)
     assert log == ["app", "read done", "after a turn"]
     assert seen["task"] is task
     assert seen["later"] == (task, "/p")
@@ -592,28 +607,11 @@ def test_an_app_done_or_cancelled_in_its_first_step_or_before_its_second(how: st
             log.append("cancelled")
             raise
 
-    async def main() -> tuple[asyncio.Task[None], bytes]:
-        loop = asyncio.get_running_loop()
-        server = H1Server(app)
-        conn = _h1server._Connection(server)
-        wire = _Wire(conn)
-        conn.connection_made(wire)
-        tasks: list[asyncio.Task[None]] = []
+    def after(task: asyncio.Task[None]) -> None:
+        if how == "cancelled":
+            task.cancel()
 
-        def read() -> None:
-            conn.data_received(b"GET /p HTTP/1.1\r\nHost: h\r\n\r\n")
-            (task,) = server.tasks
-            tasks.append(task)
-            if how == "cancelled":
-                task.cancel()
-
-        loop.call_soon(read)
-        await asyncio.sleep(0)
-        with contextlib.suppress(asyncio.CancelledError):
-            await tasks[0]
-        return tasks[0], bytes(wire.out)
-
-    task, out = asyncio.run(main())
+    task, out = _serve_read(app, b"GET /p HTTP/1.1\r\nHost: h\r\n\r\n", after)
     head = _no_date(out).split(b"\r\n", 1)[0]
     if how == "returns":
         assert log == ["app"] and head == b"HTTP/1.1 204 No Content" and task.exception() is None
