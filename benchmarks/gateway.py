@@ -1464,7 +1464,7 @@ def report(data: dict[str, Any]) -> str:
     if data.get("wakeup"):
         from benchmarks._wakeup import GAPS
 
-        rows = [["the gateway's work", *(label for label, _, _ in GAPS)]]
+        rows = [["work", *(label for label, _, _ in GAPS)]]
         for name, cells in data["wakeup"]["units"].items():
             rows.append(
                 [name]
