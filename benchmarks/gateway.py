@@ -1,8 +1,9 @@
 """The gateway under load: ``python -m benchmarks.gateway [--quick] [--json OUT]``.
 
-Options: ``--phases latency,breakdown,concurrency,memory`` (default all), ``--src DIR``
-(run the servers from another source tree, to compare revisions). ``python -m benchmarks.run``
-runs it with its extras (``--gateway``: only this; ``--no-gateway``: not this).
+Options: ``--phases latency,minimal,breakdown,wakeup,concurrency,memory`` (default all),
+``--src DIR`` (run the servers from another source tree, to compare revisions).
+``python -m benchmarks.run`` runs it with its extras (``--gateway``: only this;
+``--no-gateway``: not this).
 
 The emulator (``polystream serve``) and the gateway (``polystream gateway``) run as real
 servers on loopback, each in its own process, started as a user starts them. One load
@@ -33,6 +34,12 @@ directly and through the gateway, so that the difference is the gateway:
   adds is the floor under any gateway on this machine (two more loopback hops and one
   more process's wake-ups), and the gateway's added latency less the relay's is the
   gateway's own work.
+* **minimal**: the paced and unpaced routes once more, calling in one rotation the
+  emulator directly, the byte relay, the gateway and a minimal gateway
+  (:mod:`benchmarks._minimal`: the smallest Python gateway that understands the streams,
+  decoding and encoding each event in its protocols' callbacks, with nothing else a
+  gateway does), which is to the gateway what the minimal loop is to the decoders. Its
+  figures are reported beside the targets, which are judged on the latency phase.
 * **breakdown**: the paced and unpaced routes once more (fewer requests) through a
   gateway run by :mod:`benchmarks._probe`, which timestamps the bytes at its HTTP
   boundaries (a request in, each upstream write and read, each write to the client).
@@ -459,6 +466,18 @@ def start_relay(folder: Path, emulator: Server) -> Server:
     )
 
 
+def start_minimal(folder: Path, emulator: Server) -> Server:
+    """A :mod:`benchmarks._minimal` gateway in front of ``emulator``."""
+    port = _free_port()
+    return Server(
+        "minimal gateway",
+        [str(port), str(emulator.port)],
+        port,
+        folder / "minimal.log",
+        module="benchmarks._minimal",
+    )
+
+
 def start_emulator(folder: Path, settings: Settings) -> tuple[Server, dict[str, list[str]]]:
     scenarios, texts = _scenarios(settings)
     path = folder / "scenarios.json"
@@ -631,13 +650,16 @@ async def measure_latency(
     client_slice: int = 0,
     gateway_replies: list[Reply] | None = None,
     relay: Server | None = None,
+    minimal: Server | None = None,
 ) -> dict[str, Any]:
     """Sequential requests, direct and via the gateway interleaved, keep-alive
     (``keyword`` picks the scenario: ``latency`` unpaced, ``paced``; ``client_slice``:
     the measuring client's scheduler slice in nanoseconds, see :func:`set_slice`;
     ``gateway_replies``: gets the gateway's replies, warm-up excluded; ``relay``: a
     :mod:`benchmarks._relay` in front of the emulator, called with the direct request
-    in the same rotation: the floor under any gateway).
+    in the same rotation: the floor under any gateway; ``minimal``: a
+    :mod:`benchmarks._minimal` gateway, called with the gateway's request in the same
+    rotation: the least a gateway does).
 
     Raises:
         OSError: ``client_slice`` cannot be set.
@@ -653,6 +675,9 @@ async def measure_latency(
     if relay is not None:
         targets["relay"] = (relay.port, targets["direct"][1])
         routes["relay"] = direct
+    if minimal is not None:
+        targets["minimal"] = (minimal.port, targets["gateway"][1])
+        routes["minimal"] = route
     kinds = tuple(targets)
     connections = {k: await Connection.open(port) for k, (port, _) in targets.items()}
     cpu: dict[str, float] = {}
@@ -737,12 +762,13 @@ async def measure_latency(
                 "median": via["median"] - direct["median"],
                 "p99": via["p99"] - direct["p99"],
             }
-        floor = out["relay"][what] if relay is not None else None
-        if direct and floor:
-            out[f"relay_added_{what}"] = {
-                "median": floor["median"] - direct["median"],
-                "p99": floor["p99"] - direct["p99"],
-            }
+        for other in ("relay", "minimal"):
+            floor = out[other][what] if other in out else None
+            if direct and floor:
+                out[f"{other}_added_{what}"] = {
+                    "median": floor["median"] - direct["median"],
+                    "p99": floor["p99"] - direct["p99"],
+                }
     log(
         f"  latency{' (paced)' if paced else ''} {route.name:36} "
         f"direct {_ms(out['direct']['total']['median'])} "
@@ -753,6 +779,12 @@ async def measure_latency(
             f"; relay added {_ms(out.get('relay_added_total', {}).get('median'))}, first event "
             f"{_ms(out.get('relay_added_first', {}).get('median'))}"
             if relay is not None
+            else ""
+        )
+        + (
+            f"; minimal gateway added {_ms(out.get('minimal_added_total', {}).get('median'))}, "
+            f"first event {_ms(out.get('minimal_added_first', {}).get('median'))}"
+            if minimal is not None
             else ""
         )
     )
@@ -1049,7 +1081,7 @@ async def measure_memory(
 # -- the run -------------------------------------------------------------------------------
 
 
-PHASES = ("latency", "breakdown", "wakeup", "concurrency", "memory")
+PHASES = ("latency", "minimal", "breakdown", "wakeup", "concurrency", "memory")
 
 
 def run_gateway_bench(
@@ -1066,7 +1098,7 @@ def run_gateway_bench(
         try:
             gateway = start_gateway(folder, emulator, "memory", "main")
             servers.append(gateway)
-            relay = start_relay(folder, emulator) if "latency" in phases else None
+            relay = start_relay(folder, emulator) if {"latency", "minimal"} & set(phases) else None
             if relay is not None:
                 servers.append(relay)
             expected = "".join(texts["latency"])
@@ -1122,6 +1154,27 @@ def run_gateway_bench(
                     data[key][route.name] = {**cell, "journal": "sqlite"}
                 durable.stop()
                 servers.remove(durable)
+            data["minimal"] = {}
+            if "minimal" in phases:
+                minimal = start_minimal(folder, emulator)
+                servers.append(minimal)
+                for route in ROUTES:
+                    for keyword, text in (("paced", texts["paced"]), ("latency", texts["latency"])):
+                        data["minimal"].setdefault(keyword, {})[route.name] = asyncio.run(
+                            measure_latency(
+                                route,
+                                emulator,
+                                gateway,
+                                "".join(text),
+                                settings,
+                                log,
+                                keyword=keyword,
+                                relay=relay,
+                                minimal=minimal,
+                            )
+                        )
+                minimal.stop()
+                servers.remove(minimal)
             if relay is not None:
                 relay.stop()
                 servers.remove(relay)
@@ -1220,6 +1273,21 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
                         f"{_ms(floor['median'])}; {_ms(added['median'] - floor['median'])}"
                         + (f", {wrong} WRONG relay replies" if wrong else ""),
                     )
+    for pace, cells in data.get("minimal", {}).items():
+        for name, cell in cells.items():
+            wrong = cell["minimal"]["errors"]
+            for what, label in (("total", "per request"), ("first", "to first delta")):
+                added = cell.get(f"added_{what}")
+                least = cell.get(f"minimal_added_{what}")
+                if not added or not least:
+                    continue
+                add(
+                    f"gateway {name}, {_PACES[pace]}: added {label} by a minimal gateway "
+                    "(the least a gateway does); the gateway over it",
+                    None,
+                    f"{_ms(least['median'])}; {_ms(added['median'] - least['median'])}"
+                    + (f", {wrong} WRONG minimal replies" if wrong else ""),
+                )
     for cell in data.get("concurrency", []):
         if cell["target"] != "gateway":
             continue
@@ -1390,6 +1458,41 @@ def report(data: dict[str, Any]) -> str:
             "request in the same rotation as the direct and gateway calls (medians; "
             "the gateway over the relay is its own work beyond one more process in the "
             "path):\n\n" + tables.markdown(floor_rows)
+        )
+    least_rows = [
+        [
+            "route",
+            "pace",
+            "what",
+            "added by the relay",
+            "added by a minimal gateway",
+            "added by the gateway",
+            "gateway over the minimal",
+        ]
+    ]
+    for pace, cells in data.get("minimal", {}).items():
+        for name, cell in cells.items():
+            for what, label in (("total", "complete response"), ("first", "first delta")):
+                relay = cell.get(f"relay_added_{what}")
+                least = cell.get(f"minimal_added_{what}")
+                added = cell.get(f"added_{what}")
+                least_rows.append(
+                    [
+                        name,
+                        _PACES[pace],
+                        label,
+                        _ms(relay and relay["median"]),
+                        _ms(least and least["median"]),
+                        _ms(added and added["median"]),
+                        _ms(least and added and added["median"] - least["median"]),
+                    ]
+                )
+    if len(least_rows) > 1:
+        parts.append(
+            "The least a gateway does: a minimal gateway (benchmarks/_minimal.py: it "
+            "parses each request, routes it, and decodes and encodes each event in its "
+            "protocols' callbacks, with nothing else), called in one rotation with the "
+            "direct request, the relay and the gateway (medians):\n\n" + tables.markdown(least_rows)
         )
     if data.get("breakdown"):
         rows = [

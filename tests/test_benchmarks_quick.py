@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import random
 import re
 import threading
 from pathlib import Path
@@ -266,6 +267,16 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
             assert set(cell["relay_added_first"]) == {"median", "p99"}
     for cell in [*short.values(), *durable]:
         assert "relay" not in cell and "relay_added_first" not in cell
+    # The minimal gateway, in one rotation with the direct call, the relay and the
+    # gateway, paced and unpaced: every reply correct, the same text as the gateway's.
+    assert set(bench["minimal"]) == {"paced", "latency"}
+    for cells in bench["minimal"].values():
+        assert set(cells) == {route.name for route in gateway.ROUTES}
+        for name, cell in cells.items():
+            for side in ("direct", "relay", "gateway", "minimal"):
+                assert cell[side]["errors"] == 0, (name, side, cell[side]["error_examples"])
+            for what in ("total", "first"):
+                assert set(cell[f"minimal_added_{what}"]) == {"median", "p99"}
     # The gateway's work warm and after each sleep, in its own process.
     wakeup = bench["wakeup"]
     assert wakeup["samples"] == gateway.QUICK.wakeup_samples
@@ -299,6 +310,7 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
     assert any("added latency per request" in n for n in names)
     assert any("added latency to first delta" in n for n in names)
     assert any("concurrent streams" in n for n in names)
+    assert any("by a minimal gateway" in n for n in names)
 
 
 def test_gateway_client_checks_the_stream() -> None:
@@ -598,3 +610,100 @@ def test_the_relay_copies_bytes_both_ways_on_one_upstream_connection() -> None:
     replies, accepted = asyncio.run(scenario())
     assert replies == [b"<one>", b"<two>"]
     assert accepted == 1  # one upstream connection for the client's, kept
+
+
+def _chunked_reply(events: list[bytes]) -> bytes:
+    """An HTTP/1.1 reply whose chunked body carries ``events``, one chunk each."""
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+    head += b"transfer-encoding: chunked\r\n\r\n"
+    return head + b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+
+
+# Anthropic Messages events as the emulator writes them (the benchmark's upstream).
+_MESSAGES_EVENTS = [
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","type":'
+    b'"message","role":"assistant","model":"m","content":[],"stop_reason":null,'
+    b'"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":0}}}\n\n',
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+    b'"content_block":{"type":"text","text":""}}\n\n',
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"text_delta","text":"Hello"}}\n\n',
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"text_delta","text":", world"}}\n\n',
+    b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+    b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn",'
+    b'"stop_sequence":null},"usage":{"output_tokens":2}}\n\n',
+    b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+]
+
+
+class _Recorder:
+    """Stands for the minimal gateway's client side: records what its upstream hands it."""
+
+    def __init__(self) -> None:
+        self.seen: list[bytes] = []
+        self.ends = 0
+        self.transport = None
+
+    def events(self, events: list[bytes]) -> None:
+        self.seen.extend(events)
+
+    def end(self) -> None:
+        self.ends += 1
+
+
+@pytest.mark.parametrize("split", ["whole", "bytes", "random"])
+def test_the_minimal_gateway_unframes_its_upstream_across_any_split(split: str) -> None:
+    from benchmarks import _minimal
+
+    client = _Recorder()
+    upstream = _minimal._Upstream(client)  # type: ignore[arg-type]
+    reply = _chunked_reply(_MESSAGES_EVENTS)
+    wire = reply + reply  # two replies on one kept-alive connection
+    if split == "whole":
+        reads = [wire]
+    elif split == "bytes":
+        reads = [wire[i : i + 1] for i in range(len(wire))]
+    else:
+        rng = random.Random(7)
+        reads, start = [], 0
+        while start < len(wire):
+            step = rng.randint(1, 40)
+            reads.append(wire[start : start + step])
+            start += step
+    for data in reads:
+        upstream.data_received(data)
+    assert client.seen == [e[:-2] for e in _MESSAGES_EVENTS] * 2
+    assert client.ends == 2
+    assert upstream.buffer == b"" and upstream.sse == b"" and upstream.in_head
+
+
+def test_the_minimal_gateway_gives_a_chat_client_a_correct_chat_stream() -> None:
+    from benchmarks import _minimal
+
+    written: list[bytes] = []
+    client = _minimal._Client(1)
+    client.transport = type("T", (), {"write": staticmethod(written.append)})()  # type: ignore[assignment]
+    client.waiting = []
+    body = json.dumps({"model": "bench-claude", "stream": True, "messages": []}).encode()
+    client.data_received(
+        b"POST /openai/v1/chat/completions HTTP/1.1\r\ncontent-length: %d\r\n\r\n%s"
+        % (len(body), body)
+    )
+    sent = client.waiting[0]
+    assert sent.startswith(b"POST /anthropic/v1/messages HTTP/1.1\r\n")
+    upstream = json.loads(sent.split(b"\r\n\r\n", 1)[1])
+    assert upstream["model"] == gateway.CLAUDE_MODEL and upstream["max_tokens"] == 4096
+    client.events([e[:-2] for e in _MESSAGES_EVENTS])
+    client.end()
+    reply = b"".join(written)
+    head, _, chunked = reply.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head
+    size, _, rest = chunked.partition(b"\r\n")
+    body_bytes = rest[: int(size, 16)]
+    assert rest[int(size, 16) :] == b"\r\n0\r\n\r\n"
+    result = polystream.decode(body_bytes, "openai_chat")
+    assert result.text == "Hello, world"
+    assert result.status == "completed" and result.finish_reason is not None
+    assert result.finish_reason.unified == "stop"
+    assert result.usage is not None and result.usage.output_tokens == 2
