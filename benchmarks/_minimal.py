@@ -12,7 +12,9 @@ chunks for a Chat client: a role chunk, one chunk per text delta, the finish rea
 usage, ``[DONE]``), and written to the client as one chunk per upstream read.
 
 Everything runs in the protocols' callbacks (no task, no future, no generator between a
-read and its write), on asyncio's default loop, with the socket options the gateway uses.
+read and its write), on asyncio's default loop; its connections are the byte relay's
+(:mod:`benchmarks._relay`: the same socket options, one kept-alive upstream connection
+per client connection), with the HTTP and the events on top.
 It has none of the rest of a gateway: no validation, errors, retries, timeouts, journal,
 resume, keep-alive comments, limits or other events. What it adds over the byte relay
 (:mod:`benchmarks._relay`) is what understanding the streams costs at the least; the
@@ -21,19 +23,14 @@ gateway over it is what the rest costs.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import socket
 import sys
 from typing import Any
 
 import msgspec
 
-from benchmarks._relay import _nodelay
+from benchmarks import _relay
 from benchmarks.gateway import CHAT_MODEL, CLAUDE_MODEL
-from polystream.cli._heap import settle_heap
 
-_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
 _MODELS = {"bench-chat": CHAT_MODEL, "bench-claude": CLAUDE_MODEL}
 _CHAT_PATH = b"/openai/v1/chat/completions"
 _HEAD = (
@@ -51,28 +48,17 @@ _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 
 
-class _Upstream(asyncio.Protocol):
+class _Upstream(_relay._Upstream):
     """The kept-alive connection to the emulator: parses its replies (status line and
     headers, chunked framing, SSE events) and hands each read's events to the client."""
 
     def __init__(self, client: _Client) -> None:
+        super().__init__(client)
         self.client = client
-        self.transport: asyncio.Transport | None = None
-        self.sock: socket.socket | None = None
         self.buffer = b""
         self.in_head = True
         self.chunk_left = -1  # bytes of the current chunk still to come (-1: a size line)
         self.sse = b""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        self.sock = _nodelay(transport)
-        self._ack()
-
-    def _ack(self) -> None:
-        if self.sock is not None and _QUICKACK is not None:
-            with contextlib.suppress(OSError):
-                self.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
     def data_received(self, data: bytes) -> None:
         self._ack()
@@ -133,40 +119,20 @@ class _Upstream(asyncio.Protocol):
         self.client.end()
         return bool(buffer)
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.client.transport is not None:
-            self.client.transport.close()
 
-
-class _Client(asyncio.Protocol):
+class _Client(_relay._Downstream):
     """A client's connection: its requests (one at a time, kept alive) go upstream."""
 
+    upstream_class = _Upstream
+
     def __init__(self, upstream_port: int) -> None:
-        self.upstream_port = upstream_port
-        self.transport: asyncio.Transport | None = None
-        self.upstream: _Upstream | None = None
+        super().__init__(upstream_port)
         self.buffer = b""
-        self.waiting: list[bytes] = []
         self.transcode = False
         self.started = False
         self.usage: Any = None
         self.chat_id = ""
         self.created = 0
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        _nodelay(transport)
-        asyncio.get_running_loop().create_task(self._connect())
-
-    async def _connect(self) -> None:
-        loop = asyncio.get_running_loop()
-        _, upstream = await loop.create_connection(
-            lambda: _Upstream(self), "127.0.0.1", self.upstream_port
-        )
-        self.upstream = upstream
-        if self.waiting and upstream.transport is not None:
-            upstream.transport.write(b"".join(self.waiting))
-        self.waiting = []
 
     def data_received(self, data: bytes) -> None:
         buffer = self.buffer + data
@@ -294,30 +260,9 @@ class _Client(asyncio.Protocol):
         if self.transport is not None:
             self.transport.write(b"0\r\n\r\n" if self.started else _HEAD + b"0\r\n\r\n")
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.transport = None
-        if self.upstream is not None and self.upstream.transport is not None:
-            self.upstream.transport.close()
-
-
-async def serve(listen_port: int, upstream_port: int) -> None:
-    """Serve ``127.0.0.1:listen_port`` from ``127.0.0.1:upstream_port`` until cancelled."""
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(
-        lambda: _Client(upstream_port), "127.0.0.1", listen_port, reuse_address=True
-    )
-    settle_heap()  # as the gateway does before it serves
-    async with server:
-        await server.serve_forever()
-
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m benchmarks._minimal LISTEN_PORT UPSTREAM_PORT", file=sys.stderr)
-        return 2
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(int(argv[0]), int(argv[1])))
-    return 0
+    return _relay.main(argv, _Client, "benchmarks._minimal")
 
 
 if __name__ == "__main__":

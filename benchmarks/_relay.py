@@ -64,6 +64,9 @@ class _Downstream(asyncio.Protocol):
     """A client's connection: what it reads goes to its upstream connection (opened
     when the client connects; reads before it is open wait in a list)."""
 
+    upstream_class: type[_Upstream] = _Upstream
+    """The upstream connection's protocol (a subclass's: what it does with the reads)."""
+
     def __init__(self, upstream_port: int) -> None:
         self.upstream_port = upstream_port
         self.transport: asyncio.Transport | None = None
@@ -79,7 +82,7 @@ class _Downstream(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         try:
             _, upstream = await loop.create_connection(
-                lambda: _Upstream(self), "127.0.0.1", self.upstream_port
+                lambda: self.upstream_class(self), "127.0.0.1", self.upstream_port
             )
         except OSError:
             if self.transport is not None:
@@ -106,23 +109,28 @@ class _Downstream(asyncio.Protocol):
             self.upstream.transport.close()
 
 
-async def serve(listen_port: int, upstream_port: int) -> None:
-    """Relay ``127.0.0.1:listen_port`` to ``127.0.0.1:upstream_port`` until cancelled."""
+async def serve(
+    listen_port: int, upstream_port: int, client: type[_Downstream] = _Downstream
+) -> None:
+    """Relay ``127.0.0.1:listen_port`` to ``127.0.0.1:upstream_port`` until cancelled
+    (``client``: the client connections' protocol)."""
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: _Downstream(upstream_port), "127.0.0.1", listen_port, reuse_address=True
+        lambda: client(upstream_port), "127.0.0.1", listen_port, reuse_address=True
     )
     settle_heap()  # as the gateway does before it serves
     async with server:
         await server.serve_forever()
 
 
-def main(argv: list[str]) -> int:
+def main(
+    argv: list[str], client: type[_Downstream] = _Downstream, name: str = "benchmarks._relay"
+) -> int:
     if len(argv) != 2:
-        print("usage: python -m benchmarks._relay LISTEN_PORT UPSTREAM_PORT", file=sys.stderr)
+        print(f"usage: python -m {name} LISTEN_PORT UPSTREAM_PORT", file=sys.stderr)
         return 2
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(int(argv[0]), int(argv[1])))
+        asyncio.run(serve(int(argv[0]), int(argv[1]), client))
     return 0
 
 
