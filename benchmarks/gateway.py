@@ -454,27 +454,21 @@ def start_gateway(
     )
 
 
-def start_relay(folder: Path, emulator: Server) -> Server:
-    """A :mod:`benchmarks._relay` in front of ``emulator``."""
-    port = _free_port()
-    return Server(
-        "relay",
-        [str(port), str(emulator.port)],
-        port,
-        folder / "relay.log",
-        module="benchmarks._relay",
-    )
+_PEERS = {"relay": "relay", "minimal": "minimal gateway"}
+"""The processes put in front of the emulator beside the gateway: :mod:`benchmarks._relay`
+and :mod:`benchmarks._minimal` (each takes ``LISTEN_PORT UPSTREAM_PORT``), and how the
+logs name them."""
 
 
-def start_minimal(folder: Path, emulator: Server) -> Server:
-    """A :mod:`benchmarks._minimal` gateway in front of ``emulator``."""
+def start_peer(folder: Path, emulator: Server, kind: str) -> Server:
+    """A ``kind`` (a key of :data:`_PEERS`) in front of ``emulator``."""
     port = _free_port()
     return Server(
-        "minimal gateway",
+        _PEERS[kind],
         [str(port), str(emulator.port)],
         port,
-        folder / "minimal.log",
-        module="benchmarks._minimal",
+        folder / f"{kind}.log",
+        module=f"benchmarks._{kind}",
     )
 
 
@@ -1098,8 +1092,9 @@ def run_gateway_bench(
         try:
             gateway = start_gateway(folder, emulator, "memory", "main")
             servers.append(gateway)
-            relay = start_relay(folder, emulator) if {"latency", "minimal"} & set(phases) else None
-            if relay is not None:
+            relay = None
+            if {"latency", "minimal"} & set(phases):
+                relay = start_peer(folder, emulator, "relay")
                 servers.append(relay)
             expected = "".join(texts["latency"])
             data["latency"] = {}
@@ -1156,7 +1151,7 @@ def run_gateway_bench(
                 servers.remove(durable)
             data["minimal"] = {}
             if "minimal" in phases:
-                minimal = start_minimal(folder, emulator)
+                minimal = start_peer(folder, emulator, "minimal")
                 servers.append(minimal)
                 for route in ROUTES:
                     for keyword, text in (("paced", texts["paced"]), ("latency", texts["latency"])):
