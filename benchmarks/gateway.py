@@ -1270,7 +1270,12 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
                     )
     for pace, cells in data.get("minimal", {}).items():
         for name, cell in cells.items():
-            wrong = cell["minimal"]["errors"]
+            # Any wrong reply in the rotation (direct, relay, gateway or minimal).
+            wrong = sum(
+                side["errors"]
+                for side in cell.values()
+                if isinstance(side, dict) and "errors" in side
+            )
             for what, label in (("total", "per request"), ("first", "to first delta")):
                 added = cell.get(f"added_{what}")
                 least = cell.get(f"minimal_added_{what}")
@@ -1281,7 +1286,7 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
                     "(the least a gateway does); the gateway over it",
                     None,
                     f"{_ms(least['median'])}; {_ms(added['median'] - least['median'])}"
-                    + (f", {wrong} WRONG minimal replies" if wrong else ""),
+                    + (f", {wrong} WRONG replies" if wrong else ""),
                 )
     for cell in data.get("concurrency", []):
         if cell["target"] != "gateway":

@@ -707,3 +707,26 @@ def test_the_minimal_gateway_gives_a_chat_client_a_correct_chat_stream() -> None
     assert result.status == "completed" and result.finish_reason is not None
     assert result.finish_reason.unified == "stop"
     assert result.usage is not None and result.usage.output_tokens == 2
+
+
+def test_the_minimal_gateways_figures_name_any_wrong_reply_in_the_rotation() -> None:
+    def side(errors: int = 0) -> dict[str, Any]:
+        return {"errors": errors, "total": {"median": 0.2}, "first": {"median": 0.01}}
+
+    cell: dict[str, Any] = {
+        "direct": side(),
+        "relay": side(),
+        "gateway": side(),
+        "minimal": side(),
+        "added_total": {"median": 0.0015, "p99": 0.002},
+        "added_first": {"median": 0.0012, "p99": 0.002},
+        "minimal_added_total": {"median": 0.0003, "p99": 0.0004},
+        "minimal_added_first": {"median": 0.0004, "p99": 0.0005},
+    }
+    data = {"minimal": {"paced": {"chat -> chat (pass-through)": cell}}}
+    figures = [t["figure"] for t in gateway.targets(data)]
+    assert figures == ["0.30 ms; 1.20 ms", "0.40 ms; 0.80 ms"]
+    cell["gateway"]["errors"] = 2
+    cell["minimal"]["errors"] = 1
+    figures = [t["figure"] for t in gateway.targets(data)]
+    assert figures == ["0.30 ms; 1.20 ms, 3 WRONG replies", "0.40 ms; 0.80 ms, 3 WRONG replies"]
