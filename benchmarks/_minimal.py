@@ -63,11 +63,12 @@ class _Upstream(_relay._Upstream):
     def data_received(self, data: bytes) -> None:
         self._ack()
         self.buffer = self.buffer + data if self.buffer else data
-        while self._parse():
-            pass  # a reply ended and bytes of the next one are here
+        ended = self._parse()
+        while ended and self.buffer:  # bytes of the next reply came with this one's end
+            ended = self._parse()
 
     def _parse(self) -> bool:
-        """Pass on what the buffer completes; True when a reply ended with bytes left."""
+        """Pass on what the buffer completes of the current reply; True when it ended."""
         buffer = self.buffer
         if self.in_head:
             end = buffer.find(b"\r\n\r\n")
@@ -117,7 +118,7 @@ class _Upstream(_relay._Upstream):
             return False
         self.in_head = True
         self.client.end()
-        return bool(buffer)
+        return True
 
 
 class _Client(_relay._Downstream):
