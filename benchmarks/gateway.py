@@ -1270,12 +1270,8 @@ def targets(data: dict[str, Any]) -> list[dict[str, Any]]:
                     )
     for pace, cells in data.get("minimal", {}).items():
         for name, cell in cells.items():
-            # Any wrong reply in the rotation (direct, relay, gateway or minimal).
-            wrong = sum(
-                side["errors"]
-                for side in cell.values()
-                if isinstance(side, dict) and "errors" in side
-            )
+            # Any wrong reply in the rotation.
+            wrong = sum(cell[side]["errors"] for side in ("direct", "relay", "gateway", "minimal"))
             for what, label in (("total", "per request"), ("first", "to first delta")):
                 added = cell.get(f"added_{what}")
                 least = cell.get(f"minimal_added_{what}")
