@@ -542,8 +542,9 @@ def _serve_read(
 
         def read() -> None:
             conn.data_received(data)
-            tasks.extend(server.tasks)
-            after(tasks[0])
+            (task,) = server.tasks  # one request, one task
+            tasks.append(task)
+            after(task)
 
         asyncio.get_running_loop().call_soon(read)
         await asyncio.sleep(0)
