@@ -25,7 +25,7 @@ import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from types import TracebackType
-from typing import Any, Final, cast
+from typing import Any, Final, Protocol, cast
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -90,6 +90,9 @@ class _Connection(asyncio.Protocol):
         self.waiter: asyncio.Future[None] | None = None
         self.write_waiter: asyncio.Future[None] | None = None
         self.write_paused = False
+        # Takes each read in this callback instead of the reader (see _Body.push);
+        # None: end of input.
+        self.sink: Callable[[bytes | None], None] | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -117,6 +120,10 @@ class _Connection(asyncio.Protocol):
             return
         if self.quickack:
             self._ack()
+        sink = self.sink
+        if sink is not None and not self.chunks:
+            sink(data)
+            return
         self.chunks.append(data)
         self.size += len(data)
         if self.size > _HIGH_WATER and not self.paused and self.transport is not None:
@@ -131,6 +138,8 @@ class _Connection(asyncio.Protocol):
         if self.idle:
             self.pool._discard(self)
         self._wake()
+        if self.sink is not None:
+            self.sink(None)
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -141,6 +150,8 @@ class _Connection(asyncio.Protocol):
         if self.idle:
             self.pool._discard(self)
         self._wake()
+        if self.sink is not None:
+            self.sink(None)
         waiter = self.write_waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -286,6 +297,19 @@ def _framing(
     return _CLOSE, 0, True
 
 
+class PushSink(Protocol):
+    """What a pushed reply hands its body to, in the connection's own callback."""
+
+    def body(self, data: bytes) -> bool:
+        """One read's body bytes (never empty); False: stop pushing after it."""
+        ...
+
+    def halt(self) -> None:
+        """Pushing stopped by the reply: the body ended, its framing is bad, or the
+        connection's input ended. The reader's next read says which."""
+        ...
+
+
 class _Body(httpx.AsyncByteStream):
     """A response body, parsed from the connection's reads as they come."""
 
@@ -309,6 +333,8 @@ class _Body(httpx.AsyncByteStream):
         self._trailer = 0
         self._ended = False
         self._started = False
+        self._sink: PushSink | None = None
+        self._failed: Exception | None = None  # raised by the next read (see push)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self._started:
@@ -323,6 +349,9 @@ class _Body(httpx.AsyncByteStream):
     async def _next(self) -> bytes:
         """The next body bytes; ``b""`` at the end of the body."""
         while True:
+            if self._failed is not None:
+                failed, self._failed = self._failed, None
+                raise failed
             if self._ended:
                 return b""
             conn = self._conn
@@ -341,26 +370,79 @@ class _Body(httpx.AsyncByteStream):
                 raise httpx.RemoteProtocolError(
                     "peer closed connection without sending complete message body"
                 )
-            framing = self._framing
-            if framing == _CHUNKED:
-                try:
-                    out = self._chunked(data)
-                except httpx.RemoteProtocolError:
-                    self._close()
-                    raise
-            elif framing == _LENGTH:
-                remaining = self._remaining
-                if len(data) >= remaining:
-                    out = data[:remaining] if len(data) > remaining else data
-                    self._remaining = 0
-                    self._finish(data[remaining:])
-                else:
-                    out = data
-                    self._remaining = remaining - len(data)
-            else:
-                out = data
+            try:
+                out = self._unframe(data)
+            except httpx.RemoteProtocolError:
+                self._close()
+                raise
             if out:
                 return out
+
+    def _unframe(self, data: bytes) -> bytes:
+        """The body bytes of one read (the end of the body releases the connection).
+
+        Raises:
+            httpx.RemoteProtocolError: Bad chunked framing.
+        """
+        framing = self._framing
+        if framing == _CHUNKED:
+            return self._chunked(data)
+        if framing == _LENGTH:
+            remaining = self._remaining
+            if len(data) >= remaining:
+                self._remaining = 0
+                self._finish(data[remaining:])
+                return data[:remaining] if len(data) > remaining else data
+            self._remaining = remaining - len(data)
+        return data
+
+    # -- pushing ---------------------------------------------------------------------
+
+    def push(self, sink: PushSink) -> bool:
+        """Hand each later read's body bytes to ``sink`` in the connection's own callback
+        (no reader woken), until :meth:`unpush` or the sink stops it. False (nothing
+        changes) when the body has ended or bytes wait to be read."""
+        conn = self._conn
+        if conn is None or self._ended or self._failed is not None or conn.chunks or conn.eof:
+            return False
+        self._sink = sink
+        conn.sink = self._pushed
+        return True
+
+    def unpush(self) -> None:
+        """Stop pushing: later reads wait for the reader again."""
+        self._sink = None
+        conn = self._conn
+        if conn is not None:
+            conn.sink = None
+
+    def expire(self, error: Exception) -> None:
+        """Stop pushing; the reader's next read raises ``error`` (a silence that lasted
+        the read timeout while pushing)."""
+        self.unpush()
+        self._failed = error
+        self._close()
+
+    def _pushed(self, data: bytes | None) -> None:
+        sink = self._sink
+        assert sink is not None
+        if data is None:
+            # The end of input: the reader's next read says what it means.
+            self.unpush()
+            sink.halt()
+            return
+        try:
+            out = self._unframe(data)
+        except httpx.RemoteProtocolError as exc:
+            self.unpush()
+            self._failed = exc
+            self._close()
+            sink.halt()
+            return
+        if out and not sink.body(out):
+            self.unpush()
+        if self._ended:
+            sink.halt()
 
     def _chunked(self, data: bytes) -> bytes:
         """Every body byte of a chunked read at once (the state carries partial chunks)."""
@@ -441,12 +523,14 @@ class _Body(httpx.AsyncByteStream):
         conn = self._conn
         self._conn = None
         if conn is not None:
+            conn.sink = None
             self._transport._release(conn, self._keep and not extra)
 
     def _close(self) -> None:
         conn = self._conn
         self._conn = None
         if conn is not None:
+            conn.sink = None
             self._transport._release(conn, False)
 
     async def aclose(self) -> None:
@@ -947,6 +1031,23 @@ class DirectReply:
     def aiter_bytes(self) -> AsyncIterator[bytes]:
         """The body, as it arrives (decompressed when the server compressed it)."""
         return _BodyIterator(self)
+
+    def push(self, sink: PushSink) -> bool:
+        """Hand each later read's body bytes to ``sink`` as the connection receives
+        them, between two reads of :meth:`aiter_bytes` (see :meth:`_Body.push`); False
+        when this reply cannot (no body, a compressed one, ended, or bytes waiting)."""
+        body = self._body
+        return body is not None and self._decoder is None and body.push(sink)
+
+    def unpush(self) -> None:
+        """Stop pushing."""
+        if self._body is not None:
+            self._body.unpush()
+
+    def expire(self, error: Exception) -> None:
+        """Stop pushing; the next read raises ``error``."""
+        if self._body is not None:
+            self._body.expire(error)
 
     async def aread(self) -> bytes:
         """The whole body."""
