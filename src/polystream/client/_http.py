@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import httpx
@@ -222,6 +222,11 @@ class EventStream:
         return self.call.native()
 
 
+def _settled(call: StreamCall) -> bool:
+    """The call's attempt is over: a retry or resume is pending, or the stream ended."""
+    return call.pending or call.finished
+
+
 def call_idle(stream: EventStream | AsyncEventStream) -> float:
     timeout = stream._http.timeout.read
     return float(timeout) if timeout is not None else float("inf")
@@ -277,6 +282,11 @@ class AsyncEventStream:
         self.call = call
         self._iterator: AsyncIterator[Any] | None = None
         self._batched = False
+        # The reply that may push: set while the batches' generator waits between two
+        # whole reads of it (see push).
+        self._between: Any = None
+        self._pushing: _Pushed | None = None
+        self._openings = False
 
     def __aiter__(self) -> AsyncIterator[Event]:
         if self._iterator is None:
@@ -286,16 +296,19 @@ class AsyncEventStream:
             raise RuntimeError("this stream is iterated by batches()")
         return self._iterator
 
-    def batches(self) -> AsyncIterator[list[Event]]:
+    def batches(self, *, openings: bool = False) -> AsyncIterator[list[Event]]:
         """The events a batch at a time: those of one network read (or of one decision:
-        a retry warning, the end of the stream). Never an empty batch. A stream is
-        iterated one way only (this, or ``async for``).
+        a retry warning, the end of the stream). Never an empty batch, unless
+        ``openings``: then an empty batch also marks each reply's opening (its status
+        is 200, none of its body is read yet), where :meth:`push` can take the whole
+        reply. A stream is iterated one way only (this, or ``async for``).
 
         Raises:
             RuntimeError: The stream is already iterated event by event.
         """
         if self._iterator is None:
             self._batched = True
+            self._openings = openings
             self._iterator = self._batches()
         elif not self._batched:
             raise RuntimeError("this stream is iterated event by event")
@@ -341,28 +354,41 @@ class AsyncEventStream:
                 )
             else:
                 call.on_open(response.status_code, response.headers)
+                if self._openings:
+                    self._between = response
+                    try:
+                        yield []
+                    finally:
+                        self._between = None
                 step = _FIRST_BATCH_BYTES  # the most bytes of the next batch
                 try:
-                    async for chunk in response.aiter_bytes():
-                        # A read of at most ``step`` bytes is one batch (the slice is
-                        # the chunk itself). A larger one (an upstream that sent much at
-                        # once, or a reader that fell behind) is cut into batches of a
-                        # bounded size, so that what is held per batch stays small and
-                        # the first events of the reply leave before the rest is decoded.
-                        start = 0
-                        while True:
-                            events = call.feed(chunk[start : start + step])
-                            start += step
-                            if step < _BATCH_BYTES:
-                                step *= 2
-                            if events:
-                                yield events
-                            if start >= len(chunk):
+                    # (Events pushed at the opening may have ended the attempt already.)
+                    if not _settled(call):
+                        async for chunk in response.aiter_bytes():
+                            # A read of at most ``step`` bytes is one batch (the slice is
+                            # the chunk itself). A larger one (an upstream that sent much at
+                            # once, or a reader that fell behind) is cut into batches of a
+                            # bounded size, so that what is held per batch stays small and
+                            # the first events of the reply leave before the rest is decoded.
+                            start = 0
+                            while True:
+                                events = call.feed(chunk[start : start + step])
+                                start += step
+                                if step < _BATCH_BYTES:
+                                    step *= 2
+                                if events:
+                                    if start >= len(chunk):
+                                        self._between = response
+                                    try:
+                                        yield events
+                                    finally:
+                                        self._between = None
+                                if start >= len(chunk):
+                                    break
+                            if call.pending or call.finished:
                                 break
-                        if call.pending or call.finished:
-                            break
-                    else:
-                        ended = call.on_eof()
+                        else:
+                            ended = call.on_eof()
                 except httpx.ReadTimeout:
                     ended = call.on_disconnect(f"no data for {call_idle(self)} s")
                 except _DROPS as exc:
@@ -371,8 +397,53 @@ class AsyncEventStream:
         if ended:
             yield ended
 
+    def push(self, handle: Callable[[list[Event]], bool]) -> asyncio.Future[list[Event]] | None:
+        """Hand the events of each later network read to ``handle`` in the upstream
+        connection's own callback, with no task woken and no iterator stepped, while
+        :meth:`batches` waits between two batches.
+
+        ``handle(events)`` is given the events of every read that leaves no retry or
+        resume decision pending, the stream's last events among them (``call.finished``
+        then tells), and takes them; it returns False to stop pushing after them.
+        Pushing also stops when the call needs its task (the end of the stream, a retry
+        or resume, the end of the body or of the connection, a failure, a silence of
+        the read timeout), and at :meth:`stop_push`. The future then gives the events
+        that ``handle`` was not given (maybe none), which come before the next batch,
+        or the exception that ``handle`` or the call raised.
+
+        None when the stream cannot push now: on a transport other than polystream's
+        own, with a compressed reply, or while the stream is not between two batches
+        of one reply. Call :meth:`stop_push` when the future is done or abandoned.
+        """
+        reply = self._between
+        call = self.call
+        if (
+            reply is None
+            or self._pushing is not None
+            or call.pending
+            or call.finished
+            or not hasattr(reply, "push")
+        ):
+            return None
+        loop = asyncio.get_running_loop()
+        pushed = _Pushed(call, handle, loop, call_idle(self), reply)
+        if not reply.push(pushed):
+            pushed.close()
+            return None
+        self._pushing = pushed
+        return pushed.future
+
+    def stop_push(self) -> None:
+        """End pushing (after :meth:`push`; harmless otherwise)."""
+        pushed = self._pushing
+        if pushed is not None:
+            self._pushing = None
+            pushed.reply.unpush()
+            pushed.close()
+
     async def aclose(self) -> None:
         """Stop now: close the upstream connection; the result says ``cancelled``."""
+        self.stop_push()
         if self._iterator is not None:
             await self._iterator.aclose()  # type: ignore[attr-defined]
         self.call.cancelled()
@@ -394,6 +465,78 @@ class AsyncEventStream:
         if not self.call.finished:
             await self.until_done()
         return self.call.native()
+
+
+class _Pushed:
+    """A push's sink (see :meth:`AsyncEventStream.push`): feeds each read's body to the
+    call and hands the events on, in the connection's callback; keeps the read timeout
+    with one timer, re-armed only when it fires."""
+
+    __slots__ = ("_call", "_handle", "_idle", "_loop", "_timer", "future", "last", "reply")
+
+    def __init__(
+        self,
+        call: StreamCall,
+        handle: Callable[[list[Event]], bool],
+        loop: asyncio.AbstractEventLoop,
+        idle: float,
+        reply: Any,
+    ) -> None:
+        self._call = call
+        self._handle = handle
+        self._loop = loop
+        self._idle = idle
+        self.reply = reply
+        self.future: asyncio.Future[list[Event]] = loop.create_future()
+        self.last = loop.time()
+        self._timer: asyncio.TimerHandle | None = None
+        if idle != float("inf"):
+            self._timer = loop.call_at(self.last + idle, self._check)
+
+    def body(self, data: bytes) -> bool:
+        future = self.future
+        if future.done():
+            return False
+        self.last = self._loop.time()
+        call = self._call
+        try:
+            events = call.feed(data)
+            if call.pending:
+                future.set_result(events)
+                return False
+            if events and not self._handle(events):
+                future.set_result([])
+                return False
+            if call.finished:
+                future.set_result([])
+                return False
+        except Exception as exc:
+            future.set_exception(exc)
+            return False
+        return True
+
+    def halt(self) -> None:
+        if not self.future.done():
+            self.future.set_result([])
+
+    def _check(self) -> None:
+        self._timer = None
+        if self.future.done():
+            return
+        due = self.last + self._idle
+        if self._loop.time() < due:
+            self._timer = self._loop.call_at(due, self._check)
+            return
+        # The read timeout, as the reader's own read would have raised it.
+        self.reply.expire(httpx.ReadTimeout("timed out waiting for the upstream"))
+        self.future.set_result([])
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.future.done():
+            self.future.set_result([])
 
 
 class AsyncClient(_Base):

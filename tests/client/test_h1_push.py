@@ -1,0 +1,333 @@
+"""Pushing a reply: each read's body bytes handed over in the connection's own callback
+(``DirectReply.push``) and a streaming call's events likewise
+(``AsyncEventStream.push``). Whatever the reads' boundaries, what is pushed and then
+read is the body, byte for byte, and the events are those of reading it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import pytest
+
+from polystream.call import StreamCall
+from polystream.client import AsyncEventStream
+from polystream.client._h1 import AsyncH1Transport, DirectClient
+from polystream.errors import PolystreamError
+from polystream.events import Event
+from polystream.request import Message, Request, TextPart
+
+from .conftest import FAST, MODEL, PREFIX
+from .test_h1_direct import STREAMS, _direct, _served
+from .test_h1_transport import CHUNKED, OK_HEAD, _Exchange, _Server
+
+
+class _Sink:
+    """Records what a pushed reply hands over; stops after ``stop_after`` reads."""
+
+    def __init__(self, stop_after: int | None = None) -> None:
+        self.data: list[bytes] = []
+        self.halts = 0
+        self.stop_after = stop_after
+
+    def body(self, data: bytes) -> bool:
+        assert data
+        self.data.append(data)
+        return self.stop_after is None or len(self.data) < self.stop_after
+
+    def halt(self) -> None:
+        self.halts += 1
+
+
+def _pieces(data: bytes, cut: str) -> list[bytes]:
+    if cut == "whole":
+        return [data]
+    if cut == "bytes":
+        return [data[i : i + 1] for i in range(len(data))]
+    rng = random.Random(7)
+    out = []
+    pos = 0
+    while pos < len(data):
+        size = rng.randint(1, 9)
+        out.append(data[pos : pos + size])
+        pos += size
+    return out
+
+
+async def _pushed_reply(
+    rest: list[bytes],
+    sink: _Sink,
+    *,
+    first: bytes = CHUNKED + b"5\r\nfirst\r\n",
+    close: bool = False,
+    read_timeout: float = 5.0,
+) -> tuple[bytes, list[bytes], Exception | None, int, int, bool]:
+    """A reply whose first read is read, then pushed to ``sink`` while ``rest`` arrives
+    (each piece in its own segment); then read to its end. (first read, what was read
+    after pushing, the error that read raised, open and idle connections, whether
+    pushing started)."""
+    go = asyncio.Event()
+
+    async def handler(exchange: _Exchange) -> None:
+        await exchange.send(first)
+        await go.wait()
+        await exchange.send(rest, pause=0.001)
+        if close:
+            exchange.close()
+
+    async with _Server(handler) as server:
+        transport = AsyncH1Transport()
+        client = DirectClient(
+            transport,
+            timeout=httpx.Timeout(5.0, read=read_timeout),
+            fallback=httpx.AsyncClient(transport=transport),
+            user_agent="ua/1",
+        )
+        after: list[bytes] = []
+        error: Exception | None = None
+        try:
+            async with client.stream("GET", server.url, headers={}) as reply:
+                chunks = reply.aiter_bytes()
+                head = await chunks.__anext__()
+                started = reply.push(sink)
+                go.set()
+                for _ in range(200):
+                    if sink.halts or (sink.stop_after and len(sink.data) >= sink.stop_after):
+                        break
+                    await asyncio.sleep(0.01)
+                try:
+                    async for chunk in chunks:
+                        after.append(chunk)
+                except httpx.HTTPError as exc:
+                    error = exc
+            return head, after, error, transport._open, transport._idle_count, started
+        finally:
+            await transport.aclose()
+
+
+REST = b"4\r\nabcd\r\n3;ext=1\r\nxyz\r\n1a\r\n" + b"q" * 26 + b"\r\n0\r\n\r\n"
+
+
+@pytest.mark.parametrize("cut", ["whole", "bytes", "random"])
+def test_a_pushed_chunked_body_is_the_body_whatever_the_reads(cut: str) -> None:
+    sink = _Sink()
+    head, after, error, _, idle, started = asyncio.run(_pushed_reply(_pieces(REST, cut), sink))
+    assert started and head == b"first"
+    assert b"".join(sink.data) == b"abcdxyz" + b"q" * 26
+    # The end of the body stops pushing; the reader then finds the body ended, and the
+    # connection went back to the pool.
+    assert sink.halts == 1 and after == [] and error is None and idle == 1
+
+
+def test_a_pushed_content_length_body() -> None:
+    sink = _Sink()
+    first = OK_HEAD + b"Content-Length: 12\r\n\r\nab"
+    _, after, error, _, idle, started = asyncio.run(
+        _pushed_reply([b"cdef", b"ghij", b"kl"], sink, first=first)
+    )
+    assert started and b"".join(sink.data) == b"cdefghijkl"
+    assert sink.halts == 1 and after == [] and error is None and idle == 1
+
+
+def test_a_sink_that_stops_leaves_the_next_reads_to_the_reader() -> None:
+    sink = _Sink(stop_after=1)
+    rest = [b"3\r\none\r\n", b"3\r\ntwo\r\n", b"5\r\nthree\r\n", b"0\r\n\r\n"]
+    _, after, error, _, idle, _ = asyncio.run(_pushed_reply(rest, sink))
+    assert sink.data == [b"one"] and sink.halts == 0
+    assert b"".join(after) == b"twothree" and error is None and idle == 1
+
+
+@pytest.mark.parametrize(
+    ("rest", "close", "kind"),
+    [
+        ([b"3\r\none\r\n", b"zz\r\nbad"], False, httpx.RemoteProtocolError),
+        ([b"3\r\none\r\n"], True, httpx.RemoteProtocolError),
+    ],
+    ids=["bad framing", "closed mid-body"],
+)
+def test_a_failure_while_pushed_is_raised_by_the_next_read(
+    rest: list[bytes], close: bool, kind: type[Exception]
+) -> None:
+    sink = _Sink()
+    _, after, error, opened, _, _ = asyncio.run(_pushed_reply(rest, sink, close=close))
+    assert sink.data == [b"one"] and sink.halts == 1
+    assert after == [] and isinstance(error, kind) and opened == 0
+
+
+def test_pushing_is_refused_while_bytes_wait_and_for_a_compressed_reply() -> None:
+    async def main() -> tuple[bool, bool, bool]:
+        async def handler(exchange: _Exchange) -> None:
+            if exchange.head.startswith(b"GET /gzip"):
+                await exchange.send(
+                    b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc"
+                )
+                return
+            await exchange.send([CHUNKED + b"3\r\none\r\n", b"3\r\ntwo\r\n"], pause=0.05)
+            await exchange.send(b"0\r\n\r\n")
+
+        async with _Server(handler) as server:
+            transport = AsyncH1Transport()
+            client = _direct(transport)
+            try:
+                async with client.stream("GET", server.url, headers={}) as reply:
+                    chunks = reply.aiter_bytes()
+                    await chunks.__anext__()
+                    await asyncio.sleep(0.2)  # "two" waits in the connection's buffer
+                    waiting = reply.push(_Sink())
+                    assert [c async for c in chunks] == [b"two"]
+                    ended = reply.push(_Sink())
+                async with client.stream("GET", server.url + "/gzip", headers={}) as reply:
+                    compressed = reply.push(_Sink())
+                return waiting, ended, compressed
+            finally:
+                await transport.aclose()
+
+    assert asyncio.run(main()) == (False, False, False)
+
+
+def test_a_silence_while_pushed_is_the_read_timeout() -> None:
+    sink = _Sink(stop_after=1)
+    # Only one more chunk arrives, then nothing (the server waits past the timeout).
+    _, after, error, opened, _, _ = asyncio.run(
+        _pushed_reply([b"3\r\none\r\n"], sink, read_timeout=0.2)
+    )
+    # The body's own pushing keeps no timer (AsyncEventStream's does): once the sink
+    # stops, the reader's read times out as it does without pushing.
+    assert sink.data == [b"one"] and after == []
+    assert isinstance(error, httpx.ReadTimeout) and opened == 0
+
+
+# -- a streaming call's events, pushed ---------------------------------------------------------
+
+
+async def _events_pushing(stream: AsyncEventStream) -> list[Event]:
+    """Every event of ``stream``: read by batches, and pushed wherever it can be."""
+    events: list[Event] = []
+
+    def handle(batch: list[Event]) -> bool:
+        assert batch
+        events.extend(batch)
+        return True
+
+    with contextlib.suppress(PolystreamError):
+        async for batch in stream.batches(openings=True):
+            events.extend(batch)
+            while (future := stream.push(handle)) is not None:
+                try:
+                    events.extend(await future)
+                finally:
+                    stream.stop_push()
+    return events
+
+
+@pytest.mark.parametrize(("dialect", "path"), STREAMS, ids=[f"{d}/{p.name}" for d, p in STREAMS])
+def test_a_pushed_streaming_call_gives_the_events_of_reading_it(dialect: str, path: Path) -> None:
+    """Every fixture stream, in uneven segments (retries and truncations included): the
+    events and the result of a call pushed wherever it can be are those of reading it."""
+    framing = "json_array" if path.suffix == ".json" else "sse"
+    request = Request(
+        model=MODEL[dialect],
+        messages=[Message(role="user", content=[TextPart(text="hi")])],
+        max_tokens=100,
+    )
+    reply = _served(path.read_bytes(), framing)
+    pushes: list[int] = []
+
+    async def handler(exchange: _Exchange) -> None:
+        await exchange.send(reply, pause=0.001)
+
+    async def main() -> tuple[Any, Any]:
+        async with _Server(handler) as server:
+            transport = AsyncH1Transport()
+            client = _direct(transport)
+
+            def call() -> StreamCall:
+                return StreamCall(
+                    dialect,
+                    request,
+                    api_key="k",
+                    base_url=server.url + PREFIX[dialect.split("_", maxsplit=1)[0]],
+                    policy=FAST,
+                    framing=framing,
+                    rng=lambda: 0.5,
+                )
+
+            try:
+                pushed = AsyncEventStream(client, call())
+                original_push = pushed.push
+
+                def counting(handle: Any) -> Any:
+                    future = original_push(handle)
+                    pushes.append(future is not None)
+                    return future
+
+                pushed.push = counting  # type: ignore[method-assign]
+                got = await _events_pushing(pushed)
+                read = AsyncEventStream(client, call())
+                expected: list[Event] = []
+                with contextlib.suppress(PolystreamError):
+                    async for event in read:
+                        expected.append(event)
+                encode = msgspec.json.encode
+                return (
+                    ([encode(e) for e in got], encode(pushed.call.result())),
+                    ([encode(e) for e in expected], encode(read.call.result())),
+                )
+            finally:
+                await transport.aclose()
+
+    got, expected = asyncio.run(main())
+    assert got == expected and got[0]
+    assert any(pushes)  # pushing took part
+
+
+def test_a_call_pushed_through_a_silence_times_out_as_when_read() -> None:
+    """A reply that stalls while pushed: the call ends as a stalled read does (its
+    ``no data`` truncation), after about the read timeout, not twice it."""
+    body = (
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+        b'"choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},'
+        b'"finish_reason":null}]}\n\n'
+    )
+
+    async def handler(exchange: _Exchange) -> None:
+        await exchange.send(
+            CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
+            + b"%x\r\n%s\r\n" % (len(body), body)
+        )
+        await asyncio.sleep(2)
+
+    async def main() -> tuple[list[str], float]:
+        async with _Server(handler) as server:
+            transport = AsyncH1Transport()
+            client = DirectClient(
+                transport,
+                timeout=httpx.Timeout(5.0, read=0.5),
+                fallback=httpx.AsyncClient(transport=transport),
+                user_agent="ua/1",
+            )
+            call = StreamCall(
+                "openai_chat",
+                Request(model="m", messages=[Message(role="user", content=[TextPart(text="x")])]),
+                api_key="k",
+                base_url=server.url + "/v1",
+                policy=FAST,
+                resume=False,
+            )
+            stream = AsyncEventStream(client, call)
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            try:
+                events = await _events_pushing(stream)
+            finally:
+                await transport.aclose()
+            return [type(e).__name__ for e in events], loop.time() - start
+
+    names, took = asyncio.run(main())
+    assert names[-1] in ("Finish", "ErrorEvent") and "TextDelta" in names
+    assert 0.45 < took < 0.95, took  # (twice the timeout would be 1 s)
