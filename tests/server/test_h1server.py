@@ -123,7 +123,8 @@ def test_a_request_scope_and_a_chunked_response() -> None:
     assert DATE.search(data)
     assert _no_date(data) == OK_CHUNKED
     scope = app.scopes[0]
-    assert {k: v for k, v in scope.items() if k not in ("client", "server")} == {
+    omitted = ("client", "server", "extensions")
+    assert {k: v for k, v in scope.items() if k not in omitted} == {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
         "http_version": "1.1",
@@ -136,6 +137,7 @@ def test_a_request_scope_and_a_chunked_response() -> None:
         "headers": [(b"host", b"h"), (b"x-mixed-case", b"V"), (b"connection", b"close")],
     }
     assert scope["client"][0] == "127.0.0.1" and scope["server"][0] == "127.0.0.1"
+    assert list(scope["extensions"]) == [_h1server.SEND_NOWAIT]
     assert app.messages == [{"type": "http.request", "body": b"", "more_body": False}]
 
 

@@ -44,7 +44,7 @@ from urllib.parse import unquote
 
 from polystream.wire._http1 import open_head_size
 
-__all__ = ["H1Server", "ServerLimits", "run"]
+__all__ = ["SEND_NOWAIT", "H1Server", "ServerLimits", "run"]
 
 logger = logging.getLogger("polystream.server")
 
@@ -64,6 +64,9 @@ _HEADER_BLOCK: Final = re.compile(_HEADER_LINE + rb"(?:\r?\n" + _HEADER_LINE + r
 """The header lines of a head (a token, a colon, a value without CR or NUL, each)."""
 _CHUNK_LINE: Final = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?\n")
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
+SEND_NOWAIT: Final = "polystream.send_nowait"
+"""The key, in an HTTP scope's ``extensions``, of the request's synchronous body send
+(see :meth:`_Cycle.send_nowait`)."""
 _REASONS: Final = {
     400: b"Bad Request",
     413: b"Content Too Large",
@@ -295,6 +298,7 @@ class _Cycle:
         self.pending_head: bytes | None = None
         self.out_framing = _NONE
         self.out_remaining = 0
+        scope["extensions"] = {SEND_NOWAIT: self.send_nowait}
 
     # -- the request body -------------------------------------------------------------
 
@@ -413,10 +417,33 @@ class _Cycle:
             self._start(message)
             self.started = True
             return
+        self._body(message)
+
+    def send_nowait(self, message: Message) -> bool:
+        """``send`` without waiting, from any callback: False (nothing sent) when it
+        would wait, that is for a body message while the connection is not taking
+        writes. The ASGI scope's ``extensions`` name it :data:`SEND_NOWAIT`; an app
+        may use it beside ``send``, one message after another as with ``send``.
+        """
+        if not self.started:
+            if message["type"] != "http.response.start":
+                raise RuntimeError(f"expected http.response.start, got {message['type']!r}")
+            self._start(message)
+            self.started = True
+            return True
+        conn = self.conn
+        if conn.write_paused and not conn.closed:
+            return False
+        self._body(message)
+        return True
+
+    def _body(self, message: Message) -> None:
+        kind = message["type"]
         if kind != "http.response.body":
             raise RuntimeError(f"expected http.response.body, got {kind!r}")
         if self.complete:
             raise RuntimeError("the response is already complete")
+        conn = self.conn
         body: bytes = message.get("body", b"")
         more = bool(message.get("more_body", False))
         framing = self.out_framing

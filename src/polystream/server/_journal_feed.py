@@ -53,10 +53,19 @@ class JournalFeed:
 
     async def append(self, stream_id: str, entries: list[tuple[str, bytes]]) -> None:
         """Hand over entries (waits only while more than the bound is unwritten)."""
-        size = sum(len(data) for _, data in entries)
-        self._put("append", stream_id, entries, size)
-        if self._pending > MAX_PENDING_BYTES:
+        self.put(stream_id, entries)
+        if self.backlogged:
             await self.flushed()
+
+    def put(self, stream_id: str, entries: list[tuple[str, bytes]]) -> None:
+        """Hand over entries without waiting (a caller that may not wait checks
+        :attr:`backlogged` first, and leaves its next entries to :meth:`append`)."""
+        self._put("append", stream_id, entries, sum(len(data) for _, data in entries))
+
+    @property
+    def backlogged(self) -> bool:
+        """More than the bound is handed over and not yet written."""
+        return self._pending > MAX_PENDING_BYTES
 
     def finish(self, stream_id: str) -> None:
         self._put("finish", stream_id, None, 0)
