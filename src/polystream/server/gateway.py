@@ -39,6 +39,7 @@ from polystream.errors import APIStatusError, PolystreamError, TransportError
 from polystream.events import (
     DataDelta,
     ErrorEvent,
+    Event,
     Finish,
     ReasoningDelta,
     TextDelta,
@@ -49,6 +50,7 @@ from polystream.journal import Entry, Journal, JournalMiss, MemoryJournal
 from polystream.proxy import GatewayConfig, SSECursorSplitter, check_key, presented_key, scrub
 from polystream.request import RequestError, error_body, parse_request
 from polystream.retry import RetryPolicy
+from polystream.server._h1server import SEND_NOWAIT
 from polystream.server._journal_feed import JournalFeed
 
 __all__ = ["create_gateway"]
@@ -389,8 +391,18 @@ class _Gateway:
                 status_box[0] = message["status"]
             await send(message)
 
+        # The server's send without waiting, when it has one (polystream's own does).
+        nowait: Callable[[Message], bool] | None = (scope.get("extensions") or {}).get(SEND_NOWAIT)
+        tracked_nowait: Callable[[Message], bool] | None = None
+        if nowait is not None:
+
+            def tracked_nowait(message: Message) -> bool:
+                if message["type"] == "http.response.start":
+                    status_box[0] = message["status"]
+                return nowait(message)
+
         try:
-            await self._handle(scope, receive, tracked, method, path)
+            await self._handle(scope, receive, tracked, tracked_nowait, method, path)
         except Exception as exc:  # never a traceback to the client
             logger.error(
                 "gateway error on %s %s: %s",
@@ -411,7 +423,13 @@ class _Gateway:
             )
 
     async def _handle(
-        self, scope: Scope, receive: Receive, send: Send, method: str, path: str
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        nowait: Callable[[Message], bool] | None,
+        method: str,
+        path: str,
     ) -> None:
         matched = _match(method, path)
         if matched is None:
@@ -464,7 +482,7 @@ class _Gateway:
             elif (last_id := _last_event_id(raw_headers)) is not None:
                 await self._resume_counter(send, receive, dialect, last_id)
             else:
-                await self._create(send, receive, dialect, action, params, query, body)
+                await self._create(send, receive, dialect, action, params, query, body, nowait)
         finally:
             self.active -= 1
 
@@ -479,6 +497,7 @@ class _Gateway:
         params: dict[str, str],
         query: dict[str, str],
         body: bytes,
+        nowait: Callable[[Message], bool] | None = None,
     ) -> None:
         try:
             payload = msgspec.json.decode(body)
@@ -540,7 +559,7 @@ class _Gateway:
         if not streaming:
             await self._unary(send, dialect, options, stream)
             return
-        await self._stream(send, receive, dialect, options, stream)
+        await self._stream(send, receive, dialect, options, stream, nowait)
 
     async def _unary(
         self,
@@ -595,6 +614,7 @@ class _Gateway:
         dialect: str,
         options: dict[str, Any],
         stream: AsyncEventStream,
+        nowait: Callable[[Message], bool] | None = None,
     ) -> None:
         """Stream the upstream's events to the client, transcoded.
 
@@ -618,7 +638,8 @@ class _Gateway:
                 encoder = get_dialect(dialect).encoder(**options)
             return encoder
 
-        batches = stream.batches()
+        # (A reply's opening is where pushing can begin: see push below.)
+        batches = stream.batches() if nowait is None else stream.batches(openings=True)
         call = stream.call
 
         splitter: SSECursorSplitter | None = None
@@ -649,34 +670,121 @@ class _Gateway:
                 return True
             return await self._out(send, state, splitter, dialect, parts, last)
 
+        loop = asyncio.get_running_loop()
+        held: list[bytes] = []  # what a pushed read could not write at once
+        held_last = False  # ... and it ends the response
+        pushed_last = False  # a pushed read ended the response (wrote it, or held it)
+
+        def encoded(batch: list[Event]) -> list[bytes]:
+            encode = encoder_().encode
+            parts = []
+            for event in batch:
+                if type(event) is Warning and event.code in ("retry", "resume"):
+                    logger.info("upstream %s: %s", event.code, scrub(event.message, self.secrets))
+                    continue
+                data = encode(event)
+                if data:
+                    parts.append(data)
+            return parts
+
+        def pushed(batch: list[Event]) -> bool:
+            """One upstream read's events, encoded, journalled and written in that
+            read's own callback, as the pump would (the response head first; the last
+            events with the end of the response); False to hand the stream back to the
+            pump."""
+            nonlocal held_last, pushed_last
+            assert nowait is not None
+            parts = encoded(batch)
+            last = call.finished
+            if last:
+                tail = encoder_().close()
+                if tail:
+                    parts.append(tail)
+                pushed_last = True
+            if not state.started and not state.gone:
+                state.started = True
+                nowait(response_start())
+            data = self._record(state, splitter, dialect, parts)
+            if not state.gone and (data or last):
+                state.deadline.last = loop.time()
+                message = {"type": "http.response.body", "body": data, "more_body": not last}
+                if not nowait(message):
+                    held.append(data)  # the client is not taking writes: the pump waits
+                    held_last = last
+                    return False
+                if last:
+                    state.ended = True
+            feed = state.feed
+            return not last and (feed is None or not feed.backlogged)
+
+        async def push() -> list[Event] | None:
+            """Each upstream read's events encoded, journalled and written in the read's
+            own callback, with no task woken (on polystream's own server and upstream
+            client): from the reply's opening until something needs the pump (a retry
+            or resume, the end of the body, a write or a journal to wait for, a
+            failure). The events left to the pump; None when pushing could not start
+            (then the pump reads the next batch)."""
+            if nowait is None:
+                return None
+            future = stream.push(pushed)
+            if future is None:
+                return None
+            try:
+                rest = await future
+            finally:
+                stream.stop_push()
+            feed = state.feed
+            if feed is not None and feed.backlogged:
+                await feed.flushed()
+            return rest
+
         async def pump() -> None:
             first = True  # until the first output, it leaves as soon as it is encoded
             parts: list[bytes] = []
             try:
                 async for batch in batches:
-                    encode = encoder_().encode
-                    parts = []
-                    for event in batch:
-                        if type(event) is Warning and event.code in ("retry", "resume"):
-                            logger.info(
-                                "upstream %s: %s", event.code, scrub(event.message, self.secrets)
-                            )
-                            continue
-                        data = encode(event)
-                        if data:
-                            parts.append(data)
-                        if first and type(event) in _FIRST_OUTPUT:
-                            first = False
-                            if not await flush(parts):
+                    if first:
+                        encode = encoder_().encode
+                        parts = []
+                        for event in batch:
+                            if type(event) is Warning and event.code in ("retry", "resume"):
+                                logger.info(
+                                    "upstream %s: %s",
+                                    event.code,
+                                    scrub(event.message, self.secrets),
+                                )
+                                continue
+                            data = encode(event)
+                            if data:
+                                parts.append(data)
+                            if first and type(event) in _FIRST_OUTPUT:
+                                first = False
+                                if not await flush(parts):
+                                    return
+                                parts = []
+                    else:
+                        parts = encoded(batch)
+                    while not call.finished:
+                        # (An empty batch, a reply's opening, starts nothing.)
+                        if (batch or parts) and not await flush(parts):
+                            return
+                        parts = []
+                        rest = await push()
+                        if rest is None:
+                            break
+                        if held:
+                            data = b"".join(held)
+                            held.clear()
+                            if not await self._write(send, state, data, held_last):
                                 return
-                            parts = []
+                        if pushed_last:
+                            return
+                        batch = rest
+                        parts = encoded(rest)
                     if call.finished:
                         # The terminal event: the response ends with it, in one write;
                         # the rest of the upstream reply (its terminator) is read later.
                         break
-                    if not await flush(parts):
-                        return
-                    parts = []
                 tail = encoder_().close()
                 if tail:
                     parts.append(tail)
@@ -718,7 +826,6 @@ class _Gateway:
 
         pumping = asyncio.current_task()
         assert pumping is not None
-        loop = asyncio.get_running_loop()
         grace_timer: asyncio.TimerHandle | None = None
 
         async def watch() -> None:
@@ -785,29 +892,49 @@ class _Gateway:
         """Journal encoded events and write them to the client (unless it has gone),
         ``last``: with the end of the response. False when the client does not keep up
         (the stream is then dropped)."""
+        data = self._record(state, splitter, dialect, parts)
+        feed = state.feed
+        if feed is not None and feed.backlogged:
+            await feed.flushed()
+        return await self._write(send, state, data, last)
+
+    def _record(
+        self,
+        state: _StreamState,
+        splitter: SSECursorSplitter | None,
+        dialect: str,
+        parts: list[bytes],
+    ) -> bytes:
+        """Journal encoded events (the stream's journal made with its first entries);
+        the bytes to write."""
         data = parts[0] if len(parts) == 1 else b"".join(parts)
-        if splitter is not None and data:
-            entries = splitter.split(data)
-            journal_id = state.journal_id
-            if entries and journal_id is None:
-                journal_id = state.journal_id = splitter.native_id or splitter.stream_id
-                names = {journal_id: {"dialect": dialect}}
-                if journal_id != splitter.stream_id:
-                    names[splitter.stream_id] = {"dialect": dialect, "alias": journal_id}
-                if self.journal.blocking:
-                    feed = state.feed = JournalFeed(self.journal, self._feed_failed)
-                    for name, meta in names.items():
-                        feed.create(name, meta)
-                        self._feeds[name] = feed
-                else:
-                    for name, meta in names.items():
-                        self.journal.create(name, meta, now=time.time())
-            if entries and journal_id is not None:
-                if state.feed is not None:
-                    await state.feed.append(journal_id, entries)
-                else:
-                    self.journal.append(journal_id, entries, now=time.time())
-            data = entries[0][1] if len(entries) == 1 else b"".join([e for _, e in entries])
+        if splitter is None or not data:
+            return data
+        entries = splitter.split(data)
+        journal_id = state.journal_id
+        if entries and journal_id is None:
+            journal_id = state.journal_id = splitter.native_id or splitter.stream_id
+            names = {journal_id: {"dialect": dialect}}
+            if journal_id != splitter.stream_id:
+                names[splitter.stream_id] = {"dialect": dialect, "alias": journal_id}
+            if self.journal.blocking:
+                feed = state.feed = JournalFeed(self.journal, self._feed_failed)
+                for name, meta in names.items():
+                    feed.create(name, meta)
+                    self._feeds[name] = feed
+            else:
+                for name, meta in names.items():
+                    self.journal.create(name, meta, now=time.time())
+        if entries and journal_id is not None:
+            if state.feed is not None:
+                state.feed.put(journal_id, entries)
+            else:
+                self.journal.append(journal_id, entries, now=time.time())
+        return entries[0][1] if len(entries) == 1 else b"".join([e for _, e in entries])
+
+    async def _write(self, send: Send, state: _StreamState, data: bytes, last: bool) -> bool:
+        """Write a stream's bytes to the client (unless it has gone); False when it does
+        not keep up (the stream is then dropped)."""
         if state.gone or (not data and not last):
             return True
         state.sending = True
