@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import time
 import types
 from collections.abc import Callable
@@ -211,3 +212,72 @@ def test_the_first_output_of_a_read_leaves_at_once_and_the_rest_together() -> No
     assert [m.get("more_body") for m in sent[1:]] == [True, False]
     assert polystream.decode(first + rest, "anthropic_messages").text == "one two three"
     assert upstream.closed
+
+
+def test_a_client_that_stops_taking_writes_gets_every_byte_once_it_reads_again(
+    stack: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that reads slowly, within the slow-client limit: on polystream's own
+    server, reads handled in the upstream connection's callback find the client not
+    taking writes, and leave their bytes to the request's task; the client still gets
+    the whole stream, in order, once."""
+    from polystream.server import _h1server
+
+    refused: list[int] = []
+    real = _h1server._Cycle.send_nowait
+
+    def counting(self: Any, message: dict[str, Any]) -> bool:
+        sent = real(self, message)
+        if not sent:
+            refused.append(len(message.get("body", b"")))
+        return sent
+
+    monkeypatch.setattr(_h1server._Cycle, "send_nowait", counting)
+    made = _h1server._Connection.connection_made
+
+    def small_send_buffer(self: Any, transport: Any) -> None:
+        # As on a slow network: the kernel holds little of what the gateway writes.
+        transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        made(self, transport)
+
+    monkeypatch.setattr(_h1server._Connection, "connection_made", small_send_buffer)
+    deltas = [f"word{i:05d} " * 8 for i in range(3000)]
+    # Paced, so that reads arrive one by one and are handled in the upstream
+    # connection's callback while the client is not reading.
+    scenario = {"reply": {"text": deltas}, "timing": {"first_event": 0, "delay": 0.0003}}
+    _, gateway = stack("openai_chat", [scenario])
+    body = httpx.Request("POST", "/", json=_messages_body() | {"model": "claude-x"}).content
+
+    async def slow_read() -> bytes:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window
+        sock.connect(("127.0.0.1", gateway.port))
+        reader, writer = await asyncio.open_connection(sock=sock)
+        writer.write(
+            b"POST /anthropic/v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json"
+            b"\r\nx-api-key: %b\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%b"
+            % (GATEWAY_KEY.encode(), len(body), body)
+        )
+        await asyncio.sleep(1.5)  # the gateway's writes back up meanwhile
+        data = bytearray()
+        while chunk := await reader.read(8192):
+            data += chunk
+            await asyncio.sleep(0.001)
+        writer.close()
+        return bytes(data)
+
+    raw = asyncio.run(slow_read())
+    head, _, chunked = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    content = b""
+    while True:
+        size_line, _, chunked = chunked.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            break
+        content += chunked[:size]
+        chunked = chunked[size + 2 :]
+    result = polystream.decode(content, "anthropic_messages")
+    assert result.status == "completed" and result.text == "".join(deltas)
+    if gateway.server == "polystream":
+        assert refused  # the callback's writes did find the client not taking them
