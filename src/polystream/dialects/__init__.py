@@ -65,8 +65,14 @@ class DialectInfo:
         Raises:
             LocalProtocolError: The dialect is registered but not available.
         """
+        loaded = _LOADED.get(self.name)
+        if loaded is not None:
+            return loaded  # (each new decoder and encoder asks: a gateway, on every stream)
         try:
-            return importlib.import_module(f"polystream.dialects.{self.name}")
+            loaded = _LOADED[self.name] = importlib.import_module(
+                f"polystream.dialects.{self.name}"
+            )
+            return loaded
         except ModuleNotFoundError as exc:
             if exc.name == f"polystream.dialects.{self.name}":
                 raise LocalProtocolError(
@@ -89,6 +95,9 @@ class DialectInfo:
         result: dict[str, Any] = self.module().rebuild(events)
         return result
 
+
+_LOADED: dict[str, ModuleType] = {}
+"""The dialects' packages imported so far, by name."""
 
 DIALECTS: dict[str, DialectInfo] = {
     info.name: info
