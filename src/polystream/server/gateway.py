@@ -701,7 +701,9 @@ class _Gateway:
                 if tail:
                     parts.append(tail)
                 pushed_last = True
-            if not state.started and not state.gone:
+            if not state.started:
+                if state.gone:
+                    return not last  # no response, and no journal for it (as flush)
                 state.started = True
                 nowait(response_start())
             data = self._record(state, splitter, dialect, parts)
@@ -744,26 +746,14 @@ class _Gateway:
             try:
                 async for batch in batches:
                     if first:
-                        encode = encoder_().encode
-                        parts = []
-                        for event in batch:
-                            if type(event) is Warning and event.code in ("retry", "resume"):
-                                logger.info(
-                                    "upstream %s: %s",
-                                    event.code,
-                                    scrub(event.message, self.secrets),
-                                )
-                                continue
-                            data = encode(event)
-                            if data:
-                                parts.append(data)
-                            if first and type(event) in _FIRST_OUTPUT:
+                        for i, event in enumerate(batch):
+                            if type(event) in _FIRST_OUTPUT:
                                 first = False
-                                if not await flush(parts):
+                                if not await flush(encoded(batch[: i + 1])):
                                     return
-                                parts = []
-                    else:
-                        parts = encoded(batch)
+                                batch = batch[i + 1 :]
+                                break
+                    parts = encoded(batch)
                     while not call.finished:
                         # (An empty batch, a reply's opening, starts nothing.)
                         if (batch or parts) and not await flush(parts):
