@@ -185,7 +185,7 @@ class EventStream:
                 try:
                     for chunk in response.iter_bytes():
                         yield from call.feed(chunk)
-                        if call.pending or call.finished:
+                        if _settled(call):
                             break
                     else:
                         ended = call.on_eof()
@@ -385,7 +385,7 @@ class AsyncEventStream:
                                         self._between = None
                                 if start >= len(chunk):
                                     break
-                            if call.pending or call.finished:
+                            if _settled(call):
                                 break
                         else:
                             ended = call.on_eof()
@@ -420,8 +420,7 @@ class AsyncEventStream:
         if (
             reply is None
             or self._pushing is not None
-            or call.pending
-            or call.finished
+            or _settled(call)
             or not hasattr(reply, "push")
         ):
             return None
