@@ -351,16 +351,21 @@ def _served(data: bytes, framing: str) -> list[bytes]:
     return [head, *pieces, b"0\r\n\r\n"]
 
 
+def _hi(dialect: str) -> Request:
+    """A one-line request to the dialect's model."""
+    return Request(
+        model=MODEL[dialect],
+        messages=[Message(role="user", content=[TextPart(text="hi")])],
+        max_tokens=100,
+    )
+
+
 @pytest.mark.parametrize(("dialect", "path"), STREAMS, ids=[f"{d}/{p.name}" for d, p in STREAMS])
 def test_streaming_calls_give_the_same_events_as_through_httpx(dialect: str, path: Path) -> None:
     """Every fixture stream, served in uneven segments: the events of a streaming call
     over the direct client are those over httpx (retries and truncations included)."""
     framing = "json_array" if path.suffix == ".json" else "sse"
-    request = Request(
-        model=MODEL[dialect],
-        messages=[Message(role="user", content=[TextPart(text="hi")])],
-        max_tokens=100,
-    )
+    request = _hi(dialect)
     reply = _served(path.read_bytes(), framing)
 
     async def scenario(server: _Server, client: DirectClient, transport: AsyncH1Transport) -> Any:

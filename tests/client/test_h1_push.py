@@ -22,8 +22,8 @@ from polystream.errors import PolystreamError
 from polystream.events import Event
 from polystream.request import Message, Request, TextPart
 
-from .conftest import FAST, MODEL, PREFIX
-from .test_h1_direct import STREAMS, _direct, _served
+from .conftest import FAST, PREFIX
+from .test_h1_direct import STREAMS, _direct, _hi, _served
 from .test_h1_transport import CHUNKED, OK_HEAD, _Exchange, _Server
 
 
@@ -230,11 +230,7 @@ def test_a_pushed_streaming_call_gives_the_events_of_reading_it(dialect: str, pa
     """Every fixture stream, in uneven segments (retries and truncations included): the
     events and the result of a call pushed wherever it can be are those of reading it."""
     framing = "json_array" if path.suffix == ".json" else "sse"
-    request = Request(
-        model=MODEL[dialect],
-        messages=[Message(role="user", content=[TextPart(text="hi")])],
-        max_tokens=100,
-    )
+    request = _hi(dialect)
     reply = _served(path.read_bytes(), framing)
     pushes: list[int] = []
 
