@@ -174,3 +174,71 @@ def test_a_resume_waits_for_another_instance_to_journal_its_cursor() -> None:
     assert b"".join(m.get("body", b"") for m in sent[1:]) == b"id: 3\ndata: {}\n\n"
     sent = asyncio.run(_resume_in_process(journal, "0000.1"))
     assert sent[0]["status"] == 404
+
+
+def test_a_stream_waits_for_its_journal_only_past_the_bound(
+    stack: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paced stream through a slow journal with a small bound: no entries are handed
+    over while more than the bound waits (on polystream's own server, reads handled in
+    the upstream connection's callback stop there and leave the wait to the request's
+    task, then take over again); the client gets the whole stream and the journal every
+    event it was sent."""
+    from polystream.client import AsyncEventStream
+
+    bound = 1000
+    monkeypatch.setattr(_journal_feed, "MAX_PENDING_BYTES", bound)
+    over_bound: list[int] = []
+    crossings: list[int] = []
+    real_put = JournalFeed._put
+
+    def checked_put(self: JournalFeed, kind: str, stream_id: str, argument: Any, size: int) -> None:
+        if kind == "append" and self._pending > bound:
+            over_bound.append(self._pending)
+        real_put(self, kind, stream_id, argument, size)
+        if self._pending > bound:
+            crossings.append(self._pending)
+
+    monkeypatch.setattr(JournalFeed, "_put", checked_put)
+    pushes: list[int] = []
+    real_push = AsyncEventStream.push
+
+    def counted_push(self: AsyncEventStream, handle: Any) -> Any:
+        future = real_push(self, handle)
+        if future is not None:
+            pushes.append(1)
+        return future
+
+    monkeypatch.setattr(AsyncEventStream, "push", counted_push)
+    journal = SlowJournal(delay=0.01)
+    deltas = [f"word{i:03d} " for i in range(120)]
+    scenario = {"reply": {"text": deltas}, "timing": {"first_event": 0, "delay": 0.002}}
+    _, gateway = stack("openai_chat", [scenario], journal=journal)
+    message = {"role": "user", "content": "count"}
+    body = {"model": "m", "max_tokens": 500, "stream": True, "messages": [message]}
+    response = httpx.post(
+        gateway.base_url + "/anthropic/v1/messages",
+        headers={"x-api-key": GATEWAY_KEY},
+        json=body,
+        timeout=30,
+    )
+    assert response.status_code == 200
+    assert decode(response.content, "anthropic_messages").text == "".join(deltas)
+    assert over_bound == []
+    events = _events(response.content)
+    stream_id = response.headers["x-polystream-stream-id"]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        entries, finished = journal.read_after(stream_id, None)
+        if finished:
+            break
+        time.sleep(0.02)
+    assert finished
+    assert [entry.cursor for entry in entries] == [e.id for e in events]
+    appends = [cursors for kind, cursors in journal.calls if kind == "append"]
+    assert len(appends) < len(events)  # appends piled up while one was written
+    assert len(crossings) > 1  # the stream went past the bound, more than once
+    if gateway.server == "polystream":
+        assert len(pushes) > 1  # pushing stopped at the bound and began again
+    else:
+        assert pushes == []  # (another server has no send without waiting)
