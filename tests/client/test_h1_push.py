@@ -19,7 +19,7 @@ from polystream.call import StreamCall
 from polystream.client import AsyncEventStream
 from polystream.client._h1 import AsyncH1Transport, DirectClient
 from polystream.errors import PolystreamError
-from polystream.events import Event
+from polystream.events import Event, Warning
 from polystream.request import Message, Request, TextPart
 
 from .conftest import FAST, PREFIX
@@ -327,3 +327,84 @@ def test_a_call_pushed_through_a_silence_times_out_as_when_read() -> None:
     names, took = asyncio.run(main())
     assert names[-1] in ("Finish", "ErrorEvent") and "TextDelta" in names
     assert 0.45 < took < 0.95, took  # (twice the timeout would be 1 s)
+
+
+def test_a_retry_decided_while_pushed_goes_back_to_the_task_at_once() -> None:
+    """An in-band overload before any output, arriving while pushed, on a reply that
+    then stalls without ending: the retry decision is handed back (the future gives
+    it, ``handle`` never sees it) and the call starts over at once, not after the stall
+    or the read timeout."""
+
+    def chunk(data: bytes) -> bytes:
+        return b"%x\r\n%s\r\n" % (len(data), data)
+
+    head = CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
+    start = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
+        b'"type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,'
+        b'"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":0}}}\n\n'
+    )
+    overloaded = (
+        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+        b'"message":"Overloaded"}}\n\n'
+    )
+    rest = (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"text","text":""}}\n\n'
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"fine"}}\n\n'
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":'
+        b'"end_turn","stop_sequence":null},"usage":{"output_tokens":1}}\n\n'
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+
+    async def handler(exchange: _Exchange) -> None:
+        if exchange.connection == 1:
+            await exchange.send([head, chunk(start), chunk(overloaded)], pause=0.05)
+            await asyncio.sleep(3)  # no end of the body
+        else:
+            await exchange.send(head + chunk(start) + chunk(rest) + b"0\r\n\r\n")
+
+    handed: list[Event] = []
+    returned: list[Event] = []
+    pushes: list[int] = []
+
+    def handle(batch: list[Event]) -> bool:
+        handed.extend(batch)
+        return True
+
+    async def main() -> tuple[float, str, int]:
+        async with _Server(handler) as server:
+            transport = AsyncH1Transport()
+            client = _direct(transport)
+            call = StreamCall(
+                "anthropic_messages",
+                _hi("anthropic_messages"),
+                api_key="k",
+                base_url=server.url + PREFIX["anthropic"],
+                policy=FAST,
+                rng=lambda: 0.5,
+            )
+            stream = AsyncEventStream(client, call)
+            loop = asyncio.get_running_loop()
+            began = loop.time()
+            try:
+                async for batch in stream.batches(openings=True):
+                    returned.extend(batch)
+                    while (future := stream.push(handle)) is not None:
+                        pushes.append(len(returned))
+                        try:
+                            returned.extend(await future)
+                        finally:
+                            stream.stop_push()
+            finally:
+                await transport.aclose()
+            return loop.time() - began, call.result().text, server.connections
+
+    took, text, connections = asyncio.run(main())
+    assert text == "fine" and connections == 2
+    assert pushes[0] == 0  # pushed from the first reply's opening
+    assert [e.code for e in returned if isinstance(e, Warning)] == ["retry"]
+    assert not [e for e in handed if isinstance(e, Warning)]
+    assert took < 1.0, took  # (the stall is 3 s)
