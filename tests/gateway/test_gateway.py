@@ -340,6 +340,44 @@ def test_upstream_rate_limit_keeps_retry_after(stack: Callable[..., Any]) -> Non
     assert response.json()["error"]["type"] == "rate_limit_error"
 
 
+def test_an_in_band_overload_before_any_output_is_retried_unseen(
+    stack: Callable[..., Any],
+) -> None:
+    """Paced (each upstream event a read of its own, handled where it arrives on
+    polystream's own server): an overload before the first output starts the call over,
+    unseen by the client, up to the retry limit (two); the last attempt's error reaches
+    the client, typed, after the one opening it is sent."""
+    emulator, gateway = stack(
+        "anthropic_messages",
+        [
+            {
+                "reply": REPLY,
+                "timing": {"first_event": 0, "delay": 0.003},
+                "faults": {"error": {"after": 0, "kind": "overloaded", "message": "Overloaded"}},
+            }
+        ],
+    )
+    from polystream import decode
+
+    response = httpx.post(
+        gateway.base_url + "/openai/v1/responses",
+        headers={"authorization": f"Bearer {GATEWAY_KEY}"},
+        json={"model": "gpt-x", "input": "x", "stream": True},
+    )
+    assert response.status_code == 200
+    assert emulator.stats.requests == 3
+    names = [line for line in response.text.splitlines() if line.startswith("event: ")]
+    assert names == [
+        "event: response.created",
+        "event: response.in_progress",
+        "event: error",
+        "event: response.failed",
+    ]
+    result = decode(response.content, "openai_responses")
+    assert result.status == "failed"
+    assert result.error is not None and result.error.kind == "overloaded"
+
+
 def test_upstream_in_band_error_after_output_reaches_client_typed(
     stack: Callable[..., Any],
 ) -> None:

@@ -53,11 +53,15 @@ def _full(gateway: AppThread) -> bytes:
     ).content
 
 
+@pytest.mark.parametrize("paced", [False, True], ids=["burst", "paced"])
 @pytest.mark.parametrize("upstream", ["gemini_interactions", "openai_responses"])
 def test_upstream_drop_at_every_event_is_resumed_exactly_once(
-    stack: Callable[..., Any], upstream: str
+    stack: Callable[..., Any], upstream: str, paced: bool
 ) -> None:
-    _, clean = stack(upstream, [{"reply": REPLY}], background=True)
+    # Paced, each upstream event is a read of its own, handled where it arrives (on
+    # polystream's own server), and the drop is the end of input in the middle of that.
+    timing = {"timing": {"first_event": 0, "delay": 0.002}} if paced else {}
+    _, clean = stack(upstream, [{"reply": REPLY, **timing}], background=True)
     expected = decode(_full(clean), "anthropic_messages")
     assert expected.status == "completed"
     expected_names = [(e.event, e.data) for e in _events(_full(clean))]
@@ -66,7 +70,9 @@ def test_upstream_drop_at_every_event_is_resumed_exactly_once(
     # Drop the upstream connection after each of its events in turn.
     for drop in range(1, 20):
         emulator, gateway = stack(
-            upstream, [{"reply": REPLY, "faults": {"drop_at_event": drop}}], background=True
+            upstream,
+            [{"reply": REPLY, "faults": {"drop_at_event": drop}, **timing}],
+            background=True,
         )
         body = _full(gateway)
         result = decode(body, "anthropic_messages")
