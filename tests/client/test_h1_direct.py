@@ -351,6 +351,20 @@ def _served(data: bytes, framing: str) -> list[bytes]:
     return [head, *pieces, b"0\r\n\r\n"]
 
 
+def _fixture_call(dialect: str, request: Request, url: str, framing: str) -> StreamCall:
+    """A call of ``dialect`` to the loopback server at ``url``, retrying fast (with the
+    same backoff every time)."""
+    return StreamCall(
+        dialect,
+        request,
+        api_key="k",
+        base_url=url + PREFIX[dialect.split("_", maxsplit=1)[0]],
+        policy=FAST,
+        framing=framing,
+        rng=lambda: 0.5,
+    )
+
+
 def _hi(dialect: str) -> Request:
     """A one-line request to the dialect's model."""
     return Request(
@@ -370,15 +384,7 @@ def test_streaming_calls_give_the_same_events_as_through_httpx(dialect: str, pat
 
     async def scenario(server: _Server, client: DirectClient, transport: AsyncH1Transport) -> Any:
         async def run(http: Any) -> tuple[list[bytes], bytes]:
-            call = StreamCall(
-                dialect,
-                request,
-                api_key="k",
-                base_url=server.url + PREFIX[dialect.split("_", maxsplit=1)[0]],
-                policy=FAST,
-                framing=framing,
-                rng=lambda: 0.5,  # the same backoff on both sides
-            )
+            call = _fixture_call(dialect, request, server.url, framing)
             events = []
             with contextlib.suppress(PolystreamError):
                 async for event in AsyncEventStream(http, call):

@@ -23,7 +23,7 @@ from polystream.events import Event, Warning
 from polystream.request import Message, Request, TextPart
 
 from .conftest import FAST, PREFIX
-from .test_h1_direct import STREAMS, _direct, _hi, _served
+from .test_h1_direct import STREAMS, _direct, _fixture_call, _hi, _served
 from .test_h1_transport import CHUNKED, OK_HEAD, _Exchange, _Server
 
 
@@ -243,15 +243,7 @@ def test_a_pushed_streaming_call_gives_the_events_of_reading_it(dialect: str, pa
             client = _direct(transport)
 
             def call() -> StreamCall:
-                return StreamCall(
-                    dialect,
-                    request,
-                    api_key="k",
-                    base_url=server.url + PREFIX[dialect.split("_", maxsplit=1)[0]],
-                    policy=FAST,
-                    framing=framing,
-                    rng=lambda: 0.5,
-                )
+                return _fixture_call(dialect, request, server.url, framing)
 
             try:
                 pushed = AsyncEventStream(client, call())
