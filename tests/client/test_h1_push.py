@@ -22,7 +22,7 @@ from polystream.errors import PolystreamError
 from polystream.events import Event, Warning
 from polystream.request import Message, Request, TextPart
 
-from .conftest import FAST, PREFIX
+from .conftest import FAST
 from .test_h1_direct import STREAMS, _direct, _fixture_call, _hi, _served
 from .test_h1_transport import CHUNKED, OK_HEAD, _Exchange, _Server
 
@@ -370,14 +370,7 @@ def test_a_retry_decided_while_pushed_goes_back_to_the_task_at_once() -> None:
         async with _Server(handler) as server:
             transport = AsyncH1Transport()
             client = _direct(transport)
-            call = StreamCall(
-                "anthropic_messages",
-                _hi("anthropic_messages"),
-                api_key="k",
-                base_url=server.url + PREFIX["anthropic"],
-                policy=FAST,
-                rng=lambda: 0.5,
-            )
+            call = _fixture_call("anthropic_messages", _hi("anthropic_messages"), server.url, "sse")
             stream = AsyncEventStream(client, call)
             loop = asyncio.get_running_loop()
             began = loop.time()
