@@ -167,6 +167,12 @@ class StreamCall:
         return request
 
     @property
+    def held(self) -> list[Event]:
+        """The opening events held back until the first output (see the delivery rules),
+        oldest first: read them, never change them. A retry starts a new list."""
+        return self._held
+
+    @property
     def pending(self) -> bool:
         """True when the current attempt is over and another request must be sent."""
         return self._pending is not None

@@ -393,3 +393,134 @@ def test_a_retry_decided_while_pushed_goes_back_to_the_task_at_once() -> None:
     assert [e.code for e in returned if isinstance(e, Warning)] == ["retry"]
     assert not [e for e in handed if isinstance(e, Warning)]
     assert took < 1.0, took  # (the stall is 3 s)
+
+
+def test_opening_events_held_back_are_shown_to_the_opening_hook_and_dropped_by_a_retry() -> None:
+    """``push(handle, opening)``: a read whose events the call holds back (the opening,
+    before any output) shows them to ``opening``, in the connection's callback; a
+    retry drops them (they are never delivered), and the retry's own opening is
+    delivered once."""
+    head = CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
+    start = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
+        b'"type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,'
+        b'"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":0}}}\n\n'
+    )
+    overloaded = (
+        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+        b'"message":"Overloaded"}}\n\n'
+    )
+    rest = (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"text","text":""}}\n\n'
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"fine"}}\n\n'
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+
+    def chunk(data: bytes) -> bytes:
+        return b"%x\r\n%s\r\n" % (len(data), data)
+
+    async def handler(exchange: _Exchange) -> None:
+        if exchange.connection == 1:
+            await exchange.send([head, chunk(start), chunk(overloaded)], pause=0.05)
+            await asyncio.sleep(3)
+        else:
+            await exchange.send(head + chunk(start) + chunk(rest) + b"0\r\n\r\n")
+
+    delivered: list[Event] = []
+    opened: list[list[Event]] = []
+
+    def handle(batch: list[Event]) -> bool:
+        delivered.extend(batch)
+        return True
+
+    def opening(held: list[Event]) -> None:
+        opened.append(list(held))
+
+    async def main() -> str:
+        async with _Server(handler) as server:
+            transport = AsyncH1Transport()
+            call = _fixture_call("anthropic_messages", _hi("anthropic_messages"), server.url, "sse")
+            stream = AsyncEventStream(_direct(transport), call)
+            try:
+                async for batch in stream.batches(openings=True):
+                    delivered.extend(batch)
+                    while (future := stream.push(handle, opening)) is not None:
+                        try:
+                            delivered.extend(await future)
+                        finally:
+                            stream.stop_push()
+            finally:
+                await transport.aclose()
+            return call.result().text
+
+    assert asyncio.run(main()) == "fine"
+    held_names = [[type(e).__name__ for e in held] for held in opened]
+    assert held_names == [["StreamStart", "UsageUpdate"]]  # message_start's
+    assert not [e for e in delivered if any(e is h for h in opened[0])]  # dropped
+    names = [type(e).__name__ for e in delivered]
+    assert names.count("StreamStart") == 1 and names.index("StreamStart") < names.index(
+        "BlockStart"
+    )
+
+
+def test_a_read_held_back_whole_is_an_empty_batch_where_pushing_can_begin() -> None:
+    """A reply whose opening arrives with its head (pushing is refused while its bytes
+    wait), then its output a read later: with ``openings``, the read the call holds back
+    whole is an empty batch too, with ``call.held`` showing it, and pushing begins
+    there."""
+    head = CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
+    role = (
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+        b'"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
+        b'"finish_reason":null}]}\n\n'
+    )
+    text = (
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+        b'"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
+
+    def chunk(data: bytes) -> bytes:
+        return b"%x\r\n%s\r\n" % (len(data), data)
+
+    async def handler(exchange: _Exchange) -> None:
+        await exchange.send([head + chunk(role), chunk(text) + b"0\r\n\r\n"], pause=0.05)
+
+    seen: list[tuple[int, list[str], bool]] = []  # per batch: size, held, pushing began
+    handed: list[Event] = []
+
+    def handle(batch: list[Event]) -> bool:
+        handed.extend(batch)
+        return True
+
+    async def main() -> str:
+        async with _Server(handler) as server:
+            transport = AsyncH1Transport()
+            call = _fixture_call("openai_chat", _hi("openai_chat"), server.url, "sse")
+            stream = AsyncEventStream(_direct(transport), call)
+            try:
+                async for batch in stream.batches(openings=True):
+                    held = [type(e).__name__ for e in call.held]
+                    future = stream.push(handle)
+                    seen.append((len(batch), held, future is not None))
+                    if future is not None:
+                        try:
+                            handed.extend(await future)
+                        finally:
+                            stream.stop_push()
+            finally:
+                await transport.aclose()
+            return call.result().text
+
+    assert asyncio.run(main()) == "hi"
+    # The opening (its bytes wait: no push), then the held read (push begins there).
+    assert seen[:2] == [(0, [], False), (0, ["StreamStart", "StatusUpdate"], True)]
+    assert [type(e).__name__ for e in handed][:4] == [
+        "StreamStart",
+        "StatusUpdate",
+        "BlockStart",
+        "TextDelta",
+    ]

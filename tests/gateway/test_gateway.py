@@ -4,6 +4,7 @@ speaks a *different* dialect: streaming and not, tool calls, reasoning, errors, 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -341,18 +342,34 @@ def test_upstream_rate_limit_keeps_retry_after(stack: Callable[..., Any]) -> Non
 
 
 def test_an_in_band_overload_before_any_output_is_retried_unseen(
-    stack: Callable[..., Any],
+    stack: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Paced (each upstream event a read of its own, handled where it arrives on
     polystream's own server): an overload before the first output starts the call over,
     unseen by the client, up to the retry limit (two); the last attempt's error reaches
-    the client, typed, after the one opening it is sent."""
+    the client, typed, after the one opening it is sent. On polystream's own server each
+    attempt's opening is encoded when it arrives, ahead of any output: a retry drops
+    what was encoded, and the next attempt's opening is encoded afresh."""
+    from polystream.dialects import get_dialect
+    from polystream.server import gateway as gateway_module
+
+    encoder_class = type(get_dialect("openai_responses").encoder())
+    real_encode = encoder_class.encode
+    starts: list[Any] = []  # the encoders (kept: their ids stay theirs)
+
+    def counting_encode(self: Any, event: Any) -> bytes:
+        caller = sys._getframe(1).f_globals["__name__"]
+        if type(event).__name__ == "StreamStart" and caller == gateway_module.__name__:
+            starts.append(self)
+        return real_encode(self, event)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(encoder_class, "encode", counting_encode)
     emulator, gateway = stack(
         "anthropic_messages",
         [
             {
                 "reply": REPLY,
-                "timing": {"first_event": 0, "delay": 0.003},
+                "timing": {"first_event": 0, "delay": 0.03},
                 "faults": {"error": {"after": 0, "kind": "overloaded", "message": "Overloaded"}},
             }
         ],
@@ -376,6 +393,11 @@ def test_an_in_band_overload_before_any_output_is_retried_unseen(
     result = decode(response.content, "openai_responses")
     assert result.status == "failed"
     assert result.error is not None and result.error.kind == "overloaded"
+    if gateway.server == "polystream":
+        # Each attempt's opening, each by an encoder that had seen nothing before.
+        assert len(starts) == 3 and len({id(e) for e in starts}) == 3
+    else:
+        assert len(starts) == 1  # (another server: encoded with the first output)
 
 
 def test_upstream_in_band_error_after_output_reaches_client_typed(

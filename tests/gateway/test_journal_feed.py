@@ -203,8 +203,8 @@ def test_a_stream_waits_for_its_journal_only_past_the_bound(
     pushes: list[int] = []
     real_push = AsyncEventStream.push
 
-    def counted_push(self: AsyncEventStream, handle: Any) -> Any:
-        future = real_push(self, handle)
+    def counted_push(self: AsyncEventStream, *args: Any) -> Any:
+        future = real_push(self, *args)
         if future is not None:
             pushes.append(1)
         return future

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
+import sys
 import time
 import types
 from collections.abc import Callable
@@ -281,3 +282,72 @@ def test_a_client_that_stops_taking_writes_gets_every_byte_once_it_reads_again(
     assert result.status == "completed" and result.text == "".join(deltas)
     if gateway.server == "polystream":
         assert refused  # the callback's writes did find the client not taking them
+
+
+@pytest.mark.parametrize(
+    ("path", "dialect"),
+    [
+        ("/openai/v1/chat/completions", "openai_chat"),
+        ("/anthropic/v1/messages", "anthropic_messages"),
+    ],
+    ids=["chat", "chat-to-messages"],
+)
+def test_held_opening_events_are_encoded_as_they_come_and_leave_with_the_first_output(
+    stack: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, path: str, dialect: str
+) -> None:
+    """A paced Chat upstream sends its role chunk (a stream start, held by the call
+    until the first text, so that a retry can start over unseen) a read ahead of the
+    first delta. On polystream's own server the gateway encodes the held events when
+    that read arrives, writes nothing, and writes them with the first delta: the
+    client's bytes are those of a gateway that encodes nothing ahead, byte for byte."""
+    from polystream.call import StreamCall
+    from polystream.dialects import get_dialect
+
+    encoder_class = type(get_dialect(dialect).encoder())
+    real_encode = encoder_class.encode
+    encoded: list[tuple[float, str]] = []
+
+    def timed_encode(self: Any, event: Any) -> bytes:
+        if sys._getframe(1).f_globals["__name__"] == gateway_module.__name__:
+            encoded.append((time.monotonic(), type(event).__name__))  # (not the emulator's)
+        return real_encode(self, event)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(encoder_class, "encode", timed_encode)
+    delay = 0.08  # between the role chunk and each delta
+    deltas = [f"w{i} " for i in range(4)]
+    scenarios = [{"reply": {"text": deltas}, "timing": {"first_event": 0, "delay": delay}}]
+    body = {"model": "x", "max_tokens": 50, "stream": True}
+    body["messages"] = [{"role": "user", "content": "hi"}]
+
+    def through() -> tuple[bytes, str, float]:
+        """The client's bytes, the server, and how long after the stream's start was
+        encoded its first delta was."""
+        encoded.clear()
+        # (Each stack's emulator is new: its first reply has the same ids.)
+        _, gateway = stack("openai_chat", scenarios)
+        response = httpx.post(gateway.base_url + path, headers=HEADERS, json=body, timeout=30)
+        assert response.status_code == 200
+        started = next(t for t, name in encoded if name == "StreamStart")
+        first = next(t for t, name in encoded if name == "TextDelta")
+        return response.content, gateway.server, first - started
+
+    with_ahead, server, gap = through()
+    # The same with nothing held in sight: the held events are encoded with the first
+    # output, as they were before anything was encoded ahead.
+    monkeypatch.setattr(StreamCall, "held", property(lambda self: []))
+    without, _, gap_without = through()
+
+    def normalized(data: bytes) -> bytes:
+        # (The gateway's cursors name its stream; the emulator's clock dates the chunks;
+        # a message id made for Anthropic's dialect from Chat's is new each time.)
+        data = re.sub(rb"(?m)^id: [^\n]*\n", b"", data)
+        data = re.sub(rb'"id":"msg_[^"]*"', b'"id":"msg_"', data)
+        return re.sub(rb'"created":\d+', b'"created":0', data)
+
+    assert normalized(with_ahead) == normalized(without)
+    assert polystream.decode(with_ahead, dialect).text == "".join(deltas)
+    assert gap_without < delay / 2  # encoded in one read
+    if server == "polystream":
+        assert gap > delay / 2  # the role chunk's read, a delay before the first delta's
+    else:
+        assert gap < delay / 2  # (another server has no send without waiting: no push)

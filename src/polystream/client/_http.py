@@ -300,8 +300,10 @@ class AsyncEventStream:
         """The events a batch at a time: those of one network read (or of one decision:
         a retry warning, the end of the stream). Never an empty batch, unless
         ``openings``: then an empty batch also marks each reply's opening (its status
-        is 200, none of its body is read yet), where :meth:`push` can take the whole
-        reply. A stream is iterated one way only (this, or ``async for``).
+        is 200, none of its body is read yet) and each read whose events the call holds
+        back whole (``call.held``: opening events, before the first output), where
+        :meth:`push` can take the rest of the reply. A stream is iterated one way only
+        (this, or ``async for``).
 
         Raises:
             RuntimeError: The stream is already iterated event by event.
@@ -383,6 +385,14 @@ class AsyncEventStream:
                                         yield events
                                     finally:
                                         self._between = None
+                                elif self._openings and call.held and start >= len(chunk):
+                                    # A read the call held back whole (opening events):
+                                    # pushing can begin here.
+                                    self._between = response
+                                    try:
+                                        yield []
+                                    finally:
+                                        self._between = None
                                 if start >= len(chunk):
                                     break
                             if _settled(call):
@@ -397,7 +407,11 @@ class AsyncEventStream:
         if ended:
             yield ended
 
-    def push(self, handle: Callable[[list[Event]], bool]) -> asyncio.Future[list[Event]] | None:
+    def push(
+        self,
+        handle: Callable[[list[Event]], bool],
+        opening: Callable[[list[Event]], None] | None = None,
+    ) -> asyncio.Future[list[Event]] | None:
         """Hand the events of each later network read to ``handle`` in the upstream
         connection's own callback, with no task woken and no iterator stepped, while
         :meth:`batches` waits between two batches.
@@ -410,6 +424,12 @@ class AsyncEventStream:
         the read timeout), and at :meth:`stop_push`. The future then gives the events
         that ``handle`` was not given (maybe none), which come before the next batch,
         or the exception that ``handle`` or the call raised.
+
+        ``opening(held)``, if given, is called in the same callback after a read that
+        delivers nothing while the call holds opening events back (``call.held``, see
+        :class:`~polystream.call.StreamCall`): a consumer may prepare what it will do
+        with them (encode them, say) before the first output releases them, at the
+        head of a later read's events. It must not change the list.
 
         None when the stream cannot push now: on a transport other than polystream's
         own, with a compressed reply, or while the stream is not between two batches
@@ -425,7 +445,7 @@ class AsyncEventStream:
         ):
             return None
         loop = asyncio.get_running_loop()
-        pushed = _Pushed(call, handle, loop, call_idle(self), reply)
+        pushed = _Pushed(call, handle, loop, call_idle(self), reply, opening)
         if not reply.push(pushed):
             pushed.close()
             return None
@@ -471,7 +491,17 @@ class _Pushed:
     call and hands the events on, in the connection's callback; keeps the read timeout
     with one timer, re-armed only when it fires."""
 
-    __slots__ = ("_call", "_handle", "_idle", "_loop", "_timer", "future", "last", "reply")
+    __slots__ = (
+        "_call",
+        "_handle",
+        "_idle",
+        "_loop",
+        "_opening",
+        "_timer",
+        "future",
+        "last",
+        "reply",
+    )
 
     def __init__(
         self,
@@ -480,9 +510,11 @@ class _Pushed:
         loop: asyncio.AbstractEventLoop,
         idle: float,
         reply: Any,
+        opening: Callable[[list[Event]], None] | None = None,
     ) -> None:
         self._call = call
         self._handle = handle
+        self._opening = opening
         self._loop = loop
         self._idle = idle
         self.reply = reply
@@ -503,9 +535,12 @@ class _Pushed:
             if call.pending:
                 future.set_result(events)
                 return False
-            if events and not self._handle(events):
-                future.set_result([])
-                return False
+            if events:
+                if not self._handle(events):
+                    future.set_result([])
+                    return False
+            elif self._opening is not None and call.held:
+                self._opening(call.held)
             if call.finished:
                 future.set_result([])
                 return False

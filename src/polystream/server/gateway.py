@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import operator
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -675,13 +676,50 @@ class _Gateway:
         held_last = False  # ... and it ends the response
         pushed_last = False  # a pushed read ended the response (wrote it, or held it)
 
-        def encoded(batch: list[Event]) -> list[bytes]:
+        # The opening events the upstream call holds back until the first output (so
+        # that a retry can start over unseen), encoded as they come (see opening below),
+        # and whether the encoder has encoded anything else.
+        ahead: list[Event] = []
+        ahead_parts: list[bytes] = []
+        spent = False
+
+        def opening(events: list[Event]) -> None:
+            """Encode the held opening events not encoded yet (nothing is written: the
+            read that brings the first output writes them with it), so that the read
+            that carries the first output has only its own events to encode."""
+            if spent or len(events) <= len(ahead):
+                return
+            if ahead and events[0] is not ahead[0]:
+                return  # not the same attempt's (encoded() starts over)
             encode = encoder_().encode
-            parts = []
+            for event in events[len(ahead) :]:
+                data = encode(event)
+                if data:
+                    ahead_parts.append(data)
+                ahead.append(event)
+
+        def encoded(batch: list[Event]) -> list[bytes]:
+            nonlocal encoder, spent
+            if not batch:
+                return []
+            parts: list[bytes] = []
+            if ahead:
+                n = len(ahead)
+                if len(batch) >= n and all(map(operator.is_, ahead, batch[:n])):
+                    parts += ahead_parts
+                    batch = batch[n:]
+                else:
+                    # Not those events (a retry started over): a new encoder, which has
+                    # seen nothing, encodes whatever comes instead.
+                    encoder = None
+                ahead.clear()
+                ahead_parts.clear()
+            encode = encoder_().encode
             for event in batch:
                 if type(event) is Warning and event.code in ("retry", "resume"):
                     logger.info("upstream %s: %s", event.code, scrub(event.message, self.secrets))
                     continue
+                spent = True
                 data = encode(event)
                 if data:
                     parts.append(data)
@@ -706,16 +744,22 @@ class _Gateway:
                     return not last  # no response, and no journal for it (as flush)
                 state.started = True
                 nowait(response_start())
-            data = self._record(state, splitter, dialect, parts)
+            # The entries are journalled after the write, in this same callback: the
+            # client has its bytes sooner, and no resume can run in between.
+            data, entries = self._split(splitter, parts)
             if not state.gone and (data or last):
                 state.deadline.last = loop.time()
                 message = {"type": "http.response.body", "body": data, "more_body": not last}
                 if not nowait(message):
                     held.append(data)  # the client is not taking writes: the pump waits
                     held_last = last
+                    if entries:
+                        self._keep(state, splitter, dialect, entries)
                     return False
                 if last:
                     state.ended = True
+            if entries:
+                self._keep(state, splitter, dialect, entries)
             feed = state.feed
             return not last and (feed is None or not feed.backlogged)
 
@@ -728,7 +772,7 @@ class _Gateway:
             (then the pump reads the next batch)."""
             if nowait is None:
                 return None
-            future = stream.push(pushed)
+            future = stream.push(pushed, opening)
             if future is None:
                 return None
             try:
@@ -745,6 +789,8 @@ class _Gateway:
             parts: list[bytes] = []
             try:
                 async for batch in batches:
+                    if not batch and nowait is not None and call.held:
+                        opening(call.held)  # a read of held opening events only
                     if first:
                         for i, event in enumerate(batch):
                             if type(event) in _FIRST_OUTPUT:
@@ -806,7 +852,8 @@ class _Gateway:
                 if state.journal_id is not None:
                     with contextlib.suppress(BaseException):
                         await self._journal_finish(state)
-                if encoder is not None:
+                if encoder is not None and not ahead:
+                    # (With held events still ahead, nothing of the stream's was written.)
                     self._loss_headers(encoder)
             if state.started and not state.gone and not state.aborted and not state.ended:
                 # The upstream failed after the stream began: end it; the encoder
@@ -897,12 +944,36 @@ class _Gateway:
     ) -> bytes:
         """Journal encoded events (the stream's journal made with its first entries);
         the bytes to write."""
+        data, entries = self._split(splitter, parts)
+        if entries:
+            self._keep(state, splitter, dialect, entries)
+        return data
+
+    @staticmethod
+    def _split(
+        splitter: SSECursorSplitter | None, parts: list[bytes]
+    ) -> tuple[bytes, list[tuple[str, bytes]]]:
+        """Encoded events as the bytes to write and their journal entries (none without
+        a splitter: a stream that is not SSE)."""
         data = parts[0] if len(parts) == 1 else b"".join(parts)
         if splitter is None or not data:
-            return data
-        entries = splitter.split(data)
+            return data, []
+        entries = splitter.split(data)  # (an event cut short is kept for the next parts)
+        if len(entries) == 1:
+            return entries[0][1], entries
+        return b"".join([e for _, e in entries]), entries
+
+    def _keep(
+        self,
+        state: _StreamState,
+        splitter: SSECursorSplitter | None,
+        dialect: str,
+        entries: list[tuple[str, bytes]],
+    ) -> None:
+        """Journal a stream's entries (its journal made with the first)."""
+        assert splitter is not None
         journal_id = state.journal_id
-        if entries and journal_id is None:
+        if journal_id is None:
             journal_id = state.journal_id = splitter.native_id or splitter.stream_id
             names = {journal_id: {"dialect": dialect}}
             if journal_id != splitter.stream_id:
@@ -915,12 +986,11 @@ class _Gateway:
             else:
                 for name, meta in names.items():
                     self.journal.create(name, meta, now=time.time())
-        if entries and journal_id is not None:
+        if journal_id is not None:
             if state.feed is not None:
                 state.feed.put(journal_id, entries)
             else:
                 self.journal.append(journal_id, entries, now=time.time())
-        return entries[0][1] if len(entries) == 1 else b"".join([e for _, e in entries])
 
     async def _write(self, send: Send, state: _StreamState, data: bytes, last: bool) -> bool:
         """Write a stream's bytes to the client (unless it has gone); False when it does
