@@ -524,3 +524,49 @@ def test_a_read_held_back_whole_is_an_empty_batch_where_pushing_can_begin() -> N
         "BlockStart",
         "TextDelta",
     ]
+
+
+@pytest.mark.parametrize("by", ["batches", "events"])
+def test_closing_a_stream_mid_reply_releases_its_connection_before_aclose_returns(
+    by: str,
+) -> None:
+    """``aclose()`` on a stream in the middle of a reply closes the reply's connection
+    itself, in the task that calls it: nothing is left to the event loop's finalizer
+    of an abandoned generator (a later task, woken through the loop's self-pipe)."""
+    head = CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
+    text = (
+        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
+        b'"choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},'
+        b'"finish_reason":null}]}\n\n'
+    )
+
+    async def handler(exchange: _Exchange) -> None:
+        await exchange.send(head + b"%x\r\n%s\r\n" % (len(text), text))
+        await asyncio.sleep(3)  # the rest never comes
+
+    async def main() -> tuple[int, int, list[str]]:
+        async with _Server(handler) as server:
+            transport = AsyncH1Transport()
+            call = _fixture_call("openai_chat", _hi("openai_chat"), server.url, "sse")
+            stream = AsyncEventStream(_direct(transport), call)
+            names: list[str] = []
+            try:
+                if by == "batches":
+                    async for batch in stream.batches():
+                        names += [type(e).__name__ for e in batch]
+                        if "TextDelta" in names:
+                            break
+                else:
+                    async for event in stream:
+                        names.append(type(event).__name__)
+                        if type(event).__name__ == "TextDelta":
+                            break
+                opened = transport._open
+                await stream.aclose()
+                return opened, transport._open, names
+            finally:
+                await transport.aclose()
+
+    opened, after, names = asyncio.run(main())
+    assert names[-1] == "TextDelta"
+    assert (opened, after) == (1, 0)

@@ -322,22 +322,33 @@ class AsyncEventStream:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
+    # Each generator closes the one it iterates when it is closed itself (``async for``
+    # does not): otherwise the inner one would be closed by the event loop's finalizer
+    # hook, later, from a task of its own, which a wake-up of the loop starts.
+
     async def _events(self) -> AsyncIterator[Event]:
-        async for batch in self._batches():
-            for event in batch:
-                yield event
+        batches = self._batches()
+        try:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+        finally:
+            await batches.aclose()
 
     async def _batches(self) -> AsyncIterator[list[Event]]:
         call = self.call
         request = call.next_request()
         while request is not None:
+            attempt = self._attempt(request)
             try:
-                async for batch in self._attempt(request):
+                async for batch in attempt:
                     yield batch
             except _CONNECT as exc:
                 events = call.on_connect_error(str(exc) or type(exc).__name__)
                 if events:
                     yield events
+            finally:
+                await attempt.aclose()
             if not call.pending:
                 return
             await asyncio.sleep(call.pending_delay)

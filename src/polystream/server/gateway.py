@@ -892,6 +892,11 @@ class _Gateway:
                     continue
                 if message["type"] != "http.disconnect":
                     continue
+                if state.ended:
+                    # The response is complete (the server says so as a disconnect):
+                    # what the pump has left, the end of the upstream reply and of the
+                    # journal, finishes on its own, within its bounds.
+                    return
                 state.gone = True
                 grace = self.limits.resume_grace_seconds
                 if grace > 0 and state.journal_id is not None:
