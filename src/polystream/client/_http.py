@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import httpx
@@ -335,7 +335,7 @@ class AsyncEventStream:
         finally:
             await batches.aclose()
 
-    async def _batches(self) -> AsyncIterator[list[Event]]:
+    async def _batches(self) -> AsyncGenerator[list[Event], None]:
         call = self.call
         request = call.next_request()
         while request is not None:
@@ -354,7 +354,7 @@ class AsyncEventStream:
             await asyncio.sleep(call.pending_delay)
             request = call.next_request()
 
-    async def _attempt(self, request: HttpRequest) -> AsyncIterator[list[Event]]:
+    async def _attempt(self, request: HttpRequest) -> AsyncGenerator[list[Event], None]:
         call = self.call
         ended: list[Event] = []
         async with self._http.stream(
