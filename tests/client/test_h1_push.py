@@ -204,6 +204,38 @@ def test_a_silence_while_pushed_is_the_read_timeout() -> None:
 
 # -- a streaming call's events, pushed ---------------------------------------------------------
 
+SSE_HEAD = CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
+"""A chunked reply's head, for an event stream."""
+MESSAGE_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
+    b'"type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,'
+    b'"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":0}}}\n\n'
+)
+OVERLOADED = (
+    b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+    b'"message":"Overloaded"}}\n\n'
+)
+ANTHROPIC_REST = (
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+    b'"content_block":{"type":"text","text":""}}\n\n'
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"text_delta","text":"fine"}}\n\n'
+    b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+    b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":'
+    b'"end_turn","stop_sequence":null},"usage":{"output_tokens":1}}\n\n'
+    b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+)
+"""An Anthropic Messages reply after its ``message_start``: the text ``fine``."""
+
+
+def _chunk(data: bytes) -> bytes:
+    """``data`` as one chunk of a chunked body."""
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+ANTHROPIC_REPLY = SSE_HEAD + _chunk(MESSAGE_START) + _chunk(ANTHROPIC_REST) + b"0\r\n\r\n"
+"""A whole Anthropic Messages reply (the text ``fine``), as one write."""
+
 
 async def _events_pushing(stream: AsyncEventStream) -> list[Event]:
     """Every event of ``stream``: read by batches, and pushed wherever it can be."""
@@ -284,10 +316,7 @@ def test_a_call_pushed_through_a_silence_times_out_as_when_read() -> None:
     )
 
     async def handler(exchange: _Exchange) -> None:
-        await exchange.send(
-            CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
-            + b"%x\r\n%s\r\n" % (len(body), body)
-        )
+        await exchange.send(SSE_HEAD + b"%x\r\n%s\r\n" % (len(body), body))
         await asyncio.sleep(2)
 
     async def main() -> tuple[list[str], float]:
@@ -327,36 +356,12 @@ def test_a_retry_decided_while_pushed_goes_back_to_the_task_at_once() -> None:
     it, ``handle`` never sees it) and the call starts over at once, not after the stall
     or the read timeout."""
 
-    def chunk(data: bytes) -> bytes:
-        return b"%x\r\n%s\r\n" % (len(data), data)
-
-    head = CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
-    start = (
-        b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
-        b'"type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,'
-        b'"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":0}}}\n\n'
-    )
-    overloaded = (
-        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
-        b'"message":"Overloaded"}}\n\n'
-    )
-    rest = (
-        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
-        b'"content_block":{"type":"text","text":""}}\n\n'
-        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
-        b'"delta":{"type":"text_delta","text":"fine"}}\n\n'
-        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
-        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":'
-        b'"end_turn","stop_sequence":null},"usage":{"output_tokens":1}}\n\n'
-        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
-    )
-
     async def handler(exchange: _Exchange) -> None:
         if exchange.connection == 1:
-            await exchange.send([head, chunk(start), chunk(overloaded)], pause=0.05)
+            await exchange.send([SSE_HEAD, _chunk(MESSAGE_START), _chunk(OVERLOADED)], pause=0.05)
             await asyncio.sleep(3)  # no end of the body
         else:
-            await exchange.send(head + chunk(start) + chunk(rest) + b"0\r\n\r\n")
+            await exchange.send(ANTHROPIC_REPLY)
 
     handed: list[Event] = []
     returned: list[Event] = []
@@ -400,34 +405,13 @@ def test_opening_events_held_back_are_shown_to_the_opening_hook_and_dropped_by_a
     before any output) shows them to ``opening``, in the connection's callback; a
     retry drops them (they are never delivered), and the retry's own opening is
     delivered once."""
-    head = CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
-    start = (
-        b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
-        b'"type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,'
-        b'"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":0}}}\n\n'
-    )
-    overloaded = (
-        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
-        b'"message":"Overloaded"}}\n\n'
-    )
-    rest = (
-        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
-        b'"content_block":{"type":"text","text":""}}\n\n'
-        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
-        b'"delta":{"type":"text_delta","text":"fine"}}\n\n'
-        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
-        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
-    )
-
-    def chunk(data: bytes) -> bytes:
-        return b"%x\r\n%s\r\n" % (len(data), data)
 
     async def handler(exchange: _Exchange) -> None:
         if exchange.connection == 1:
-            await exchange.send([head, chunk(start), chunk(overloaded)], pause=0.05)
+            await exchange.send([SSE_HEAD, _chunk(MESSAGE_START), _chunk(OVERLOADED)], pause=0.05)
             await asyncio.sleep(3)
         else:
-            await exchange.send(head + chunk(start) + chunk(rest) + b"0\r\n\r\n")
+            await exchange.send(ANTHROPIC_REPLY)
 
     delivered: list[Event] = []
     opened: list[list[Event]] = []
@@ -471,7 +455,6 @@ def test_a_read_held_back_whole_is_an_empty_batch_where_pushing_can_begin() -> N
     wait), then its output a read later: with ``openings``, the read the call holds back
     whole is an empty batch too, with ``call.held`` showing it, and pushing begins
     there."""
-    head = CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
     role = (
         b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
         b'"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
@@ -483,11 +466,8 @@ def test_a_read_held_back_whole_is_an_empty_batch_where_pushing_can_begin() -> N
         b"data: [DONE]\n\n"
     )
 
-    def chunk(data: bytes) -> bytes:
-        return b"%x\r\n%s\r\n" % (len(data), data)
-
     async def handler(exchange: _Exchange) -> None:
-        await exchange.send([head + chunk(role), chunk(text) + b"0\r\n\r\n"], pause=0.05)
+        await exchange.send([SSE_HEAD + _chunk(role), _chunk(text) + b"0\r\n\r\n"], pause=0.05)
 
     seen: list[tuple[int, list[str], bool]] = []  # per batch: size, held, pushing began
     handed: list[Event] = []
@@ -533,7 +513,6 @@ def test_closing_a_stream_mid_reply_releases_its_connection_before_aclose_return
     """``aclose()`` on a stream in the middle of a reply closes the reply's connection
     itself, in the task that calls it: nothing is left to the event loop's finalizer
     of an abandoned generator (a later task, woken through the loop's self-pipe)."""
-    head = CHUNKED.replace(b"\r\n\r\n", b"\r\nContent-Type: text/event-stream\r\n\r\n")
     text = (
         b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m",'
         b'"choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},'
@@ -541,7 +520,7 @@ def test_closing_a_stream_mid_reply_releases_its_connection_before_aclose_return
     )
 
     async def handler(exchange: _Exchange) -> None:
-        await exchange.send(head + b"%x\r\n%s\r\n" % (len(text), text))
+        await exchange.send(SSE_HEAD + _chunk(text))
         await asyncio.sleep(3)  # the rest never comes
 
     async def main() -> tuple[int, int, list[str]]:
