@@ -369,7 +369,7 @@ def test_an_in_band_overload_before_any_output_is_retried_unseen(
         [
             {
                 "reply": REPLY,
-                "timing": {"first_event": 0, "delay": 0.03},
+                "timing": {"first_event": 0, "delay": 0.05},
                 "faults": {"error": {"after": 0, "kind": "overloaded", "message": "Overloaded"}},
             }
         ],
