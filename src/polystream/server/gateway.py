@@ -747,19 +747,20 @@ class _Gateway:
             # The entries are journalled after the write, in this same callback: the
             # client has its bytes sooner, and no resume can run in between.
             data, entries = self._split(splitter, parts)
+            taken = True
             if not state.gone and (data or last):
                 state.deadline.last = loop.time()
                 message = {"type": "http.response.body", "body": data, "more_body": not last}
-                if not nowait(message):
+                taken = nowait(message)
+                if not taken:
                     held.append(data)  # the client is not taking writes: the pump waits
                     held_last = last
-                    if entries:
-                        self._keep(state, splitter, dialect, entries)
-                    return False
-                if last:
+                elif last:
                     state.ended = True
             if entries:
                 self._keep(state, splitter, dialect, entries)
+            if not taken:
+                return False
             feed = state.feed
             return not last and (feed is None or not feed.backlogged)
 
@@ -991,11 +992,10 @@ class _Gateway:
             else:
                 for name, meta in names.items():
                     self.journal.create(name, meta, now=time.time())
-        if journal_id is not None:
-            if state.feed is not None:
-                state.feed.put(journal_id, entries)
-            else:
-                self.journal.append(journal_id, entries, now=time.time())
+        if state.feed is not None:
+            state.feed.put(journal_id, entries)
+        else:
+            self.journal.append(journal_id, entries, now=time.time())
 
     async def _write(self, send: Send, state: _StreamState, data: bytes, last: bool) -> bool:
         """Write a stream's bytes to the client (unless it has gone); False when it does
