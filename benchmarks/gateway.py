@@ -33,7 +33,10 @@ directly and through the gateway, so that the difference is the gateway:
   the client and the emulator) with the direct request, in the same rotation: what it
   adds is the floor under any gateway on this machine (two more loopback hops and one
   more process's wake-ups), and the gateway's added latency less the relay's is the
-  gateway's own work.
+  gateway's own work. For each process in the middle (the gateway, the relay, in the
+  minimal phase the minimal gateway), what the operating system did for it over the
+  measured requests, per request (:func:`os_counters`: CPU time in user space and in
+  the kernel, wake-ups, preemptions, page faults).
 * **minimal**: the paced and unpaced routes once more, calling in one rotation the
   emulator directly, the byte relay, the gateway and a minimal gateway
   (:mod:`benchmarks._minimal`: the smallest Python gateway that understands the streams,
@@ -329,6 +332,49 @@ class RunDelay:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._files = []
+
+
+OS_COUNTERS = ("user", "kernel", "wakeups", "preemptions", "page_faults")
+"""What :func:`os_counters` reads: CPU seconds in user space and in the kernel, context
+switches summed over the process's threads (voluntary: the process waited and was woken,
+one per wake-up; involuntary: a running thread was preempted), and minor page faults (a
+page touched for the first time, fresh memory the process grew into)."""
+
+
+def os_counters(pid: int) -> dict[str, float] | None:
+    """A process's :data:`OS_COUNTERS` from Linux's ``/proc`` (None where there is none,
+    or the process has gone). Read once before and once after a measurement: a
+    thread that ends in between takes its switches with it."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        out = {
+            "user": int(fields[11]) / ticks,
+            "kernel": int(fields[12]) / ticks,
+            "wakeups": 0.0,
+            "preemptions": 0.0,
+            "page_faults": float(fields[7]),
+        }
+        folder = Path(f"/proc/{pid}/task")
+        for task in folder.iterdir():
+            for line in (task / "status").read_text().splitlines():
+                name, _, value = line.partition(":")
+                if name == "voluntary_ctxt_switches":
+                    out["wakeups"] += int(value)
+                elif name == "nonvoluntary_ctxt_switches":
+                    out["preemptions"] += int(value)
+    except (OSError, IndexError, ValueError):
+        return None
+    return out
+
+
+def per_request(
+    before: dict[str, float] | None, after: dict[str, float] | None, requests: int
+) -> dict[str, float] | None:
+    """The counters' growth from ``before`` to ``after``, per request."""
+    if before is None or after is None or requests <= 0:
+        return None
+    return {name: (after[name] - before[name]) / requests for name in OS_COUNTERS}
 
 
 SHORT_SLICE_NS = 100_000
@@ -688,10 +734,21 @@ async def measure_latency(
     replies: dict[str, list[Reply]] = {k: [] for k in targets}
     if client_slice and not set_slice(client_slice):
         raise OSError(f"cannot set this thread's scheduler slice to {client_slice} ns")
+    # The processes in the middle each serve only their own target's requests: what the
+    # operating system did for them over the measured requests is theirs (see
+    # os_counters; the emulator serves every target, so it is not counted).
+    middle = {
+        k: server
+        for k, server in (("gateway", gateway), ("relay", relay), ("minimal", minimal))
+        if server is not None
+    }
+    counted: dict[str, dict[str, float] | None] = {}
+    ended: dict[str, dict[str, float] | None] = {}
     try:
         for i in range(settings.warmup + requests):
             if i == settings.warmup:
                 cpu = {"emulator": emulator.cpu(), "gateway": gateway.cpu()}
+                counted = {k: os_counters(server.proc.pid) for k, server in middle.items()}
             # Each target first in turn (two: alternately), so that none is always
             # the one called after another's request.
             shift = i % len(kinds)
@@ -710,6 +767,7 @@ async def measure_latency(
                 samples[kind]["total"].append(reply.end - reply.sent)
                 if reply.first is not None:
                     samples[kind]["first"].append(reply.first - reply.sent)
+        ended = {k: os_counters(server.proc.pid) for k, server in middle.items()}
     finally:
         if client_slice:
             set_slice(0)
@@ -735,6 +793,9 @@ async def measure_latency(
             "emulator": (emulator.cpu() - cpu["emulator"]) / requests / 2,
             "gateway": (gateway.cpu() - cpu["gateway"]) / requests,
         },
+        # Per request of its own, what the operating system did for each process in the
+        # middle (None off Linux).
+        "os_per_request": {k: per_request(counted.get(k), ended.get(k), requests) for k in middle},
     }
     for kind in targets:
         out[kind] = {
@@ -1489,6 +1550,48 @@ def report(data: dict[str, Any]) -> str:
             "parses each request, routes it, and decodes and encodes each event in its "
             "protocols' callbacks, with nothing else), called in one rotation with the "
             "direct request, the relay and the gateway (medians):\n\n" + tables.markdown(least_rows)
+        )
+    os_rows = [
+        [
+            "route",
+            "pace",
+            "process",
+            "CPU/request (user, kernel)",
+            "kernel share",
+            "wake-ups/request",
+            "preemptions/request",
+            "page faults/request",
+        ]
+    ]
+    for pace, cells in (
+        ("paced", data.get("paced", {})),
+        ("unpaced", data.get("latency", {})),
+        *((f"{_PACES[k]}, minimal phase", c) for k, c in data.get("minimal", {}).items()),
+    ):
+        for name, cell in cells.items():
+            for process, counts in cell.get("os_per_request", {}).items():
+                if counts is None:
+                    continue
+                cpu = counts["user"] + counts["kernel"]
+                os_rows.append(
+                    [
+                        name,
+                        pace,
+                        _PEERS.get(process, process),
+                        f"{_ms(counts['user'])}, {_ms(counts['kernel'])}",
+                        f"{counts['kernel'] / cpu:.0%}" if cpu > 0 else "-",
+                        f"{counts['wakeups']:.1f}",
+                        f"{counts['preemptions']:.1f}",
+                        f"{counts['page_faults']:.1f}",
+                    ]
+                )
+    if len(os_rows) > 1:
+        parts.append(
+            "What the operating system does for the process in the middle, per request "
+            "of its own, over the measured requests (Linux's /proc: CPU time in user "
+            "space and in the kernel, in clock ticks; wake-ups are voluntary context "
+            "switches, preemptions involuntary ones; page faults are first touches of "
+            "fresh memory, such as the journal's growth):\n\n" + tables.markdown(os_rows)
         )
     if data.get("breakdown"):
         rows = [

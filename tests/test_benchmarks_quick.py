@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import mmap
 import os
 import random
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from polystream.errors import LocalProtocolError
 from polystream.events import UsageUpdate
 
 SCHEDSTAT = Path("/proc/self/schedstat").exists()
+PROC = Path("/proc/self/stat").exists()
 QUICK_PEERS = (
     "polystream",
     "polystream_client",
@@ -267,6 +270,22 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
             assert set(cell["relay_added_first"]) == {"median", "p99"}
     for cell in [*short.values(), *durable]:
         assert "relay" not in cell and "relay_added_first" not in cell
+    # What the operating system did for each process in the middle, per request of its
+    # own: counted for the gateway always, and for the relay where it was called.
+    for pace in ("paced", "latency"):
+        for cell in bench[pace].values():
+            assert set(cell["os_per_request"]) == {"gateway", "relay"}
+    for cell in [*short.values(), *durable]:
+        assert set(cell["os_per_request"]) == {"gateway"}
+    for cell in [*bench["paced"].values(), *bench["latency"].values(), *short.values()]:
+        for counts in cell["os_per_request"].values():
+            if not PROC:
+                assert counts is None
+                continue
+            assert set(counts) == set(gateway.OS_COUNTERS)
+            assert all(value >= 0 for value in counts.values()), counts
+            # A request's bytes arrive while the process sleeps: at least one wake-up.
+            assert counts["wakeups"] >= 1, counts
     # The minimal gateway, in one rotation with the direct call, the relay and the
     # gateway, paced and unpaced: every reply correct, the same text as the gateway's.
     assert set(bench["minimal"]) == {"paced", "latency"}
@@ -275,6 +294,7 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
         for name, cell in cells.items():
             for side in ("direct", "relay", "gateway", "minimal"):
                 assert cell[side]["errors"] == 0, (name, side, cell[side]["error_examples"])
+            assert set(cell["os_per_request"]) == {"gateway", "relay", "minimal"}
             for what in ("total", "first"):
                 assert set(cell[f"minimal_added_{what}"]) == {"median", "p99"}
     # The gateway's work warm and after each sleep, in its own process.
@@ -494,6 +514,34 @@ def test_floor_transcoding_checks_what_it_writes(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(anthropic_messages.Encoder, "encode", lossy)
     with pytest.raises(AssertionError, match="did not survive"):
         floor.transcoding(work, 1)
+
+
+def test_os_counters_read_a_process_and_fail_soft() -> None:
+    assert gateway.os_counters(2**31 - 1) is None  # no such process
+    before = gateway.os_counters(os.getpid())
+    if not PROC:
+        assert before is None
+        return
+    assert before is not None and set(before) == set(gateway.OS_COUNTERS)
+    # Fresh memory touched page by page: each page is a fault of this process.
+    pages = 256
+    block = mmap.mmap(-1, pages * mmap.PAGESIZE)
+    for offset in range(0, pages * mmap.PAGESIZE, mmap.PAGESIZE):
+        block[offset] = 1
+    block.close()
+    # A wait that the process is woken from: a voluntary switch.
+    time.sleep(0.01)
+    after = gateway.os_counters(os.getpid())
+    assert after is not None
+    grown = gateway.per_request(before, after, 1)
+    assert grown is not None
+    assert grown["page_faults"] >= pages
+    assert grown["wakeups"] >= 1
+    assert all(value >= 0 for value in grown.values()), grown
+    halved = gateway.per_request(before, after, 2)
+    assert halved == {name: value / 2 for name, value in grown.items()}
+    assert gateway.per_request(None, after, 1) is None
+    assert gateway.per_request(before, after, 0) is None
 
 
 def test_run_delay_reads_this_process_and_fails_soft() -> None:
