@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from polystream.journal import Entry, Journal, JournalMiss, MemoryJournal, Retention
+from polystream.journal import Journal, JournalMiss, MemoryJournal, Retention
 from polystream.server.journal_redis import RedisJournal
 from polystream.server.journal_sqlite import SQLiteJournal
 
@@ -106,20 +106,23 @@ def test_read_from_every_position_while_the_stream_grows(make) -> None:  # type:
 
 
 class _CountingList(list):  # type: ignore[type-arg]
-    """A memory journal's entry list that counts the entries read out of it."""
+    """A memory journal's list of entry bytes that counts the items read out of it."""
 
-    def __init__(self, entries: list[Entry], seen: list[int]) -> None:
-        super().__init__(entries)
+    def __init__(self, items: list[bytes], seen: list[int]) -> None:
+        super().__init__(items)
         self.seen = seen
 
-    def __iter__(self) -> Iterator[Entry]:
-        for entry in super().__iter__():
-            self.seen.append(entry.position)
-            yield entry
+    def __iter__(self) -> Iterator[bytes]:
+        for n, item in enumerate(super().__iter__()):
+            self.seen.append(n)
+            yield item
 
     def __getitem__(self, key: Any) -> Any:
         got = super().__getitem__(key)
-        self.seen.extend(e.position for e in (got if isinstance(key, slice) else [got]))
+        if isinstance(key, slice):
+            self.seen.extend(range(*key.indices(len(self)))[: len(got)])
+        else:
+            self.seen.append(key)
         return got
 
 
@@ -170,7 +173,7 @@ def test_read_from_reads_only_the_suffix(make) -> None:  # type: ignore[no-untyp
     seen: list[int] = []
     if isinstance(journal, MemoryJournal):
         stream = journal._streams["s"]
-        stream.entries = _CountingList(stream.entries, seen)
+        stream.data = _CountingList(stream.data, seen)
     elif isinstance(journal, SQLiteJournal):
         journal._db = _CountingProxy(journal._db, "execute", seen)  # type: ignore[assignment]
     else:
@@ -307,10 +310,67 @@ def test_sqlite_append_costs_the_same_however_long_the_stream(tmp_path: Path) ->
 
 
 def test_journal_entries_are_not_tracked_by_the_garbage_collector() -> None:
-    """A gateway's memory journal keeps every event it streamed; entries that the
-    collector tracked would lengthen every full collection of the process."""
+    """A gateway's memory journal keeps every event it streamed; anything kept per entry
+    that the collector tracked would lengthen every full collection of the process. A
+    stream's journal is a few tracked objects however long it is, and the entries a
+    read makes are not tracked either."""
     journal = MemoryJournal()
     journal.create("s", {})
-    journal.append("s", [("1", b"data: {}\n\n")])
-    (entry,), _ = journal.read_after("s", None)
-    assert not gc.is_tracked(entry)
+    journal.append("s", [("0", b"data: {}\n\n")])
+    tracked = len(gc.get_objects())
+    for n in range(1, 1001):
+        journal.append("s", [(str(n), b"data: {}\n\n")])
+    assert len(gc.get_objects()) - tracked < 10
+    entries, _ = journal.read_after("s", None)
+    assert len(entries) == 1001
+    assert not any(gc.is_tracked(entry) for entry in entries)
+
+
+def test_a_cursor_looked_up_before_later_appends_still_finds_them(make) -> None:  # type: ignore[no-untyped-def]
+    """A resume looks a cursor up while the stream still grows: the entries appended
+    after that lookup are found by their cursors too."""
+    journal = make()
+    journal.create("s", {})
+    journal.append("s", [("s.1", b"a"), ("s.2", b"b")])
+    assert [e.cursor for e in journal.read_after("s", "s.1")[0]] == ["s.2"]
+    journal.append("s", [("s.3", b"c")])
+    journal.append("s", [("s.4", b"d"), ("s.5", b"e")])
+    entries, _ = journal.read_after("s", "s.3")
+    assert [(e.position, e.cursor, e.data) for e in entries] == [(3, "s.4", b"d"), (4, "s.5", b"e")]
+    assert journal.read_after("s", "s.5") == ([], False)
+    with pytest.raises(JournalMiss, match=r"cursor 's\.6'"):
+        journal.read_after("s", "s.6")
+
+
+def test_memory_journal_keeps_only_the_entries_bytes_and_cursors_until_read() -> None:
+    """A gateway's memory journal keeps every event it streamed, and most streams are
+    never resumed: appending keeps the cursor and bytes objects it is given (no copy)
+    and makes nothing per entry but two list slots; the entry objects and the cursor
+    index are made by the reads that need them."""
+    import tracemalloc
+
+    journal = MemoryJournal()
+    journal.create("s", {})
+    journal.append("s", [("warm", b"x")])
+    batches = [
+        [(f"s.{n}", b'data: {"n": %d}\n\n' % n) for n in range(start, start + 4)]
+        for start in range(1, 4001, 4)
+    ]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for batch in batches:
+            journal.append("s", batch)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # Two list slots an entry (8 bytes each, and the lists' spare room as they grow).
+    assert grown / 4000 < 24, grown / 4000
+    stream = journal._streams["s"]
+    assert stream.index is None
+    assert stream.data[1] is batches[0][0][1] and stream.cursors[1] is batches[0][0][0]
+    entries, _ = journal.read_after("s", "s.3999")
+    assert [(e.position, e.cursor, e.data) for e in entries] == [
+        (4000, "s.4000", b'data: {"n": 4000}\n\n')
+    ]
+    assert stream.index is not None and stream.index["s.1"] == 1
