@@ -26,6 +26,7 @@ from polystream.request import (
     error_from_body,
     parse_request,
 )
+from polystream.request.codecs import extra_fields, sent_extra
 
 WEATHER = Tool(
     name="get_weather",
@@ -509,3 +510,166 @@ def test_any_malformed_body_is_a_request_error(rng: random.Random, dialect: str)
     for target in sorted(BODIES):
         with contextlib.suppress(RequestError):
             build_request(target, request)
+
+
+# -- fields the unified request does not name ------------------------------------------
+# (Request bodies written from each provider's API reference: fields the unified model
+# has no place for, beside ones it has.)
+
+_UNNAMED = {
+    "openai_chat": (
+        {
+            "model": "m",
+            "messages": [{"role": "user", "content": "hi"}],
+            "stream": True,
+            "temperature": 0.2,
+            "response_format": {"type": "json_object"},
+            "seed": 7,
+            "user": "u-1",
+            "logit_bias": None,
+        },
+        {"response_format": {"type": "json_object"}, "seed": 7, "user": "u-1"},
+    ),
+    "openai_responses": (
+        {
+            "model": "m",
+            "input": "hi",
+            "stream": True,
+            "text": {"format": {"type": "json_object"}},
+            "store": False,
+            "include": ["message.output_text.logprobs"],
+        },
+        {
+            "text": {"format": {"type": "json_object"}},
+            "store": False,
+            "include": ["message.output_text.logprobs"],
+        },
+    ),
+    "anthropic_messages": (
+        {
+            "model": "m",
+            "max_tokens": 100,
+            "messages": [{"role": "user", "content": "hi"}],
+            "top_k": 5,
+            "metadata": {"user_id": "u-1"},
+        },
+        {"top_k": 5, "metadata": {"user_id": "u-1"}},
+    ),
+    "gemini_generate": (
+        {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "generationConfig": {
+                "temperature": 0.2,
+                "responseMimeType": "application/json",
+                "topK": 5,
+            },
+            "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
+        },
+        {
+            "generationConfig": {"responseMimeType": "application/json", "topK": 5},
+            "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}],
+        },
+    ),
+    "gemini_interactions": (
+        {
+            "model": "m",
+            "input": "hi",
+            "stream": True,
+            "generation_config": {"temperature": 0.2, "seed": 7},
+            "previous_interaction_id": "int_1",
+        },
+        {"generation_config": {"seed": 7}, "previous_interaction_id": "int_1"},
+    ),
+}
+
+
+@pytest.mark.parametrize("dialect", sorted(_UNNAMED))
+def test_fields_the_model_does_not_name_go_only_to_their_own_dialect(dialect: str) -> None:
+    body, unnamed = _UNNAMED[dialect]
+    request = parse_request(dialect, body, model="m")
+    assert request.extra == unnamed
+    assert request.origin == dialect
+    assert request.temperature in (0.2, None)
+    native = build_request(dialect, request).body
+    # The same dialect: each such field as it came, beside what the model states.
+    for name, value in unnamed.items():
+        if isinstance(value, dict) and name in ("generationConfig", "generation_config"):
+            assert native[name] == {**value, "temperature": 0.2}
+        else:
+            assert native[name] == value
+    assert parse_request(dialect, native, model="m").extra == unnamed
+    # Any other dialect: none of them (nothing there to take them).
+    for other in sorted(set(_UNNAMED) - {dialect}):
+        with contextlib.suppress(RequestError):
+            elsewhere = build_request(other, request).body
+            for name in unnamed:
+                if name in ("generationConfig", "generation_config"):
+                    assert set(elsewhere.get(name, {})) <= {"temperature", "maxOutputTokens"}
+                elif name != "include":
+                    assert name not in elsewhere, (other, name)
+
+
+def test_unnamed_fields_are_listed_by_name() -> None:
+    body, _ = _UNNAMED["gemini_generate"]
+    request = parse_request("gemini_generate", body, model="m")
+    assert extra_fields(request) == [
+        "generationConfig.responseMimeType",
+        "generationConfig.topK",
+        "safetySettings",
+    ]
+    assert sent_extra("gemini_generate", request)
+    assert not sent_extra("openai_chat", request)
+    assert extra_fields(Request(model="m")) == []
+
+
+def test_what_the_model_states_wins_over_an_unnamed_field() -> None:
+    """A request made in code (no origin) sends its extra fields to any dialect, and
+    where the built body sets a field, the built value stays."""
+    request = Request(
+        model="m",
+        messages=[Message(role="user", content=[TextPart(text="hi")])],
+        temperature=0.5,
+        extra={"seed": 1, "model": "other", "generationConfig": {"topK": 2, "temperature": 1.0}},
+    )
+    assert request.origin is None
+    chat = build_request("openai_chat", request).body
+    assert chat["seed"] == 1 and chat["model"] == "m" and chat["temperature"] == 0.5
+    gemini = build_request("gemini_generate", request).body
+    assert gemini["generationConfig"] == {"topK": 2, "temperature": 0.5}
+
+
+@pytest.mark.parametrize(
+    ("choice", "config"),
+    [
+        ("auto", {"functionCallingConfig": {"mode": "AUTO"}}),
+        ("required", {"functionCallingConfig": {"mode": "ANY"}}),
+        ("none", {"functionCallingConfig": {"mode": "NONE"}}),
+        (
+            "get_weather",
+            {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["get_weather"]}},
+        ),
+    ],
+)
+def test_gemini_tool_config_is_the_tool_choice(choice: str, config: dict) -> None:  # type: ignore[type-arg]
+    body = {"contents": [{"parts": [{"text": "hi"}]}], "toolConfig": config}
+    request = parse_request("gemini_generate", body, model="m")
+    assert request.tool_choice == choice and request.extra is None
+    assert build_request("anthropic_messages", request).body["tool_choice"]
+    # One that a tool choice cannot state stays as it came, for Gemini only.
+    two = {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["a", "b"]}}
+    request = parse_request("gemini_generate", {**body, "toolConfig": two}, model="m")
+    assert request.tool_choice == "required" and request.extra == {"toolConfig": two}
+
+
+def test_responses_include_for_reasoning_is_read_with_it() -> None:
+    body = {
+        "model": "m",
+        "input": "hi",
+        "reasoning": {"effort": "high"},
+        "include": ["reasoning.encrypted_content"],
+    }
+    assert parse_request("openai_responses", body).extra is None
+    no_reasoning = {k: v for k, v in body.items() if k != "reasoning"}
+    assert parse_request("openai_responses", no_reasoning).extra == {
+        "include": ["reasoning.encrypted_content"]
+    }

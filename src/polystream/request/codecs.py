@@ -41,7 +41,14 @@ from polystream.request.model import (
     ToolResultPart,
 )
 
-__all__ = ["NativeRequest", "RequestError", "build_request", "parse_request"]
+__all__ = [
+    "NativeRequest",
+    "RequestError",
+    "build_request",
+    "extra_fields",
+    "parse_request",
+    "sent_extra",
+]
 
 
 class RequestError(PolystreamError):
@@ -283,6 +290,11 @@ def _append(messages: list[Message], role: str, part: Part) -> None:
         messages.append(Message(role=role, content=[part]))  # type: ignore[arg-type]
 
 
+_REASONING_INCLUDE: Final = ["reasoning.encrypted_content"]
+"""What a Responses request asks to include when it states reasoning (the encrypted
+reasoning, to send back in a later turn's history)."""
+
+
 def _build_responses(request: Request) -> NativeRequest:
     items: list[dict[str, Any]] = []
     for message in request.messages:
@@ -354,7 +366,7 @@ def _build_responses(request: Request) -> NativeRequest:
         if request.reasoning.summary:
             reasoning["summary"] = "auto"
         body["reasoning"] = reasoning
-        body["include"] = ["reasoning.encrypted_content"]
+        body["include"] = list(_REASONING_INCLUDE)
     if request.background:
         body["background"] = True
     if request.stop:
@@ -910,6 +922,7 @@ def _parse_gemini(body: dict[str, Any], model: str | None) -> Request:
         messages=messages,
         system=system_text or None,
         tools=tools,
+        tool_choice=_gemini_tool_choice(body),
         max_tokens=_opt_int(config, "maxOutputTokens"),
         temperature=_opt_float(config, "temperature"),
         top_p=_opt_float(config, "topP"),
@@ -917,6 +930,31 @@ def _parse_gemini(body: dict[str, Any], model: str | None) -> Request:
         reasoning=reasoning,
         stream=True,
     )
+
+
+def _gemini_tool_config(choice: str) -> dict[str, Any]:
+    """Gemini's ``toolConfig`` for a unified tool choice."""
+    mode = {"auto": "AUTO", "required": "ANY", "none": "NONE"}.get(choice)
+    return {
+        "functionCallingConfig": {"mode": mode}
+        if mode
+        else {"mode": "ANY", "allowedFunctionNames": [choice]}
+    }
+
+
+def _gemini_tool_choice(body: dict[str, Any]) -> str | None:
+    """The unified tool choice of a Gemini ``toolConfig`` (None: none, or one that a
+    tool choice cannot state, which then stays in the request's ``extra``)."""
+    config = body.get("toolConfig")
+    calling = config.get("functionCallingConfig") if isinstance(config, dict) else None
+    if not isinstance(calling, dict):
+        return None
+    mode = calling.get("mode")
+    allowed = calling.get("allowedFunctionNames")
+    if mode == "ANY" and isinstance(allowed, list) and len(allowed) == 1:
+        choice = allowed[0]
+        return choice if isinstance(choice, str) and choice else None
+    return {"AUTO": "auto", "ANY": "required", "NONE": "none"}.get(mode)  # type: ignore[arg-type]
 
 
 def _build_gemini(request: Request, *, framing: str = "sse") -> NativeRequest:
@@ -982,12 +1020,7 @@ def _build_gemini(request: Request, *, framing: str = "sse") -> NativeRequest:
             }
         ]
     if request.tool_choice:
-        mode = {"auto": "AUTO", "required": "ANY", "none": "NONE"}.get(request.tool_choice)
-        body["toolConfig"] = {
-            "functionCallingConfig": {"mode": mode}
-            if mode
-            else {"mode": "ANY", "allowedFunctionNames": [request.tool_choice]}
-        }
+        body["toolConfig"] = _gemini_tool_config(request.tool_choice)
     config: dict[str, Any] = {}
     _put_settings(config, request, _GEMINI_SETTINGS)
     if request.reasoning is not None:
@@ -1172,17 +1205,122 @@ def parse_request(dialect: str, body: Any, *, model: str | None = None) -> Reque
     body = _obj(body, "body")
     if dialect in ("openai_responses", "xai_responses"):
         request = _parse_responses(body)
+        family = "responses"
     elif dialect in ("openai_chat", "xai_chat"):
         request = _parse_chat(body)
+        family = "chat"
     elif dialect in ("anthropic_messages", "xai_messages"):
         request = _parse_messages(body)
+        family = "messages"
     elif dialect == "gemini_generate":
         request = _parse_gemini(body, model)
+        family = "gemini"
     elif dialect == "gemini_interactions":
         request = _parse_interactions(body)
+        family = "interactions"
     else:
         raise RequestError(f"no request codec for dialect {dialect!r}")
+    extra = _unread(body, family)
+    if (
+        extra is not None
+        and request.tool_choice
+        and family == "gemini"
+        and extra.get("toolConfig") == _gemini_tool_config(request.tool_choice)
+    ):
+        del extra["toolConfig"]  # read whole: it is the tool choice
+    if (
+        extra is not None
+        and request.reasoning is not None
+        and family == "responses"
+        and extra.get("include") == _REASONING_INCLUDE
+    ):
+        del extra["include"]  # what the builder asks for with any reasoning
+    request.extra = extra or None
+    request.origin = dialect
     return _checked(request)
+
+
+_READ: dict[str, frozenset[str]] = {
+    "responses": frozenset(
+        (
+            "model", "input", "instructions", "tools", "tool_choice", "reasoning",
+            "max_output_tokens", "temperature", "top_p", "stream", "background",
+        )
+    ),
+    "chat": frozenset(
+        (
+            "model", "messages", "tools", "tool_choice", "stream_options", "reasoning_effort",
+            "max_completion_tokens", "max_tokens", "temperature", "top_p", "stop", "stream",
+        )
+    ),
+    "messages": frozenset(
+        (
+            "model", "messages", "system", "tools", "tool_choice", "thinking", "max_tokens",
+            "temperature", "top_p", "stop_sequences", "stream",
+        )
+    ),
+    "gemini": frozenset(("model", "contents", "systemInstruction", "tools", "generationConfig")),
+    "interactions": frozenset(
+        (
+            "model", "input", "system_instruction", "tools", "generation_config", "stream",
+            "background",
+        )
+    ),
+}  # fmt: skip
+"""The top-level fields each dialect family's parser reads (see :func:`_unread`)."""
+
+_CONFIG_READ: dict[str, tuple[str, frozenset[str]]] = {
+    "gemini": (
+        "generationConfig",
+        frozenset(("maxOutputTokens", "temperature", "topP", "stopSequences", "thinkingConfig")),
+    ),
+    "interactions": (
+        "generation_config",
+        frozenset(
+            (
+                "max_output_tokens", "temperature", "top_p", "stop_sequences", "thinking_level",
+                "thinking_summaries",
+            )
+        ),
+    ),
+}  # fmt: skip
+"""The generation config object of the dialects that have one, and the fields of it
+their parsers read."""
+
+
+def _unread(body: dict[str, Any], family: str) -> dict[str, Any] | None:
+    """The fields of ``body`` its parser did not read (null ones left out), for
+    :attr:`Request.extra`; None when there are none."""
+    read = _READ[family]
+    extra = {k: v for k, v in body.items() if k not in read and v is not None}
+    config = _CONFIG_READ.get(family)
+    if config is not None:
+        name, fields = config
+        settings = body.get(name)
+        if isinstance(settings, dict):
+            rest = {k: v for k, v in settings.items() if k not in fields and v is not None}
+            if rest:
+                extra[name] = rest
+    return extra or None
+
+
+def sent_extra(dialect: str, request: Request) -> bool:
+    """Whether :func:`build_request` sends ``request.extra`` to ``dialect`` (the dialect
+    it was parsed from, or any when it was made in code)."""
+    return bool(request.extra) and request.origin in (None, dialect)
+
+
+def extra_fields(request: Request) -> list[str]:
+    """The names of the fields in ``request.extra``, sorted (a generation config's
+    as ``generationConfig.responseSchema``)."""
+    names: list[str] = []
+    configs = {name for name, _ in _CONFIG_READ.values()}
+    for name, value in (request.extra or {}).items():
+        if name in configs and isinstance(value, dict):
+            names += (f"{name}.{field}" for field in value)
+        else:
+            names.append(name)
+    return sorted(names)
 
 
 def _checked(request: Request) -> Request:
@@ -1206,17 +1344,33 @@ def build_request(dialect: str, request: Request, *, framing: str = "sse") -> Na
         RequestError: The request holds something the dialect cannot express.
     """
     if dialect in ("openai_responses", "xai_responses"):
-        return _build_responses(request)
-    if dialect in ("openai_chat", "xai_chat"):
-        return _build_chat(request)
-    if dialect == "anthropic_messages":
-        return _build_messages(request)
-    if dialect == "xai_messages":
+        native = _build_responses(request)
+    elif dialect in ("openai_chat", "xai_chat"):
+        native = _build_chat(request)
+    elif dialect == "anthropic_messages":
+        native = _build_messages(request)
+    elif dialect == "xai_messages":
         # xAI's base URL already ends in /v1 (https://api.x.ai/v1).
         native = _build_messages(request)
-        return NativeRequest(path="/messages", body=native.body, query=native.query)
-    if dialect == "gemini_generate":
-        return _build_gemini(request, framing=framing)
-    if dialect == "gemini_interactions":
-        return _build_interactions(request)
-    raise RequestError(f"no request codec for dialect {dialect!r}")
+        native = NativeRequest(path="/messages", body=native.body, query=native.query)
+    elif dialect == "gemini_generate":
+        native = _build_gemini(request, framing=framing)
+    elif dialect == "gemini_interactions":
+        native = _build_interactions(request)
+    else:
+        raise RequestError(f"no request codec for dialect {dialect!r}")
+    if request.extra and sent_extra(dialect, request):
+        _add_extra(native.body, request.extra)
+    return native
+
+
+def _add_extra(body: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Add the fields of ``extra`` that the built ``body`` does not set (inside an object
+    both have, such as Gemini's ``generationConfig``, field by field): what the unified
+    request says wins."""
+    for name, value in extra.items():
+        built = body.get(name)
+        if built is None:
+            body[name] = value
+        elif isinstance(built, dict) and isinstance(value, dict):
+            body[name] = {**value, **built}

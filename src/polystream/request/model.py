@@ -178,8 +178,13 @@ class Request(msgspec.Struct, kw_only=True, omit_defaults=True):
         stream: Stream the reply.
         include_usage: Ask for usage in the stream (Chat ``stream_options``).
         background: Run in the background (OpenAI Responses; resumable).
-        extra: Native top-level fields the model does not name, passed through when
-            the target is the same dialect.
+        extra: Native fields the model does not name: the body's top-level fields
+            that its parser does not read (and, for Gemini and Interactions, those of
+            the generation config object, under its name). Sent as they are when the
+            request is built for the dialect it was parsed from (``origin``), or for
+            any dialect when ``origin`` is None; not sent to another dialect, which
+            has no place for them.
+        origin: The dialect the request was parsed from (None: made in code).
     """
 
     model: str
@@ -196,6 +201,7 @@ class Request(msgspec.Struct, kw_only=True, omit_defaults=True):
     include_usage: bool = True
     background: bool = False
     extra: dict[str, Any] | None = None
+    origin: str | None = None
 
     def last_user_text(self) -> str:
         """The text of the last user message (empty when there is none)."""
