@@ -515,3 +515,107 @@ def test_losses_are_reported(stack: Callable[..., Any], caplog: pytest.LogCaptur
     header = response.headers.get("x-polystream-losses")
     assert header is not None and "citation" in header
     assert any("transcoding losses" in r.getMessage() for r in caplog.records)
+
+
+_CHAT_SSE = (
+    b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-x",'
+    b'"choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}'
+    b"\n\n"
+    b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-x",'
+    b'"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+_MESSAGES_SSE = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
+    b'"type":"message","role":"assistant","model":"claude-x","content":[],'
+    b'"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}'
+    b"\n\n"
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+    b'"content_block":{"type":"text","text":""}}\n\n'
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    b'"delta":{"type":"text_delta","text":"ok"}}\n\n'
+    b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+    b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn",'
+    b'"stop_sequence":null},"usage":{"output_tokens":1}}\n\n'
+    b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_fields_outside_the_unified_request_pass_through_or_are_named(
+    stream: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Chat request's fields that the unified request does not name (structured
+    output, a seed, a user id) reach a Chat upstream as the client sent them; an
+    Anthropic upstream has no place for them: they are not sent, and the response names
+    them (a name that a header cannot carry is not echoed)."""
+    import json
+
+    from polystream.proxy import GatewayConfig, Route, Upstream
+    from polystream.server.gateway import create_gateway
+
+    seen: dict[str, dict[str, Any]] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        chat = request.url.path.endswith("/chat/completions")
+        seen["chat" if chat else "anthropic"] = body
+        return httpx.Response(
+            200,
+            headers={"content-type": "text/event-stream"},
+            content=_CHAT_SSE if chat else _MESSAGES_SSE,
+        )
+
+    upstreams = {
+        "chat": Upstream(name="chat", dialect="openai_chat", base_url="http://up/v1", api_key="k"),
+        "claude": Upstream(
+            name="claude", dialect="anthropic_messages", base_url="http://up", api_key="k"
+        ),
+    }
+    app = create_gateway(
+        GatewayConfig(
+            upstreams=upstreams,
+            routes=[
+                Route(model="gpt-*", upstream="chat"),
+                Route(model="claude-*", upstream="claude"),
+            ],
+        ),
+        transport=httpx.MockTransport(handler),
+    )
+    unnamed = {
+        "response_format": {"type": "json_object"},
+        "seed": 7,
+        "user": "u-1",
+        "bad\r\nname": 1,
+    }
+    gateway = AppThread(app).start()
+    try:
+        replies = {}
+        for model in ("gpt-x", "claude-x"):
+            body = {
+                "model": model,
+                "stream": stream,
+                "messages": [{"role": "user", "content": "hi"}],
+                **unnamed,
+            }
+            with caplog.at_level(logging.INFO, logger="polystream.gateway"):
+                replies[model] = httpx.post(
+                    gateway.base_url + "/openai/v1/chat/completions", json=body, timeout=10
+                )
+    finally:
+        gateway.stop()
+    for reply in replies.values():
+        assert reply.status_code == 200, reply.text
+        assert "ok" in reply.text
+    # The same dialect: every field as it came.
+    for name, value in unnamed.items():
+        assert seen["chat"][name] == value
+    assert "x-polystream-dropped-fields" not in replies["gpt-x"].headers
+    # Another dialect: none of them sent, each named (but the one a header cannot carry).
+    assert not set(unnamed) & set(seen["anthropic"])
+    assert replies["claude-x"].headers["x-polystream-dropped-fields"] == (
+        "(unnamed), response_format, seed, user"
+    )
+    assert any(
+        "not sent: (unnamed), response_format, seed, user" in r.getMessage() for r in caplog.records
+    )

@@ -22,6 +22,7 @@ import contextlib
 import contextvars
 import logging
 import operator
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -50,6 +51,7 @@ from polystream.events import (
 from polystream.journal import Entry, Journal, JournalMiss, MemoryJournal
 from polystream.proxy import GatewayConfig, SSECursorSplitter, check_key, presented_key, scrub
 from polystream.request import RequestError, error_body, parse_request
+from polystream.request.codecs import extra_fields, sent_extra
 from polystream.retry import RetryPolicy
 from polystream.server._h1server import SEND_NOWAIT
 from polystream.server._journal_feed import JournalFeed
@@ -67,6 +69,8 @@ _SSE_HEADERS: Final = [
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
+_FIELD_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
+"""A request field's name as a response header may carry it (any other is not echoed)."""
 _FIRST_OUTPUT: Final = frozenset(
     {TextDelta, ReasoningDelta, ToolInputDelta, DataDelta, Finish, ErrorEvent}
 )
@@ -531,6 +535,20 @@ class _Gateway:
             )
             return
         upstream, model = routed
+        # Fields the unified request does not name go upstream only in their own
+        # dialect; elsewhere they are not sent, and the response says which.
+        headers: list[tuple[bytes, bytes]] = []
+        if request.extra and not sent_extra(upstream.dialect, request):
+            names = ", ".join(
+                name if _FIELD_NAME.fullmatch(name) else "(unnamed)"
+                for name in extra_fields(request)
+            )
+            logger.info(
+                "request fields the %s upstream has no place for, not sent: %s",
+                upstream.dialect,
+                scrub(names, self.secrets),
+            )
+            headers.append((b"x-polystream-dropped-fields", names[:1000].encode()))
         upstream_request = msgspec.structs.replace(
             request, model=model, stream=True, background=request.background or upstream.background
         )
@@ -558,9 +576,9 @@ class _Gateway:
         _UPSTREAM_CALL.set(call)  # this request's task (and its producer, created below)
         stream = AsyncEventStream(self.upstream, call)
         if not streaming:
-            await self._unary(send, dialect, options, stream)
+            await self._unary(send, dialect, options, stream, headers)
             return
-        await self._stream(send, receive, dialect, options, stream, nowait)
+        await self._stream(send, receive, dialect, options, stream, nowait, headers)
 
     async def _unary(
         self,
@@ -568,6 +586,7 @@ class _Gateway:
         dialect: str,
         options: dict[str, Any],
         events: AsyncEventStream,
+        headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         encoder = get_dialect(dialect).encoder(**options)
         parts: list[bytes] = []
@@ -587,7 +606,9 @@ class _Gateway:
         info = get_dialect(dialect)
         decoder = info.decoder(**options)
         unified = decoder.feed(b"".join(parts)) + decoder.close()
-        await self._json(send, 200, info.rebuild(unified), self._loss_headers(encoder))
+        await self._json(
+            send, 200, info.rebuild(unified), [*(headers or ()), *self._loss_headers(encoder)]
+        )
 
     def _loss_headers(self, encoder: Any) -> list[tuple[bytes, bytes]]:
         """Report what the client's dialect could not carry (a header for unary replies,
@@ -616,6 +637,7 @@ class _Gateway:
         options: dict[str, Any],
         stream: AsyncEventStream,
         nowait: Callable[[Message], bool] | None = None,
+        extra_headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         """Stream the upstream's events to the client, transcoded.
 
@@ -652,6 +674,8 @@ class _Gateway:
             nonlocal splitter, start
             if start is None:
                 headers = [(b"content-type", encoder_().content_type.encode()), *_SSE_HEADERS]
+                if extra_headers:
+                    headers += extra_headers
                 if sse:
                     stream_id = uuid.uuid4().hex
                     splitter = SSECursorSplitter(dialect, stream_id)
