@@ -51,6 +51,7 @@ from polystream.request import (
     error_from_body,
     provider_of,
 )
+from polystream.request.codecs import pass_through_body
 from polystream.retry import RetryPolicy, RetryState
 
 __all__ = ["HttpRequest", "StreamCall"]
@@ -94,6 +95,10 @@ class StreamCall:
             (a gateway re-encodes each event as it comes and never reads the result).
         framing: For ``gemini_generate``: ``sse`` or ``json_array``.
         rng: Randomness for backoff jitter.
+        extra_headers: Headers sent with every request of the call.
+        native_body: The body ``request`` was parsed from, in this same dialect: sent
+            as it came, every field of it, but for those the call decides (the model,
+            streaming; see :func:`polystream.request.codecs.pass_through_body`).
 
     Shell loop (see :mod:`polystream.client`)::
 
@@ -121,8 +126,10 @@ class StreamCall:
         framing: str = "sse",
         rng: Callable[[], float] = random.random,
         extra_headers: Mapping[str, str] | None = None,
+        native_body: dict[str, Any] | None = None,
     ) -> None:
         self.dialect = get_dialect(dialect).name
+        self._native_body = native_body
         self.request = msgspec.structs.replace(request, stream=True)
         self.provider = provider_of(self.dialect)
         self.base_url = (base_url or self.provider.base_url).rstrip("/")
@@ -179,15 +186,16 @@ class StreamCall:
 
     def _initial(self) -> HttpRequest:
         native = build_request(self.dialect, self.request, framing=self.framing)
+        body = native.body
+        if self._native_body is not None:
+            body = pass_through_body(self.dialect, self._native_body, body)
         url = self.base_url + native.path
         if native.query:
             url += "?" + urlencode(native.query)
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         headers.update(auth_headers(self.dialect, self._api_key))
         headers.update(self._headers)
-        return HttpRequest(
-            method="POST", url=url, headers=headers, body=msgspec.json.encode(native.body)
-        )
+        return HttpRequest(method="POST", url=url, headers=headers, body=msgspec.json.encode(body))
 
     def _resume_request(self) -> HttpRequest:
         headers = {"accept": "text/event-stream"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import random
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,7 +27,7 @@ from polystream.request import (
     error_from_body,
     parse_request,
 )
-from polystream.request.codecs import extra_fields, sent_extra
+from polystream.request.codecs import extra_fields, pass_through_body, sent_extra
 
 WEATHER = Tool(
     name="get_weather",
@@ -673,3 +674,77 @@ def test_responses_include_for_reasoning_is_read_with_it() -> None:
     assert parse_request("openai_responses", no_reasoning).extra == {
         "include": ["reasoning.encrypted_content"]
     }
+
+
+def test_a_pass_through_body_is_the_clients_but_for_what_the_caller_decides() -> None:
+    """Built again for its own dialect, a request goes as its body came (nested fields
+    the unified request has no place for too), but for the model, streaming and the
+    caller's own settings, taken from the built body."""
+    anthropic = {
+        "model": "claude-alias",
+        "max_tokens": 100,
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}],
+            }
+        ],
+        "tools": [
+            {
+                "name": "f",
+                "input_schema": {"type": "object"},
+                "cache_control": {"type": "ephemeral"},
+            }
+        ],
+    }
+    request = parse_request("anthropic_messages", anthropic)
+    built = build_request(
+        "anthropic_messages", msgspec.structs.replace(request, model="claude-x", stream=True)
+    ).body
+    assert "cache_control" not in str(built)  # what the unified request keeps
+    sent = pass_through_body("anthropic_messages", anthropic, built)
+    assert sent == {**anthropic, "model": "claude-x", "stream": True}
+    # Chat: a message's name, and the caller's stream options joined to the client's.
+    chat = {
+        "model": "gpt-alias",
+        "messages": [{"role": "user", "name": "ann", "content": "hi"}],
+        "stream_options": {"include_obfuscation": False},
+    }
+    request = parse_request("openai_chat", chat)
+    assert request.include_usage is False
+    built = build_request(
+        "openai_chat",
+        msgspec.structs.replace(request, model="gpt-x", stream=True, include_usage=True),
+    ).body
+    assert pass_through_body("openai_chat", chat, built) == {
+        "model": "gpt-x",
+        "messages": [{"role": "user", "name": "ann", "content": "hi"}],
+        "stream_options": {"include_obfuscation": False, "include_usage": True},
+        "stream": True,
+    }
+    # Responses: background as the caller decides; include lists joined.
+    responses = {
+        "model": "gpt-alias",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        "reasoning": {"effort": "low", "summary": "detailed"},
+        "include": ["message.output_text.logprobs"],
+    }
+    request = parse_request("openai_responses", responses)
+    built = build_request(
+        "openai_responses",
+        msgspec.structs.replace(request, model="gpt-x", stream=True, background=True),
+    ).body
+    assert pass_through_body("openai_responses", responses, built) == {
+        **responses,
+        "model": "gpt-x",
+        "stream": True,
+        "background": True,
+        "include": ["message.output_text.logprobs", "reasoning.encrypted_content"],
+    }
+    # Gemini: the model and streaming are in the URL; the body goes as it came.
+    gemini = {"contents": [{"parts": [{"text": "hi", "videoMetadata": {"fps": 1}}]}]}
+    built = build_request("gemini_generate", parse_request("gemini_generate", gemini, model="g"))
+    assert pass_through_body("gemini_generate", gemini, built.body) == gemini
+    with pytest.raises(RequestError, match="no request codec"):
+        pass_through_body("nope", {}, {})

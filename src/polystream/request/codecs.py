@@ -47,6 +47,7 @@ __all__ = [
     "build_request",
     "extra_fields",
     "parse_request",
+    "pass_through_body",
     "sent_extra",
 ]
 
@@ -1362,6 +1363,59 @@ def build_request(dialect: str, request: Request, *, framing: str = "sse") -> Na
     if request.extra and sent_extra(dialect, request):
         _add_extra(native.body, request.extra)
     return native
+
+
+_DECIDED: dict[str, tuple[str, ...]] = {
+    "responses": ("model", "stream", "background", "include"),
+    "chat": ("model", "stream", "stream_options"),
+    "messages": ("model", "stream"),
+    "gemini": (),
+    "interactions": ("model", "stream", "background"),
+}
+"""The top-level fields of each dialect family's body that a caller of
+:func:`build_request` decides (a gateway's route names the model, and it always
+streams): the ones :func:`pass_through_body` takes from the built body."""
+
+_FAMILY: dict[str, str] = {
+    "openai_responses": "responses",
+    "xai_responses": "responses",
+    "openai_chat": "chat",
+    "xai_chat": "chat",
+    "anthropic_messages": "messages",
+    "xai_messages": "messages",
+    "gemini_generate": "gemini",
+    "gemini_interactions": "interactions",
+}
+
+
+def pass_through_body(dialect: str, body: dict[str, Any], built: dict[str, Any]) -> dict[str, Any]:
+    """The body to send for a request parsed from ``body`` and built again as ``built``
+    for the same ``dialect``: ``body`` as it came, every field of it (nested ones too,
+    such as Anthropic's ``cache_control`` or a Chat message's ``name``), but for the
+    fields the caller decides, taken from ``built``: the model, streaming, and Chat's
+    ``stream_options``, Responses' ``background`` and ``include``, Interactions'
+    ``background`` where ``built`` sets them (an object both have is joined, ``built``'s
+    fields winning; Responses' ``include`` lists are joined).
+
+    Raises:
+        RequestError: No request codec for ``dialect``.
+    """
+    family = _FAMILY.get(dialect)
+    if family is None:
+        raise RequestError(f"no request codec for dialect {dialect!r}")
+    out = dict(body)
+    for name in _DECIDED[family]:
+        value = built.get(name)
+        if value is None:
+            continue
+        given = out.get(name)
+        if isinstance(value, dict) and isinstance(given, dict):
+            out[name] = {**given, **value}
+        elif isinstance(value, list) and isinstance(given, list):
+            out[name] = given + [item for item in value if item not in given]
+        else:
+            out[name] = value
+    return out
 
 
 def _add_extra(body: dict[str, Any], extra: dict[str, Any]) -> None:
