@@ -619,3 +619,63 @@ def test_fields_outside_the_unified_request_pass_through_or_are_named(
     assert any(
         "not sent: (unnamed), response_format, seed, user" in r.getMessage() for r in caplog.records
     )
+
+
+def test_a_pass_through_sends_the_clients_body_as_it_came() -> None:
+    """An Anthropic client to an Anthropic upstream: prompt caching marks, a field the
+    unified request has no place for, the system as blocks, all reach the upstream as
+    the client sent them; only the model (the route's rewrite) and streaming are the
+    gateway's."""
+    import json
+
+    from polystream.proxy import GatewayConfig, Route, Upstream
+    from polystream.server.gateway import create_gateway
+
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=_MESSAGES_SSE
+        )
+
+    app = create_gateway(
+        GatewayConfig(
+            upstreams={
+                "claude": Upstream(
+                    name="claude", dialect="anthropic_messages", base_url="http://up", api_key="k"
+                )
+            },
+            routes=[Route(model="alias", upstream="claude", rewrite="claude-x")],
+        ),
+        transport=httpx.MockTransport(handler),
+    )
+    body = {
+        "model": "alias",
+        "max_tokens": 100,
+        "top_k": 5,
+        "system": [
+            {"type": "text", "text": "A long prompt.", "cache_control": {"type": "ephemeral"}}
+        ],
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}],
+            }
+        ],
+        "tools": [
+            {
+                "name": "get_weather",
+                "input_schema": {"type": "object", "properties": {}},
+                "cache_control": {"type": "ephemeral"},
+            }
+        ],
+    }
+    gateway = AppThread(app).start()
+    try:
+        reply = httpx.post(gateway.base_url + "/anthropic/v1/messages", json=body, timeout=10)
+    finally:
+        gateway.stop()
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["content"] == [{"type": "text", "text": "ok"}]
+    assert seen == [{**body, "model": "claude-x", "stream": True}]

@@ -561,6 +561,8 @@ class _Gateway:
                 policy=self.retry,
                 keep_events=False,
                 keep_result=False,
+                # The same dialect both ways: the client's body goes as it came.
+                native_body=payload if upstream.dialect == dialect else None,
             )
         except RequestError as exc:
             await self._error(
