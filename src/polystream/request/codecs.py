@@ -1192,6 +1192,19 @@ def _build_interactions(request: Request) -> NativeRequest:
 # -- dispatch -----------------------------------------------------------------------------------
 
 
+_FAMILY: dict[str, str] = {
+    "openai_responses": "responses",
+    "xai_responses": "responses",
+    "openai_chat": "chat",
+    "xai_chat": "chat",
+    "anthropic_messages": "messages",
+    "xai_messages": "messages",
+    "gemini_generate": "gemini",
+    "gemini_interactions": "interactions",
+}
+"""Each dialect's request family: the dialects whose request bodies have one shape."""
+
+
 def parse_request(dialect: str, body: Any, *, model: str | None = None) -> Request:
     """Parse a native request body into a :class:`Request`.
 
@@ -1204,21 +1217,17 @@ def parse_request(dialect: str, body: Any, *, model: str | None = None) -> Reque
         RequestError: The body is malformed for the dialect.
     """
     body = _obj(body, "body")
-    if dialect in ("openai_responses", "xai_responses"):
+    family = _FAMILY.get(dialect)
+    if family == "responses":
         request = _parse_responses(body)
-        family = "responses"
-    elif dialect in ("openai_chat", "xai_chat"):
+    elif family == "chat":
         request = _parse_chat(body)
-        family = "chat"
-    elif dialect in ("anthropic_messages", "xai_messages"):
+    elif family == "messages":
         request = _parse_messages(body)
-        family = "messages"
-    elif dialect == "gemini_generate":
+    elif family == "gemini":
         request = _parse_gemini(body, model)
-        family = "gemini"
-    elif dialect == "gemini_interactions":
+    elif family == "interactions":
         request = _parse_interactions(body)
-        family = "interactions"
     else:
         raise RequestError(f"no request codec for dialect {dialect!r}")
     extra = _unread(body, family)
@@ -1375,17 +1384,6 @@ _DECIDED: dict[str, tuple[str, ...]] = {
 """The top-level fields of each dialect family's body that a caller of
 :func:`build_request` decides (a gateway's route names the model, and it always
 streams): the ones :func:`pass_through_body` takes from the built body."""
-
-_FAMILY: dict[str, str] = {
-    "openai_responses": "responses",
-    "xai_responses": "responses",
-    "openai_chat": "chat",
-    "xai_chat": "chat",
-    "anthropic_messages": "messages",
-    "xai_messages": "messages",
-    "gemini_generate": "gemini",
-    "gemini_interactions": "interactions",
-}
 
 
 def pass_through_body(dialect: str, body: dict[str, Any], built: dict[str, Any]) -> dict[str, Any]:
