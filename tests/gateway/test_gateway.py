@@ -679,3 +679,16 @@ def test_a_pass_through_sends_the_clients_body_as_it_came() -> None:
     assert reply.status_code == 200, reply.text
     assert reply.json()["content"] == [{"type": "text", "text": "ok"}]
     assert seen == [{**body, "model": "claude-x", "stream": True}]
+
+
+def test_a_unary_chat_reply_states_its_usage(stack: Callable[..., Any]) -> None:
+    """A Chat client that does not stream never asks for usage (``stream_options`` is a
+    streaming option), yet a Chat completion always states it: the gateway asks its
+    upstream stream for it."""
+    _, gateway = stack("openai_chat", [{"reply": REPLY}])
+    completion = openai_client(gateway).chat.completions.create(
+        model="gpt-x", messages=[{"role": "user", "content": "weather?"}]
+    )
+    assert completion.choices[0].message.content == "It is sunny."
+    assert completion.usage is not None
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (20, 9)

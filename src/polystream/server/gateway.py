@@ -550,7 +550,12 @@ class _Gateway:
             )
             headers.append((b"x-polystream-dropped-fields", names[:1000].encode()))
         upstream_request = msgspec.structs.replace(
-            request, model=model, stream=True, background=request.background or upstream.background
+            request,
+            model=model,
+            stream=True,
+            background=request.background or upstream.background,
+            # A unary reply states its usage: the stream it is made from must carry it.
+            include_usage=request.include_usage or not streaming,
         )
         try:
             call = StreamCall(
