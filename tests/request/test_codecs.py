@@ -742,6 +742,14 @@ def test_a_pass_through_body_is_the_clients_but_for_what_the_caller_decides() ->
         "background": True,
         "include": ["message.output_text.logprobs", "reasoning.encrypted_content"],
     }
+    # A background response is stored: the client's store: false gives way.
+    stored = pass_through_body("openai_responses", {**responses, "store": False}, built)
+    assert "store" not in stored and stored["background"] is True
+    foreground = build_request(
+        "openai_responses", msgspec.structs.replace(request, model="gpt-x", stream=True)
+    ).body
+    kept = pass_through_body("openai_responses", {**responses, "store": False}, foreground)
+    assert kept["store"] is False and "background" not in kept
     # Gemini: the model and streaming are in the URL; the body goes as it came.
     gemini = {"contents": [{"parts": [{"text": "hi", "videoMetadata": {"fps": 1}}]}]}
     built = build_request("gemini_generate", parse_request("gemini_generate", gemini, model="g"))

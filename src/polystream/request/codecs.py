@@ -1393,7 +1393,9 @@ def pass_through_body(dialect: str, body: dict[str, Any], built: dict[str, Any])
     fields the caller decides, taken from ``built``: the model, streaming, and Chat's
     ``stream_options``, Responses' ``background`` and ``include``, Interactions'
     ``background`` where ``built`` sets them (an object both have is joined, ``built``'s
-    fields winning; Responses' ``include`` lists are joined).
+    fields winning; Responses' ``include`` lists are joined). A body that ``built``
+    makes a background one (Responses, Interactions) loses a ``store: false``:
+    background responses are stored.
 
     Raises:
         RequestError: No request codec for ``dialect``.
@@ -1413,6 +1415,10 @@ def pass_through_body(dialect: str, body: dict[str, Any], built: dict[str, Any])
             out[name] = given + [item for item in value if item not in given]
         else:
             out[name] = value
+    if built.get("background") and out.get("store") is False:
+        # A background response or interaction is stored (to be read back): the
+        # caller's background wins over the client's store.
+        del out["store"]
     return out
 
 
