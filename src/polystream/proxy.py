@@ -72,6 +72,10 @@ class Upstream(msgspec.Struct, frozen=True, kw_only=True):
         background: Ask an OpenAI Responses upstream for background mode, so that a
             dropped upstream stream can be resumed (``starting_after``). Interactions
             upstreams are always resumable.
+        drop_fields: Top-level fields of a client's body never sent to this upstream
+            in a pass-through (the client's dialect), such as ``service_tier``, which
+            would let clients choose what the key's owner pays for. The response
+            names the ones it dropped.
     """
 
     name: str
@@ -80,6 +84,7 @@ class Upstream(msgspec.Struct, frozen=True, kw_only=True):
     api_key: str | None = None
     api_key_env: str | None = None
     background: bool = False
+    drop_fields: tuple[str, ...] = ()
 
     def key(self, environ: Mapping[str, str] | None = None) -> str:
         """The upstream key: explicit, else from the environment ("" when none)."""

@@ -692,3 +692,53 @@ def test_a_unary_chat_reply_states_its_usage(stack: Callable[..., Any]) -> None:
     assert completion.choices[0].message.content == "It is sunny."
     assert completion.usage is not None
     assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (20, 9)
+
+
+def test_an_upstream_can_refuse_fields_a_client_would_choose() -> None:
+    """An upstream configured with ``drop_fields`` never gets those fields from a
+    client's pass-through body (a service tier the key's owner would pay for); the rest
+    goes as it came, and the response names what was dropped."""
+    import json
+
+    from polystream.proxy import GatewayConfig, load_config
+    from polystream.server.gateway import create_gateway
+
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=_CHAT_SSE)
+
+    config = load_config(
+        json.dumps(
+            {
+                "upstreams": {
+                    "chat": {
+                        "dialect": "openai_chat",
+                        "base_url": "http://up/v1",
+                        "api_key": "k",
+                        "drop_fields": ["service_tier", "store"],
+                    }
+                }
+            }
+        ).encode()
+    )
+    assert isinstance(config, GatewayConfig)
+    assert config.upstreams["chat"].drop_fields == ("service_tier", "store")
+    app = create_gateway(config, transport=httpx.MockTransport(handler))
+    body = {
+        "model": "gpt-x",
+        "stream": True,
+        "messages": [{"role": "user", "name": "ann", "content": "hi"}],
+        "service_tier": "priority",
+        "seed": 7,
+    }
+    gateway = AppThread(app).start()
+    try:
+        reply = httpx.post(gateway.base_url + "/openai/v1/chat/completions", json=body, timeout=10)
+    finally:
+        gateway.stop()
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["x-polystream-dropped-fields"] == "service_tier"
+    sent = {k: v for k, v in body.items() if k != "service_tier"}
+    assert seen == [sent]

@@ -536,15 +536,24 @@ class _Gateway:
             return
         upstream, model = routed
         # Fields the unified request does not name go upstream only in their own
-        # dialect; elsewhere they are not sent, and the response says which.
+        # dialect (less those the upstream's configuration drops); elsewhere they are
+        # not sent. The response says which were not.
         headers: list[tuple[bytes, bytes]] = []
+        passing = upstream.dialect == dialect
+        native_body: dict[str, Any] | None = payload if passing else None
+        dropped: list[str] = []
         if request.extra and not sent_extra(upstream.dialect, request):
+            dropped = extra_fields(request)
+        elif passing and upstream.drop_fields:
+            # The fields this upstream never takes from a client (its configuration).
+            dropped = sorted(name for name in upstream.drop_fields if name in payload)
+            native_body = {k: v for k, v in payload.items() if k not in upstream.drop_fields}
+        if dropped:
             names = ", ".join(
-                name if _FIELD_NAME.fullmatch(name) else "(unnamed)"
-                for name in extra_fields(request)
+                name if _FIELD_NAME.fullmatch(name) else "(unnamed)" for name in dropped
             )
             logger.info(
-                "request fields the %s upstream has no place for, not sent: %s",
+                "request fields the %s upstream does not take, not sent: %s",
                 upstream.dialect,
                 scrub(names, self.secrets),
             )
@@ -567,7 +576,7 @@ class _Gateway:
                 keep_events=False,
                 keep_result=False,
                 # The same dialect both ways: the client's body goes as it came.
-                native_body=payload if upstream.dialect == dialect else None,
+                native_body=native_body,
             )
         except RequestError as exc:
             await self._error(
