@@ -541,6 +541,18 @@ _MESSAGES_SSE = (
 )
 
 
+def _post_once(app: Any, path: str, body: dict[str, Any]) -> httpx.Response:
+    """POST ``body`` to ``path`` of ``app``, served for this one request; the reply,
+    checked to be a 200."""
+    gateway = AppThread(app).start()
+    try:
+        reply = httpx.post(gateway.base_url + path, json=body, timeout=10)
+    finally:
+        gateway.stop()
+    assert reply.status_code == 200, reply.text
+    return reply
+
+
 @pytest.mark.parametrize("stream", [True, False])
 def test_fields_outside_the_unified_request_pass_through_or_are_named(
     stream: bool, caplog: pytest.LogCaptureFixture
@@ -671,12 +683,7 @@ def test_a_pass_through_sends_the_clients_body_as_it_came() -> None:
             }
         ],
     }
-    gateway = AppThread(app).start()
-    try:
-        reply = httpx.post(gateway.base_url + "/anthropic/v1/messages", json=body, timeout=10)
-    finally:
-        gateway.stop()
-    assert reply.status_code == 200, reply.text
+    reply = _post_once(app, "/anthropic/v1/messages", body)
     assert reply.json()["content"] == [{"type": "text", "text": "ok"}]
     assert seen == [{**body, "model": "claude-x", "stream": True}]
 
@@ -733,12 +740,7 @@ def test_an_upstream_can_refuse_fields_a_client_would_choose() -> None:
         "service_tier": "priority",
         "seed": 7,
     }
-    gateway = AppThread(app).start()
-    try:
-        reply = httpx.post(gateway.base_url + "/openai/v1/chat/completions", json=body, timeout=10)
-    finally:
-        gateway.stop()
-    assert reply.status_code == 200, reply.text
+    reply = _post_once(app, "/openai/v1/chat/completions", body)
     assert reply.headers["x-polystream-dropped-fields"] == "service_tier"
     sent = {k: v for k, v in body.items() if k != "service_tier"}
     assert seen == [sent]
