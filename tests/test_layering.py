@@ -49,6 +49,7 @@ LAYERS = {
     "realtime": 4,
     "transcode": 4,
     "scenario": 4,
+    "scrub": 4,
     "client": 5,
     "server": 5,
     "cli": 5,

@@ -15,17 +15,19 @@ upstreams exist). A model that matches no route is a 404 in the inbound dialect'
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hmac
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import msgspec
 
 from polystream.dialects import DIALECTS
 from polystream.request import PROVIDERS
+from polystream.scrub import Scrubber
 
 __all__ = [
     "DEFAULT_DIALECT",
@@ -250,18 +252,18 @@ def check_key(expected: str | None, presented: str | None) -> bool:
     return hmac.compare_digest(expected.encode(), presented.encode())
 
 
-def scrub(text: str, secrets: list[str]) -> str:
-    """Remove every secret (and any 8+ character fragment of one that a provider echoes,
-    e.g. ``sk-abc...xyz``) from text bound for a client or a log."""
-    for secret in secrets:
-        if not secret:
-            continue
-        text = text.replace(secret, "***")
-        if len(secret) >= 12:
-            # Providers echo keys partially ("Incorrect API key provided: sk-proj-abc***wxyz").
-            for fragment in (secret[:8], secret[-6:]):
-                text = text.replace(fragment, "***")
-    return text
+def scrub(text: str, secrets: Scrubber | Iterable[str]) -> str:
+    """Remove every secret, any fragment of 8 or more characters of one (as providers
+    echo keys: ``Incorrect API key provided: sk-proj-abc...wxyz``) and URL credentials
+    from text bound for a client or a log (see :class:`polystream.scrub.Scrubber`)."""
+    if not isinstance(secrets, Scrubber):
+        secrets = _scrubber(tuple(secrets))
+    return secrets.text(text)
+
+
+@functools.lru_cache(maxsize=16)
+def _scrubber(secrets: tuple[str, ...]) -> Scrubber:
+    return Scrubber(secrets)
 
 
 class _Cursors(msgspec.Struct):

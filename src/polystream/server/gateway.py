@@ -53,6 +53,7 @@ from polystream.proxy import GatewayConfig, SSECursorSplitter, check_key, presen
 from polystream.request import RequestError, error_body, parse_request
 from polystream.request.codecs import extra_fields, sent_extra
 from polystream.retry import RetryPolicy
+from polystream.scrub import SCRUBBED_EVENTS, Scrubber, url_credentials
 from polystream.server._h1server import SEND_NOWAIT
 from polystream.server._journal_feed import JournalFeed
 
@@ -292,7 +293,10 @@ class _Gateway:
         self.config = config
         self.journal = journal if journal is not None else MemoryJournal()
         self.limits = config.limits
-        self.secrets = config.secrets()
+        # Every text bound for a client, the journal or the log passes through it: the
+        # secrets the gateway holds, and the credentials in its upstreams' URLs.
+        urls = [c for u in config.upstreams.values() for c in url_credentials(u.base_url)]
+        self.secrets = Scrubber([*config.secrets(), *urls])
         self.retry = retry or RetryPolicy()
         self.active = 0
         # The journal feeds of this process's streams, by every id a resume may name.
@@ -549,13 +553,14 @@ class _Gateway:
             dropped = sorted(name for name in upstream.drop_fields if name in payload)
             native_body = {k: v for k, v in payload.items() if k not in upstream.drop_fields}
         if dropped:
-            names = ", ".join(
-                name if _FIELD_NAME.fullmatch(name) else "(unnamed)" for name in dropped
+            names = scrub(
+                ", ".join(name if _FIELD_NAME.fullmatch(name) else "(unnamed)" for name in dropped),
+                self.secrets,
             )
             logger.info(
                 "request fields the %s upstream does not take, not sent: %s",
                 upstream.dialect,
-                scrub(names, self.secrets),
+                names,
             )
             headers.append((b"x-polystream-dropped-fields", names[:1000].encode()))
         upstream_request = msgspec.structs.replace(
@@ -610,7 +615,7 @@ class _Gateway:
             async for event in events:
                 if type(event) is Warning and event.code in ("retry", "resume"):
                     continue
-                parts.append(encoder.encode(event))
+                parts.append(encoder.encode(self._client_event(event)))
         except APIStatusError as exc:
             await events.aclose()
             await self._upstream_error(send, dialect, exc)
@@ -632,9 +637,14 @@ class _Gateway:
         losses = encoder.losses
         if not losses:
             return []
-        summary = ", ".join(sorted({loss.what for loss in losses}))
-        logger.info("transcoding losses (%d): %s", len(losses), scrub(summary, self.secrets))
+        summary = scrub(", ".join(sorted({loss.what for loss in losses})), self.secrets)
+        logger.info("transcoding losses (%d): %s", len(losses), summary)
         return [(b"x-polystream-losses", f"{len(losses)}; {summary}"[:1000].encode())]
+
+    def _client_event(self, event: Event) -> Event:
+        """``event`` as a client (and the journal) may have it: the text it carries
+        from elsewhere (an upstream's error, a native event) without secrets."""
+        return self.secrets.event(event) if type(event) in SCRUBBED_EVENTS else event
 
     async def _upstream_error(self, send: Send, dialect: str, exc: APIStatusError) -> None:
         headers = []
@@ -733,7 +743,7 @@ class _Gateway:
                 return  # not the same attempt's (encoded() starts over)
             encode = encoder_().encode
             for event in events[len(ahead) :]:
-                data = encode(event)
+                data = encode(self._client_event(event))
                 if data:
                     ahead_parts.append(data)
                 ahead.append(event)
@@ -756,9 +766,13 @@ class _Gateway:
                 ahead_parts.clear()
             encode = encoder_().encode
             for event in batch:
-                if type(event) is Warning and event.code in ("retry", "resume"):
-                    logger.info("upstream %s: %s", event.code, scrub(event.message, self.secrets))
-                    continue
+                if type(event) in SCRUBBED_EVENTS:
+                    if type(event) is Warning and event.code in ("retry", "resume"):
+                        logger.info(
+                            "upstream %s: %s", event.code, scrub(event.message, self.secrets)
+                        )
+                        continue
+                    event = self.secrets.event(event)
                 spent = True
                 data = encode(event)
                 if data:
