@@ -56,14 +56,18 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def test_gateway_settles_its_heap_before_it_serves(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _record(monkeypatch)
-    monkeypatch.setattr(h1server, "run", lambda app, host, port: calls.append(("run", port)))
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(("uvicorn", kw["port"])))
-    assert main(["gateway", "--upstream", "openai", "--listen", "127.0.0.1:9"]) == 0
-    assert calls == ["settle", ("run", 9)]
+    monkeypatch.setattr(h1server, "run", lambda app, sock: calls.append(("run", len([sock]))))
+
+    def serve(self: uvicorn.Server, sockets: list[Any]) -> None:
+        calls.append(("uvicorn", len(sockets)))
+
+    monkeypatch.setattr(uvicorn.Server, "run", serve)
+    assert main(["gateway", "--upstream", "openai", "--listen", "127.0.0.1:0"]) == 0
+    assert calls == ["settle", ("run", 1)]
     calls.clear()
-    command = ["gateway", "--upstream", "openai", "--listen", "127.0.0.1:9", "--server", "uvicorn"]
+    command = ["gateway", "--upstream", "openai", "--listen", "127.0.0.1:0", "--server", "uvicorn"]
     assert main(command) == 0
-    assert calls == ["settle", ("uvicorn", 9)]
+    assert calls == ["settle", ("uvicorn", 1)]
 
 
 def test_serve_settles_its_heap_before_it_serves(monkeypatch: pytest.MonkeyPatch) -> None:

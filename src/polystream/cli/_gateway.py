@@ -7,7 +7,10 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from polystream.proxy import GatewayConfig
 
 __all__ = ["register"]
 
@@ -16,6 +19,7 @@ def _run(args: argparse.Namespace) -> int:
     import msgspec
 
     from polystream.cli._heap import settle_heap
+    from polystream.cli._listen import bind, split_listen
     from polystream.journal import Journal, MemoryJournal
     from polystream.proxy import GatewayConfig, Limits, load_config, parse_upstream_spec
     from polystream.server.gateway import create_gateway
@@ -62,25 +66,57 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print("polystream: error: --journal is memory, sqlite:PATH or redis://...", file=sys.stderr)
         return 2
-    host, _, port = args.listen.rpartition(":")
+    listen = split_listen(args.listen)
+    if listen is None:
+        print(f"polystream: error: --listen is HOST:PORT, not {args.listen!r}", file=sys.stderr)
+        return 2
+    # Bound before anything is printed: a port in use is one message, and exit code 2.
+    sock = bind("gateway", *listen)
+    if sock is None:
+        return 2
+    for warning in _missing_keys(config):
+        print(f"polystream gateway: warning: {warning}", file=sys.stderr)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     # The gateway logs each request itself; the HTTP client's own line per upstream
     # request would double the log (and its cost) without adding anything.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     app = create_gateway(config, journal=journal)
     names = ", ".join(f"{u.name} ({u.dialect})" for u in config.upstreams.values())
-    print(f"polystream gateway on http://{host}:{port} -> {names}", file=sys.stderr, flush=True)
-    if args.server == "uvicorn":
-        import uvicorn
+    host, port = sock.getsockname()[:2]  # the real port when it is 0
+    shown = f"[{host}]" if ":" in host else host
+    print(f"polystream gateway on http://{shown}:{port} -> {names}", file=sys.stderr, flush=True)
+    try:
+        if args.server == "uvicorn":
+            import uvicorn
 
-        settle_heap()
-        uvicorn.run(app, host=host or "127.0.0.1", port=int(port), log_level="warning")
-    else:
-        from polystream.server._h1server import run
+            settle_heap()
+            uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+        else:
+            from polystream.server._h1server import run
 
-        settle_heap()
-        run(app, host or "127.0.0.1", int(port))
+            settle_heap()
+            run(app, sock=sock)
+    finally:
+        sock.close()
     return 0
+
+
+def _missing_keys(config: GatewayConfig) -> list[str]:
+    """A warning for each upstream without a key (none given, its variable unset): the
+    gateway still starts, as an upstream on the local network may take no key."""
+    from polystream.dialects import DIALECTS
+    from polystream.request import PROVIDERS
+
+    warnings = []
+    for upstream in config.upstreams.values():
+        if upstream.key():
+            continue
+        variable = upstream.api_key_env or PROVIDERS[DIALECTS[upstream.dialect].provider].env_key
+        warnings.append(
+            f"upstream {upstream.name} ({upstream.dialect}) has no key: {variable} is not "
+            "set, so its requests are sent without one"
+        )
+    return warnings
 
 
 def register(sub: Any) -> None:

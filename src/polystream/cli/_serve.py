@@ -70,17 +70,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 1
     import socket
 
+    from polystream.cli._listen import bind
+
+    # Bound before anything is printed: a port in use is one message, and exit code 2.
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((args.host, args.port))
-    except OSError as exc:
-        print(
-            f"polystream: error: cannot listen on {args.host}:{args.port}: {exc.strerror}",
-            file=sys.stderr,
-        )
-        sock.close()
+    sock = bind("serve", args.host, args.port)
+    if sock is None:
         return 2
     port = sock.getsockname()[1]  # the real port when --port 0
     host = f"[{args.host}]" if family == socket.AF_INET6 else args.host

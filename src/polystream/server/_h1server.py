@@ -971,19 +971,27 @@ class _Lifespan:
             await asyncio.wait_for(self.task, 5.0)
 
 
-def run(app: App, host: str = "127.0.0.1", port: int = 8080, **options: Any) -> None:
+def run(
+    app: App,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    *,
+    sock: socket.socket | None = None,
+    **options: Any,
+) -> None:
     """Serve ``app`` until SIGINT or SIGTERM, then shut down gracefully.
 
     Args:
         app: The ASGI app.
         host: The interface to bind.
         port: The port.
+        sock: A socket already bound, to listen on instead of ``host`` and ``port``.
         options: :class:`ServerLimits` fields.
     """
 
     async def main() -> None:
         server = H1Server(app, limits=ServerLimits(**options))
-        await server.start(host, port)
+        await server.start(host, port, sock=sock)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
