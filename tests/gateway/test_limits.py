@@ -3,6 +3,7 @@ readers, the config file and the command line."""
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import subprocess
@@ -140,8 +141,10 @@ def test_config_file_and_command_line(tmp_path: Path) -> None:
     )
     try:
         line = proc.stderr.readline()  # type: ignore[union-attr]
-        assert "polystream gateway on http://127.0.0.1:0" in line
-        assert "u (openai_chat)" in line
+        # (the port it listens on: the one --listen 127.0.0.1:0 bound)
+        assert re.fullmatch(
+            r"polystream gateway on http://127\.0\.0\.1:[1-9]\d* -> u \(openai_chat\)\n", line
+        )
     finally:
         proc.terminate()
         proc.wait(10)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -168,7 +169,13 @@ def test_the_journal_and_a_resumed_streams_replay_are_scrubbed(
     first = _post(gateway, "anthropic_messages", stream=True)
     assert first.status_code == 200 and _leaks(first.content) == []
     stream_id = first.headers["x-polystream-stream-id"]
-    entries, _ = journal.read_after(stream_id, None)
+    # (the journal is written just after the client's write: it may lag a moment)
+    deadline = time.monotonic() + 5
+    entries, finished = journal.read_after(stream_id, None)
+    while not finished and time.monotonic() < deadline:
+        time.sleep(0.01)
+        entries, finished = journal.read_after(stream_id, None)
+    assert finished
     assert b"".join(e.data for e in entries) == first.content
     # Resumed after its first event: the rest, error included, from the journal.
     opening = _sse(first.content)[0].id

@@ -357,6 +357,8 @@ class _Gateway:
         headers: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         message = scrub(message, self.secrets)
+        if param is not None:
+            param = scrub(param, self.secrets)
         await self._json(
             send, status, error_body(dialect, status, message, kind=kind, param=param), headers
         )
