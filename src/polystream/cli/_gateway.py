@@ -73,13 +73,27 @@ def _run(args: argparse.Namespace) -> int:
     if args.server == "uvicorn":
         import uvicorn
 
+        from polystream.server._run import uvicorn_limit_concurrency
+
         settle_heap()
-        uvicorn.run(app, host=host or "127.0.0.1", port=int(port), log_level="warning")
+        uvicorn.run(
+            app,
+            host=host or "127.0.0.1",
+            port=int(port),
+            log_level="warning",
+            limit_concurrency=uvicorn_limit_concurrency(config.limits.max_connections),
+        )
     else:
         from polystream.server._h1server import run
 
         settle_heap()
-        run(app, host or "127.0.0.1", int(port))
+        run(
+            app,
+            host or "127.0.0.1",
+            int(port),
+            max_connections=config.limits.max_connections,
+            max_body_bytes=config.limits.max_body_bytes,
+        )
     return 0
 
 

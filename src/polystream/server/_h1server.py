@@ -114,6 +114,10 @@ class ServerLimits:
     max_body_bytes: int | None = None
     max_connections: int = 1024
 
+    def __post_init__(self) -> None:
+        if self.max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+
 
 class _Date:
     """The ``Date`` header, formatted once a second."""
@@ -920,7 +924,6 @@ class H1Server:
         self._server: asyncio.Server | None = None
         self._port = 0
         self._lifespan: _Lifespan | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._previous_handler: Any = None
 
     @property
@@ -935,7 +938,6 @@ class H1Server:
         self._lifespan = _Lifespan(self.app)
         await self._lifespan.startup()
         loop = asyncio.get_running_loop()
-        self._loop = loop
         self._previous_handler = loop.get_exception_handler()
         loop.set_exception_handler(self._loop_exception)
         if sock is not None:
@@ -949,9 +951,11 @@ class H1Server:
         self._port = int(self._server.sockets[0].getsockname()[1])
 
     def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        """The loop's exception handler while this server serves: the errors of
+        """The loop's exception handler from the server's start on: the errors of
         accepting connections (out of file descriptors, say, which repeats for every
-        connection waiting) are logged at a bounded rate; others go on as before."""
+        connection waiting, and the retries asyncio schedules for it, which may fire
+        after a shutdown) are logged at a bounded rate; others go to the handler
+        before it."""
         if _accept_error(context):
             exc = context.get("exception")
             message = str(context.get("message", "accept failed"))
@@ -1001,9 +1005,6 @@ class H1Server:
             conn.close()
         if self._lifespan is not None:
             await self._lifespan.shutdown()
-        loop = self._loop
-        if loop is not None and loop.get_exception_handler() == self._loop_exception:
-            loop.set_exception_handler(self._previous_handler)
 
 
 _ACCEPT_MESSAGES: Final = (
@@ -1017,7 +1018,7 @@ def _accept_error(context: dict[str, Any]) -> bool:
     if context.get("message") in _ACCEPT_MESSAGES:
         return True
     callback = getattr(context.get("handle"), "_callback", None)
-    return getattr(callback, "__name__", "") == "_accept_connection"
+    return getattr(callback, "__name__", "") in ("_accept_connection", "_start_serving")
 
 
 class _RateLimitedLog:
