@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 
@@ -507,3 +508,76 @@ def test_the_gateway_passes_its_limits_to_the_server(
             "log_level": "warning",
             "limit_concurrency": 8,
         }
+
+
+# -- the upstream client: malformed replies -----------------------------------------------------
+
+REPLY_CHUNKED = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+CUT_SHORT = "peer closed connection without sending complete message body"
+
+# reply: the exact httpx.RemoteProtocolError message
+REPLIES: dict[str, tuple[bytes, str]] = {
+    "bad-chunk-size": (
+        REPLY_CHUNKED + b"zz\r\nab\r\n0\r\n\r\n",
+        "malformed response: Invalid character in chunk size",
+    ),
+    "bare-lf-chunk-lines": (
+        REPLY_CHUNKED + b"2\nab\n0\n\n",
+        "malformed response: Missing expected CR after chunk size",
+    ),
+    "bare-lf-head": (
+        b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
+        "malformed response: Missing expected CR after response line",
+    ),
+    "cl-and-te": (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "malformed response: Transfer-Encoding can't be present with Content-Length",
+    ),
+    "duplicate-cl": (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+        "malformed response: Duplicate Content-Length",
+    ),
+    "oversize-head": (
+        b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 70_000 + b"\r\n\r\n",
+        "response head too long",
+    ),
+    "truncated-length-body": (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", CUT_SHORT),
+    "truncated-chunked-body": (REPLY_CHUNKED + b"5\r\nhel", CUT_SHORT),
+}
+
+
+@pytest.mark.parametrize("client_kind", ["transport", "direct"])
+@pytest.mark.parametrize("case", list(REPLIES))
+def test_malformed_replies_are_typed_errors(client_kind: str, case: str) -> None:
+    from polystream.client._h1 import AsyncH1Transport, DirectClient
+
+    reply, message = REPLIES[case]
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(reply)
+        await writer.drain()
+        writer.close()
+
+    async def main() -> int:
+        server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/x"
+        transport = AsyncH1Transport()
+        timeout = httpx.Timeout(2.0)
+        try:
+            async with httpx.AsyncClient(transport=transport, timeout=timeout) as client:
+                with pytest.raises(httpx.RemoteProtocolError) as raised:
+                    if client_kind == "transport":
+                        await (await client.get(url)).aread()
+                    else:
+                        direct = DirectClient(
+                            transport, timeout=timeout, fallback=client, user_agent="t"
+                        )
+                        async with direct.stream("GET", url, headers={}) as response:
+                            await response.aread()
+                assert str(raised.value) == message
+                return transport._open  # the connection is not kept
+        finally:
+            server.close()
+
+    assert asyncio.run(main()) == 0

@@ -609,7 +609,7 @@ class _Connection(asyncio.Protocol):
         if self.in_head:
             if len(self.headers) >= limits.max_headers:
                 raise _BadRequest(431, f"more than {limits.max_headers} header lines")
-            self.headers.append((name.lower(), value))
+            self.headers.append((name.lower(), value.rstrip(b" \t")))  # (llhttp strips the left)
             self._count_head(len(name) + len(value) + 4)  # name: value CRLF
             return
         cycle = self.parsing  # a trailer line: counted and dropped
