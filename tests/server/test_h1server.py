@@ -279,6 +279,36 @@ def test_leading_blank_lines_are_ignored() -> None:
     assert _no_date(_run(Recorder(), scenario)) == OK_CHUNKED
 
 
+def test_an_upgrade_request_is_a_plain_request_and_the_next_one_is_read() -> None:
+    # llhttp stops at an upgrade; the server takes none, so what follows is HTTP.
+    async def scenario(server: H1Server) -> bytes:
+        return await _talk(
+            server.port,
+            b"GET /u HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n"
+            b"GET /next HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+        )
+
+    app = Recorder(length=True)
+    ok = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\n"
+    assert _no_date(_run(app, scenario)) == ok + b"\r\nok:" + ok + b"connection: close\r\n\r\nok:"
+    assert [scope["path"] for scope in app.scopes] == ["/u", "/next"]
+
+
+def test_header_values_lose_their_surrounding_whitespace() -> None:
+    async def scenario(server: H1Server) -> bytes:
+        return await _talk(
+            server.port, b"GET / HTTP/1.1\r\nHost: h\r\nX-A: \t v w \t\r\nConnection: close\r\n\r\n"
+        )
+
+    app = Recorder(length=True)
+    _run(app, scenario)
+    assert app.scopes[0]["headers"] == [
+        (b"host", b"h"),
+        (b"x-a", b"v w"),
+        (b"connection", b"close"),
+    ]
+
+
 # -- reads of any size -----------------------------------------------------------------------
 
 
