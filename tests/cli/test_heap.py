@@ -56,7 +56,7 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def test_gateway_settles_its_heap_before_it_serves(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _record(monkeypatch)
-    monkeypatch.setattr(h1server, "run", lambda app, host, port: calls.append(("run", port)))
+    monkeypatch.setattr(h1server, "run", lambda app, host, port, **kw: calls.append(("run", port)))
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(("uvicorn", kw["port"])))
     assert main(["gateway", "--upstream", "openai", "--listen", "127.0.0.1:9"]) == 0
     assert calls == ["settle", ("run", 9)]
