@@ -2,9 +2,9 @@
 serves with. Requests are parsed by llhttp (through ``httptools``), in strict mode.
 
 A gateway stands between a client and an upstream, so every microsecond it spends on a
-request is added to the client's latency. This server keeps that small: a request head
-is parsed in one pass, the app runs in a task whose first step runs in the read that
-completed the request (a gateway's upstream request leaves in that same turn of the
+request is added to the client's latency. This server keeps that small: each read is
+parsed once, the app runs in a task whose first step runs in the read that completed
+the request's head (a gateway's upstream request leaves in that same turn of the
 loop), and a response's head leaves in the same write as its first body bytes (one
 segment, one wake-up of the client, instead of two).
 
