@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import httptools
 import msgspec
 
 from polystream.call import StreamCall
@@ -37,7 +38,6 @@ from polystream.dialects import get_dialect
 from polystream.journal import MemoryJournal
 from polystream.proxy import SSECursorSplitter
 from polystream.request import Request, parse_request
-from polystream.server import _h1server
 
 GAPS: tuple[tuple[str, float, bool], ...] = (
     ("warm", 0.0, False),
@@ -86,11 +86,27 @@ def _upstream_call(request: Request) -> StreamCall:
     )
 
 
+class _HeadSink:
+    """What the server's connection keeps of a request head that llhttp parses."""
+
+    __slots__ = ("headers", "url")
+
+    def __init__(self) -> None:
+        self.url = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name.lower(), value.rstrip(b" \t")))
+
+
 def _request_unit() -> Callable[[], object]:
-    limits = _h1server.ServerLimits()
+    head = _HEAD + b"\r\n\r\n"
 
     def run() -> object:
-        _h1server._parse_head(_HEAD, limits)
+        httptools.HttpRequestParser(_HeadSink()).feed_data(head)
         request = parse_request("openai_chat", msgspec.json.decode(_BODY))
         upstream = msgspec.structs.replace(request, model="gpt-4o-mini", stream=True)
         return _upstream_call(upstream).next_request()

@@ -124,6 +124,8 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
             into the journal for this long so the client can resume; 0 cancels the
             upstream at once.
         idle_timeout: Upstream silence that counts as a stall.
+        max_connections: Client connections open at once (the HTTP server refuses
+            those past it).
     """
 
     max_body_bytes: int = 8 * 1024 * 1024
@@ -132,6 +134,7 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     slow_client_seconds: float = 30.0
     resume_grace_seconds: float = 0.0
     idle_timeout: float = 120.0
+    max_connections: int = 1024
 
     def __post_init__(self) -> None:
         # (A keep-alive period of 0 would send comments in a loop; a bound of 0 or

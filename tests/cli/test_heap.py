@@ -56,7 +56,7 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def test_gateway_settles_its_heap_before_it_serves(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _record(monkeypatch)
-    monkeypatch.setattr(h1server, "run", lambda app, sock: calls.append(("run", len([sock]))))
+    monkeypatch.setattr(h1server, "run", lambda app, sock, **kw: calls.append(("run", len([sock]))))
 
     def serve(self: uvicorn.Server, sockets: list[Any]) -> None:
         calls.append(("uvicorn", len(sockets)))

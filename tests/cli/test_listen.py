@@ -31,7 +31,9 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     calls: list[Any] = []
     monkeypatch.setattr(heap, "settle_heap", lambda: None)
 
-    def run(app: Any, *, sock: socket.socket) -> None:
+    def run(app: Any, *, sock: socket.socket, **limits: Any) -> None:
+        # The gateway hands its connection and body bounds to the server.
+        assert set(limits) <= {"max_connections", "max_body_bytes"}
         calls.append(("polystream", sock.getsockname()))
 
     def serve(self: uvicorn.Server, sockets: list[socket.socket]) -> None:

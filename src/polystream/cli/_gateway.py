@@ -89,13 +89,23 @@ def _run(args: argparse.Namespace) -> int:
         if args.server == "uvicorn":
             import uvicorn
 
+            from polystream.server._run import uvicorn_limit_concurrency
+
             settle_heap()
-            uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+            limit = uvicorn_limit_concurrency(config.limits.max_connections)
+            uvicorn.Server(uvicorn.Config(app, log_level="warning", limit_concurrency=limit)).run(
+                sockets=[sock]
+            )
         else:
             from polystream.server._h1server import run
 
             settle_heap()
-            run(app, sock=sock)
+            run(
+                app,
+                sock=sock,
+                max_connections=config.limits.max_connections,
+                max_body_bytes=config.limits.max_body_bytes,
+            )
     finally:
         sock.close()
     return 0

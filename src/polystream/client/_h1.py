@@ -2,10 +2,12 @@
 
 :class:`AsyncH1Transport` is an ``httpx.AsyncBaseTransport``: the httpx API, its
 timeouts and its exceptions stay as they are, and only the connection layer
-(httpcore, h11, anyio) is replaced by an ``asyncio.Protocol`` and a small HTTP/1.1
-response parser. A streamed body is parsed a whole read at a time (every complete
-chunk of a chunked body in the read at once), so that the cost per streamed event
-stays small.
+(httpcore, h11, anyio) is replaced by an ``asyncio.Protocol`` and llhttp's response
+parser (through ``httptools``, in strict mode). A streamed body is parsed a whole read
+at a time (every complete chunk of a chunked body in the read at once), so that the
+cost per streamed event stays small. A malformed reply (a bad chunk size, bare LF line
+ends, both ``Content-Length`` and ``Transfer-Encoding``, a head over 64 KiB, a body cut
+short) raises ``httpx.RemoteProtocolError``.
 
 Scope: HTTP/1.1 (and HTTP/1.0 replies), ``http`` and ``https``, keep-alive pooling.
 No HTTP/2, no upgrades, no proxies: when the environment asks for a proxy for a
@@ -28,6 +30,7 @@ from types import TracebackType
 from typing import Any, Final, Protocol, cast
 from urllib.parse import quote, urlsplit
 
+import httptools
 import httpx
 
 from polystream.wire._http1 import open_head_size
@@ -36,8 +39,6 @@ __all__ = ["AsyncH1Transport", "DirectClient", "DirectReply"]
 
 MAX_HEAD_BYTES: Final = 64 * 1024
 """Largest response head (status line and headers) accepted."""
-MAX_LINE_BYTES: Final = 16 * 1024
-"""Largest chunk-size line, or trailer line, of a chunked body."""
 INFLATE_STEP: Final = 256 * 1024
 """Most decompressed bytes a compressed reply gives at once (deflate inflates up to
 about 1,000 times: one 64 KiB read could otherwise become 64 MiB)."""
@@ -52,17 +53,12 @@ _DRAIN_BYTES: Final = 64 * 1024
 _DRAIN_SECONDS: Final = 0.1
 
 _QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
-_STATUS_LINE: Final = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?: ([^\r\n]*))?\r?")
 _TOKEN: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
-_HEAD_END: Final = re.compile(rb"\n\r?\n")
-_CHUNK_LINE: Final = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r\n")
 _SAFE_METHODS: Final = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 # Body framing of a response.
 _NONE, _LENGTH, _CHUNKED, _CLOSE = range(4)
-# States of a chunked body.
-_SIZE, _DATA, _DATA_END, _TRAILER, _END = range(5)
 
 
 class _Stale(Exception):
@@ -236,50 +232,161 @@ def _expire_write(waiter: asyncio.Future[None]) -> None:
         waiter.set_exception(httpx.WriteTimeout("timed out writing the request"))
 
 
-def _parse_head(
-    block: bytes,
-) -> tuple[int, int, bytes, list[tuple[bytes, bytes]]]:
-    """(minor version, status, reason, headers) of a response head (without its blank line)."""
-    lines = block.split(b"\n")
-    match = _STATUS_LINE.fullmatch(lines[0])
-    if match is None or match.group(1) != b"1":
-        raise httpx.RemoteProtocolError(f"malformed status line {lines[0][:100]!r}")
-    headers: list[tuple[bytes, bytes]] = []
-    for line in lines[1:]:
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        if line[:1] in (b" ", b"\t"):
-            # An obsolete line folding: the continuation of the previous value.
-            if not headers:
-                raise httpx.RemoteProtocolError("malformed response header")
-            name, value = headers[-1]
-            headers[-1] = (name, value + b" " + line.strip(b" \t"))
-            continue
-        name, colon, value = line.partition(b":")
-        if not colon or _TOKEN.fullmatch(name) is None:
-            raise httpx.RemoteProtocolError(f"malformed response header {line[:100]!r}")
-        headers.append((name, value.strip(b" \t")))
-    minor = int(match.group(2))
-    return minor, int(match.group(3)), match.group(4) or b"", headers
+class _Reply:
+    """A response as llhttp parses it (strict mode): its head, then the body bytes of
+    each read. llhttp calls the ``on_*`` methods; a framing error is an
+    ``httpx.RemoteProtocolError``."""
+
+    __slots__ = (
+        "ended",
+        "extra",
+        "head_done",
+        "head_ends",
+        "head_read",
+        "head_size",
+        "headers",
+        "interim",
+        "minor",
+        "out",
+        "parser",
+        "reason",
+        "status",
+        "trailer",
+        "upgraded",
+    )
+
+    def __init__(self) -> None:
+        self.parser = httptools.HttpResponseParser(self)
+        # Whitespace between a chunk size and its extensions is allowed (RFC 9112, 7.1.1:
+        # BWS before ";").
+        self.parser.set_dangerous_leniencies(lenient_spaces_after_chunk_size=True)
+        self.status = 0
+        self.minor = 1
+        self.reason = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.head_size = 0  # the head's bytes given by the parser
+        self.head_read = 0  # bytes read while the head was under way
+        self.head_ends = 0  # line ends at the end of those
+        self.head_done = False
+        self.interim = False
+        self.ended = False
+        self.extra = False  # bytes came after the end of the response
+        self.upgraded = False  # a 101: what follows its head is not HTTP
+        self.out: list[bytes] = []
+        self.trailer = 0
+
+    def feed(self, data: bytes) -> bytes:
+        """The body bytes in ``data`` (the head's are kept on the reply).
+
+        Raises:
+            httpx.RemoteProtocolError: A malformed response.
+        """
+        if self.upgraded:
+            return data
+        if self.ended:
+            self.extra = True
+            return b""
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade as exc:
+            self.upgraded = True
+            rest = data[int(exc.args[0]) :]
+            if rest:
+                self.out.append(rest)
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            if isinstance(cause, httpx.RemoteProtocolError):
+                raise cause from None
+            raise
+        except httptools.HttpParserError as exc:
+            if not self._after_end():
+                raise httpx.RemoteProtocolError(f"malformed response: {exc}") from None
+            self.extra = True  # bytes after the end, which llhttp refuses to read on
+        if not self.head_done:
+            ends = len(data) - open_head_size(data)
+            self.head_ends = min(3, self.head_ends + ends) if ends == len(data) else ends
+            self.head_read += len(data)
+            if self.head_read - self.head_ends > MAX_HEAD_BYTES:
+                raise httpx.RemoteProtocolError("response head too long")
+        out = self.out
+        if not out:
+            return b""
+        self.out = []
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def _after_end(self) -> bool:
+        """Whether the response ended (in the read just parsed)."""
+        return self.ended
+
+    # -- llhttp's callbacks ------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        if self.head_done:
+            self.extra = True
+            return
+        self.reason = b""
+        self.headers = []
+        self.head_size = 13  # HTTP/1.x NNN SP
+        self.interim = False
+
+    def on_status(self, reason: bytes) -> None:
+        if not self.head_done:
+            self.reason += reason
+            self._count(len(reason))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self.extra:
+            return
+        if not self.head_done:
+            self.headers.append((name, value.rstrip(b" \t")))  # (llhttp strips the left)
+            self._count(len(name) + len(value) + 4)  # CRLF name: value
+            return
+        self.trailer += len(name) + len(value) + 4
+        if self.trailer > MAX_HEAD_BYTES:
+            raise httpx.RemoteProtocolError("chunked trailers too long")
+
+    def _count(self, size: int) -> None:
+        self.head_size += size
+        if self.head_size > MAX_HEAD_BYTES:
+            raise httpx.RemoteProtocolError("response head too long")
+
+    def on_headers_complete(self) -> None:
+        if self.extra:
+            return
+        parser = self.parser
+        version = parser.get_http_version()
+        if version not in ("1.1", "1.0"):
+            raise httpx.RemoteProtocolError(f"unsupported HTTP version {version[:10]!r}")
+        status = parser.get_status_code()
+        if 100 <= status < 200 and status != 101:
+            self.interim = True  # 100 Continue, 103 Early Hints: the real one follows
+            return
+        self.status = status
+        self.minor = 1 if version == "1.1" else 0
+        self.head_done = True
+
+    def on_body(self, body: bytes) -> None:
+        if self.extra:
+            return
+        self.out.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.head_done and not self.extra:
+            self.ended = True
 
 
 def _framing(
     method: bytes, status: int, headers: list[tuple[bytes, bytes]]
 ) -> tuple[int, int, bool]:
-    """(framing, content length, close requested) of a response."""
+    """(framing, content length, close requested) of a response (whose
+    ``Content-Length`` llhttp has checked)."""
     length: int | None = None
     chunked = False
     close = False
     for name, value in headers:
         lowered = name.lower()
         if lowered == b"content-length":
-            for item in value.split(b","):
-                item = item.strip(b" \t")
-                if not item.isdigit() or len(item) > 18:
-                    raise httpx.RemoteProtocolError(f"bad Content-Length {value[:40]!r}")
-                if length is not None and int(item) != length:
-                    raise httpx.RemoteProtocolError("conflicting Content-Length headers")
-                length = int(item)
+            length = int(value)
         elif lowered == b"transfer-encoding":
             if value.strip(b" \t").lower() != b"chunked" or chunked:
                 raise httpx.RemoteProtocolError(f"unsupported Transfer-Encoding {value[:40]!r}")
@@ -317,20 +424,19 @@ class _Body(httpx.AsyncByteStream):
         self,
         transport: AsyncH1Transport,
         conn: _Connection,
+        reply: _Reply,
         framing: int,
-        length: int,
         keep: bool,
         timeout: float | None,
+        first: bytes,
     ) -> None:
         self._transport = transport
         self._conn: _Connection | None = conn
+        self._reply = reply
         self._framing = framing
-        self._remaining = length
         self._keep = keep
         self._timeout = timeout
-        self._state = _SIZE
-        self._pending = b""
-        self._trailer = 0
+        self._first = first  # body bytes read with the head
         self._ended = False
         self._started = False
         self._sink: PushSink | None = None
@@ -348,6 +454,14 @@ class _Body(httpx.AsyncByteStream):
 
     async def _next(self) -> bytes:
         """The next body bytes; ``b""`` at the end of the body."""
+        first = self._first
+        if first or (self._reply.ended and not self._ended):
+            # What was read with the head; the whole body, maybe.
+            self._first = b""
+            if self._reply.ended and not self._ended:
+                self._finish()
+            if first:
+                return first
         while True:
             if self._failed is not None:
                 failed, self._failed = self._failed, None
@@ -364,7 +478,7 @@ class _Body(httpx.AsyncByteStream):
                 raise
             if not data:
                 if self._framing == _CLOSE:
-                    self._finish(b"")
+                    self._finish()
                     return b""
                 self._close()
                 raise httpx.RemoteProtocolError(
@@ -382,19 +496,13 @@ class _Body(httpx.AsyncByteStream):
         """The body bytes of one read (the end of the body releases the connection).
 
         Raises:
-            httpx.RemoteProtocolError: Bad chunked framing.
+            httpx.RemoteProtocolError: Bad framing.
         """
-        framing = self._framing
-        if framing == _CHUNKED:
-            return self._chunked(data)
-        if framing == _LENGTH:
-            remaining = self._remaining
-            if len(data) >= remaining:
-                self._remaining = 0
-                self._finish(data[remaining:])
-                return data[:remaining] if len(data) > remaining else data
-            self._remaining = remaining - len(data)
-        return data
+        reply = self._reply
+        out = reply.feed(data)
+        if reply.ended:
+            self._finish()
+        return out
 
     # -- pushing ---------------------------------------------------------------------
 
@@ -403,7 +511,15 @@ class _Body(httpx.AsyncByteStream):
         (no reader woken), until :meth:`unpush` or the sink stops it. False (nothing
         changes) when the body has ended or bytes wait to be read."""
         conn = self._conn
-        if conn is None or self._ended or self._failed is not None or conn.chunks or conn.eof:
+        if (
+            conn is None
+            or self._ended
+            or self._reply.ended
+            or self._failed is not None
+            or self._first
+            or conn.chunks
+            or conn.eof
+        ):
             return False
         self._sink = sink
         conn.sink = self._pushed
@@ -444,87 +560,14 @@ class _Body(httpx.AsyncByteStream):
         if self._ended:
             sink.halt()
 
-    def _chunked(self, data: bytes) -> bytes:
-        """Every body byte of a chunked read at once (the state carries partial chunks)."""
-        if self._pending:
-            data = self._pending + data
-            self._pending = b""
-        out: list[bytes] = []
-        pos = 0
-        end = len(data)
-        state = self._state
-        remaining = self._remaining
-        while pos < end:
-            if state == _DATA:
-                stop = pos + remaining
-                if stop <= end:
-                    out.append(data[pos:stop])
-                    pos = stop
-                    state = _DATA_END
-                else:
-                    out.append(data[pos:])
-                    remaining -= end - pos
-                    pos = end
-            elif state == _SIZE:
-                match = _CHUNK_LINE.match(data, pos)
-                if match is None:
-                    if data.find(b"\n", pos) >= 0 or end - pos > MAX_LINE_BYTES:
-                        line = data[pos : pos + 40]
-                        raise httpx.RemoteProtocolError(f"bad chunk size line {line!r}")
-                    break
-                remaining = int(match.group(1), 16)
-                pos = match.end()
-                if not remaining:
-                    state = _TRAILER
-                    continue
-                stop = pos + remaining
-                if data[stop : stop + 2] == b"\r\n":
-                    # The whole chunk and its CRLF (the usual case): one step, not three.
-                    out.append(data[pos:stop])
-                    pos = stop + 2
-                else:
-                    state = _DATA
-            elif state == _DATA_END:
-                if end - pos < 2:
-                    if data[pos:] != b"\r":
-                        raise httpx.RemoteProtocolError("missing CRLF after a chunk")
-                    break
-                if data[pos : pos + 2] != b"\r\n":
-                    raise httpx.RemoteProtocolError("missing CRLF after a chunk")
-                pos += 2
-                state = _SIZE
-            else:  # _TRAILER: header lines up to a blank line, which are dropped
-                eol = data.find(b"\n", pos)
-                if eol < 0:
-                    if end - pos > MAX_LINE_BYTES:
-                        raise httpx.RemoteProtocolError("chunked trailer line too long")
-                    break
-                line = data[pos:eol]
-                pos = eol + 1
-                if line in (b"", b"\r"):
-                    state = _END
-                    break
-                self._trailer += len(line)
-                if self._trailer > MAX_HEAD_BYTES:
-                    raise httpx.RemoteProtocolError("chunked trailers too long")
-        self._state = state
-        self._remaining = remaining
-        if state == _END:
-            self._finish(data[pos:])
-        elif pos < end:
-            self._pending = data[pos:]
-        if not out:
-            return b""
-        return out[0] if len(out) == 1 else b"".join(out)
-
-    def _finish(self, extra: bytes) -> None:
+    def _finish(self) -> None:
         """The body ended: the connection goes back to the pool when it can be reused."""
         self._ended = True
         conn = self._conn
         self._conn = None
         if conn is not None:
             conn.sink = None
-            self._transport._release(conn, self._keep and not extra)
+            self._transport._release(conn, self._keep and not self._reply.extra)
 
     def _close(self) -> None:
         conn = self._conn
@@ -846,61 +889,38 @@ class AsyncH1Transport(httpx.AsyncBaseTransport):
                     raise _Stale() from None
                 raise
             read_timeout = timeouts.get("read")
-            buffer: bytes | bytearray = b""
-            scanned = 0
-            while True:
-                match = _HEAD_END.search(buffer, max(0, scanned - 2)) if buffer else None
-                if match is None:
-                    if open_head_size(buffer) > MAX_HEAD_BYTES:
-                        raise httpx.RemoteProtocolError("response head too long")
-                    scanned = len(buffer)
-                    try:
-                        data = await conn.read(read_timeout)
-                    except httpx.ReadError:
-                        if retry:
-                            raise _Stale() from None
-                        raise
-                    if not data:
-                        if retry:
-                            raise _Stale()
-                        if not buffer:
-                            raise httpx.RemoteProtocolError(
-                                "Server disconnected without sending a response."
-                            )
+            reply = _Reply()
+            first = b""
+            while not reply.head_done:
+                try:
+                    data = await conn.read(read_timeout)
+                except httpx.ReadError:
+                    if retry:
+                        raise _Stale() from None
+                    raise
+                if not data:
+                    if retry:
+                        raise _Stale()
+                    if not reply.head_read:
                         raise httpx.RemoteProtocolError(
-                            "peer closed connection in the response head"
+                            "Server disconnected without sending a response."
                         )
-                    retry = False
-                    if not buffer:
-                        buffer = data
-                    else:
-                        if isinstance(buffer, bytes):
-                            buffer = bytearray(buffer)
-                        buffer += data
-                    continue
-                # (Its size without the CR of its last line, if it has one.)
-                start = match.start()
-                if start - (buffer[start - 1 : start] == b"\r") > MAX_HEAD_BYTES:
-                    raise httpx.RemoteProtocolError("response head too long")
-                minor, status, reason, headers = _parse_head(bytes(buffer[:start]))
-                rest = bytes(buffer[match.end() :])
-                if 100 <= status < 200 and status != 101:
-                    # An interim reply (100 Continue, 103 Early Hints): the real one follows.
-                    buffer = rest
-                    scanned = 0
-                    continue
-                break
-            framing, length, close = _framing(method, status, headers)
+                    raise httpx.RemoteProtocolError("peer closed connection in the response head")
+                retry = False
+                first = reply.feed(data)
+            status, minor, headers = reply.status, reply.minor, reply.headers
+            framing, _, close = _framing(method, status, headers)
         except BaseException:
             self._release(conn, False)
             raise
         keep = not close and minor == 1 and status != 101 and b"close" not in _conn_tokens(head)
         if framing == _NONE:
-            self._release(conn, keep and not rest)
-            return status, reason, minor, headers, None
-        conn.unread(rest)
-        reply = _Body(self, conn, framing, length, keep, read_timeout)
-        return status, reason, minor, headers, reply
+            # (llhttp, not told of a HEAD request, waits for the body its length says.)
+            ended = reply.ended or method == b"HEAD"
+            self._release(conn, keep and ended and not reply.extra and not first)
+            return status, reply.reason, minor, headers, None
+        reply_body = _Body(self, conn, reply, framing, keep, read_timeout, first)
+        return status, reply.reason, minor, headers, reply_body
 
     async def aclose(self) -> None:
         self._closed = True

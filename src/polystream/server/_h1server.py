@@ -1,10 +1,10 @@
-"""A lean HTTP/1.1 server for ASGI apps on plain asyncio (stdlib only): what
-``polystream gateway`` serves with.
+"""A lean HTTP/1.1 server for ASGI apps on plain asyncio: what ``polystream gateway``
+serves with. Requests are parsed by llhttp (through ``httptools``), in strict mode.
 
 A gateway stands between a client and an upstream, so every microsecond it spends on a
-request is added to the client's latency. This server keeps that small: a request head
-is parsed in one pass, the app runs in a task whose first step runs in the read that
-completed the request (a gateway's upstream request leaves in that same turn of the
+request is added to the client's latency. This server keeps that small: each read is
+parsed once, the app runs in a task whose first step runs in the read that completed
+the request's head (a gateway's upstream request leaves in that same turn of the
 loop), and a response's head leaves in the same write as its first body bytes (one
 segment, one wake-up of the client, instead of two).
 
@@ -12,11 +12,16 @@ Scope: HTTP/1.1 and 1.0 over TCP; keep-alive; pipelined requests answered in ord
 request bodies by ``Content-Length`` or chunked; ``Expect: 100-continue``; responses by
 ``Content-Length``, chunked (HTTP/1.1) or delimited by the close (HTTP/1.0). ASGI 3:
 the ``http`` and ``lifespan`` scopes (no WebSocket: an upgrade request is a plain
-request to the app). What it refuses, with a status and a closed connection: a
-malformed request line or header (400), a head over 64 KiB or 100 headers (431), a
-transfer coding other than chunked (501), both ``Content-Length`` and
-``Transfer-Encoding`` (400, the request-smuggling shape), an expectation other than
-``100-continue`` (417).
+request to the app). What it refuses, with a status and a closed connection: anything
+llhttp's strict mode refuses (a malformed request line, header or chunk framing, bare
+CR or LF line ends, obsolete line folding, both ``Content-Length`` and
+``Transfer-Encoding``, a repeated ``Content-Length``, chunked not the last coding: 400),
+and what it leaves to the application: an HTTP version other than 1.0 and 1.1, no
+``Host`` in HTTP/1.1 or more than one, ``Transfer-Encoding`` in HTTP/1.0 (400); a head
+over 64 KiB or 100 headers (431); a transfer coding other than chunked (501); a
+declared ``Content-Length`` over ``max_body_bytes``, before any of the body is read, or
+a chunked body growing past it (413); an expectation other than ``100-continue`` (417).
+Connections past ``max_connections`` get a 503 with ``Retry-After`` and are closed.
 
 Connections are bounded in time: one idle between requests is closed after
 ``keepalive_timeout``; a request head must arrive whole within ``head_timeout`` of its
@@ -36,11 +41,14 @@ import signal
 import socket
 import sys
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator, MutableMapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Final
 from urllib.parse import unquote
+
+import httptools
 
 from polystream.wire._http1 import open_head_size
 
@@ -55,14 +63,7 @@ App = Callable[
     Awaitable[None],
 ]
 
-_HEAD_END: Final = re.compile(rb"\r?\n\r?\n")
-_BLANK_LINES: Final = re.compile(rb"[\r\n]*")
-_REQUEST_LINE: Final = re.compile(rb"([-!#$%&'*+.^_`|~0-9A-Za-z]+) ([\x21-\x7e]+) HTTP/1\.([01])")
 _TOKEN: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
-_HEADER_LINE: Final = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+:[^\r\n\x00]*"
-_HEADER_BLOCK: Final = re.compile(_HEADER_LINE + rb"(?:\r?\n" + _HEADER_LINE + rb")*")
-"""The header lines of a head (a token, a colon, a value without CR or NUL, each)."""
-_CHUNK_LINE: Final = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;[^\r\n]*)?\r?\n")
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
 SEND_NOWAIT: Final = "polystream.send_nowait"
 """The key, in an HTTP scope's ``extensions``, of the request's synchronous body send
@@ -74,15 +75,12 @@ _REASONS: Final = {
     431: b"Request Header Fields Too Large",
     500: b"Internal Server Error",
     501: b"Not Implemented",
+    503: b"Service Unavailable",
 }
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 
-# Request body framings.
-_NONE, _LENGTH, _CHUNKED = range(3)
-# Response body framings (and _NONE).
-_OUT_LENGTH, _OUT_CHUNKED, _OUT_CLOSE = range(1, 4)
-# States of a chunked request body.
-_SIZE, _DATA, _DATA_END, _TRAILER, _END = range(5)
+# Response body framings.
+_NONE, _OUT_LENGTH, _OUT_CHUNKED, _OUT_CLOSE = range(4)
 
 
 @dataclass(frozen=True)
@@ -99,6 +97,11 @@ class ServerLimits:
         max_buffered_bytes: Request bytes read ahead of the app (a body not yet
             received, a pipelined request) before reading pauses.
         shutdown_timeout: Seconds running requests get to finish at shutdown.
+        max_body_bytes: Largest request body (413 past it; a declared
+            ``Content-Length`` past it is refused before the body is read); None: no
+            bound.
+        max_connections: Connections open at once; one past it is answered 503 with
+            ``Retry-After`` and closed.
     """
 
     max_head_bytes: int = 64 * 1024
@@ -108,6 +111,12 @@ class ServerLimits:
     body_timeout: float = 30.0
     max_buffered_bytes: int = 1024 * 1024
     shutdown_timeout: float = 5.0
+    max_body_bytes: int | None = None
+    max_connections: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
 
 
 class _Date:
@@ -207,36 +216,6 @@ class _BadRequest(Exception):
         self.status = status
 
 
-def _parse_head(
-    head: bytes, limits: ServerLimits
-) -> tuple[str, bytes, int, list[tuple[bytes, bytes]]]:
-    """(method, target, minor version, headers with lowered names) of a request head."""
-    end = head.find(b"\n")
-    line = head if end < 0 else head[:end]
-    if line.endswith(b"\r"):
-        line = line[:-1]
-    match = _REQUEST_LINE.fullmatch(line)
-    if match is None:
-        raise _BadRequest(400, f"malformed request line {line[:100]!r}")
-    headers: list[tuple[bytes, bytes]] = []
-    if end >= 0:
-        block = head[end + 1 :]
-        # One pass checks every line (a token, a colon, a value without CR or NUL);
-        # obsolete line folding (a line starting with a space) is refused with the
-        # rest, as a server may (RFC 9112, 5.2).
-        lines = block.split(b"\n")
-        if _HEADER_BLOCK.fullmatch(block) is None:
-            for raw in lines:
-                if _HEADER_BLOCK.fullmatch(raw[:-1] if raw.endswith(b"\r") else raw) is None:
-                    raise _BadRequest(400, f"malformed header line {raw[:100]!r}")
-        if len(lines) > limits.max_headers:
-            raise _BadRequest(431, f"more than {limits.max_headers} header lines")
-        for raw in lines:
-            name, _, value = raw.partition(b":")
-            headers.append((name.lower(), value.strip(b" \t\r")))
-    return match.group(1).decode("ascii"), match.group(2), int(match.group(3)), headers
-
-
 class _Cycle:
     """One request and its response."""
 
@@ -245,53 +224,47 @@ class _Cycle:
         "body",
         "body_done",
         "body_size",
-        "chunk_state",
         "complete",
         "conn",
         "continue_sent",
         "expect_continue",
-        "framing",
+        "head_size",
         "keep_alive",
         "minor",
         "out_framing",
         "out_remaining",
-        "partial",
         "pending_head",
-        "remaining",
+        "received",
         "request_sent",
         "scope",
         "started",
         "trailer",
-        "trailer_open",
     )
 
     def __init__(
         self,
         conn: _Connection,
         scope: Scope,
-        framing: int,
-        length: int,
         *,
+        has_body: bool,
+        head_size: int,
         minor: int,
         keep_alive: bool,
         expect_continue: bool,
     ) -> None:
         self.conn = conn
         self.scope = scope
-        self.framing = framing
-        self.remaining = length
+        self.head_size = head_size
         self.minor = minor
         self.keep_alive = keep_alive
         self.expect_continue = expect_continue
         self.continue_sent = False
         self.body: list[bytes] = []
-        self.body_size = 0
-        self.body_done = framing == _NONE
+        self.body_size = 0  # body bytes held for the app
+        self.received = 0  # body bytes read in all
+        self.body_done = not has_body
         self.request_sent = False
-        self.chunk_state = _SIZE
-        self.partial = b""
         self.trailer = 0  # trailer bytes so far (its lines are dropped, not kept)
-        self.trailer_open = False  # a trailer line under way is known not to be blank
         self.app_waiter: asyncio.Future[None] | None = None
         self.started = False
         self.complete = False
@@ -302,83 +275,9 @@ class _Cycle:
 
     # -- the request body -------------------------------------------------------------
 
-    def feed(self, data: bytes) -> bytes:
-        """Body bytes from the connection; returns what follows the body (the next
-        request's bytes)."""
-        if self.framing == _LENGTH:
-            take = min(self.remaining, len(data))
-            if take:
-                self._add(data[:take] if take < len(data) else data)
-            self.remaining -= take
-            if self.remaining == 0:
-                self.body_done = True
-            rest = data[take:]
-        else:
-            rest = self._chunked(data)
-        self._wake()
-        return rest
-
     def _add(self, data: bytes) -> None:
         self.body.append(data)
         self.body_size += len(data)
-
-    def _chunked(self, data: bytes) -> bytes:
-        """Parse chunked body bytes; an incomplete size line, CRLF or trailer line is
-        kept for the next bytes."""
-        if self.partial:
-            data = self.partial + data
-            self.partial = b""
-        pos = 0
-        end = len(data)
-        state = self.chunk_state
-        while pos < end and state != _END:
-            if state == _DATA:
-                stop = min(end, pos + self.remaining)
-                self._add(data[pos:stop])
-                self.remaining -= stop - pos
-                pos = stop
-                if self.remaining == 0:
-                    state = _DATA_END
-            elif state == _SIZE:
-                match = _CHUNK_LINE.match(data, pos)
-                if match is None:
-                    if data.find(b"\n", pos) >= 0 or end - pos > 1024:
-                        raise _BadRequest(400, "malformed chunk size line")
-                    break
-                self.remaining = int(match.group(1), 16)
-                pos = match.end()
-                state = _DATA if self.remaining else _TRAILER
-            elif state == _DATA_END:
-                if data.startswith(b"\r\n", pos):
-                    pos += 2
-                elif data.startswith(b"\n", pos):
-                    pos += 1
-                elif end - pos == 1 and data[pos:] == b"\r":
-                    break
-                else:
-                    raise _BadRequest(400, "missing CRLF after a chunk")
-                state = _SIZE
-            else:  # _TRAILER: header lines up to a blank line, dropped
-                eol = data.find(b"\n", pos)
-                if eol < 0 and end - pos < 2 and not self.trailer_open:
-                    break  # nothing, or a CR: maybe the blank line, kept
-                line = data[pos:end] if eol < 0 else data[pos:eol]
-                pos = end if eol < 0 else eol + 1
-                if eol >= 0 and not self.trailer_open and line in (b"", b"\r"):
-                    state = _END
-                    self.body_done = True
-                    continue
-                # A trailer line, whole or in part: counted and dropped (a line cut
-                # by a read is not kept to be read again with the next bytes).
-                self.trailer_open = eol < 0
-                self.trailer += len(line)
-                if self.trailer > self.conn.server.limits.max_head_bytes:
-                    raise _BadRequest(431, "chunked trailer too long")
-        self.chunk_state = state
-        if state == _END:
-            return data[pos:]
-        self.partial = data[pos:]
-        return b""
 
     def _wake(self) -> None:
         _resolve(self.app_waiter)
@@ -542,25 +441,37 @@ def _reason(status: int) -> bytes:
 
 
 class _Connection(asyncio.Protocol):
-    """One client connection: parses requests and runs the app for each, in order."""
+    """One client connection: parses requests (llhttp calls its ``on_*`` methods) and
+    runs the app for each, in order."""
 
     def __init__(self, server: H1Server) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
-        # What was read and not yet handed on: the head under way, or the requests a
-        # client sent ahead of this one's response. A bytearray: appending to it costs
-        # what is appended (a bytes object would be copied whole on every read).
-        self.buffer = bytearray()
-        # How much of the buffer is known to hold no end of head: each search starts
-        # there (less the 3 bytes an end may have begun with), not at its start.
-        self.scanned = 0
+        self.parser = httptools.HttpRequestParser(self)
+        # The head under way (between on_message_begin and on_headers_complete).
+        self.in_head = False
+        self.url = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.head_size = 0  # its bytes given by the parser so far
+        self.head_read = 0  # its bytes read so far, where known (see _count_read)
+        self.head_ends = 0  # line ends at the end of those
+        # The request whose app runs, the one whose body is being read (it, or the last
+        # of those queued), the requests read ahead of their turn, and the one to
+        # start at the end of the read that completed its head.
         self.cycle: _Cycle | None = None
+        self.parsing: _Cycle | None = None
+        self.queue: deque[_Cycle] = deque()
+        self.queued_bytes = 0
+        self.starting: _Cycle | None = None
+        self.completed = False  # a request ended in the read under way
+        # A refusal waiting for the responses to the requests before it.
+        self.refusal: tuple[int, str] | None = None
+        self.broken = False  # the parser failed: nothing more is read
         self.closed = False
         self.reading = True
         self.write_paused = False
         self.drain_waiter: asyncio.Future[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
-        self.head_started = False
         self.client: tuple[str, int] | None = None
         self.local: tuple[str, int] | None = None
 
@@ -568,6 +479,16 @@ class _Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        server = self.server
+        if len(server.connections) >= server.limits.max_connections:
+            server.refused += 1
+            server.accept_log.warning(
+                "connections",
+                "connection refused: %d connections open (max_connections)",
+                len(server.connections),
+            )
+            self._reject(503, "too many connections", retry_after=True)
+            return
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -576,20 +497,77 @@ class _Connection(asyncio.Protocol):
         local = transport.get_extra_info("sockname")
         self.client = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else None
         self.local = (str(local[0]), int(local[1])) if isinstance(local, tuple) else None
-        self.server.connections.add(self)
-        self._arm(self.server.limits.keepalive_timeout)
+        server.connections.add(self)
+        self._arm(server.limits.keepalive_timeout)
 
     def data_received(self, data: bytes) -> None:
-        cycle = self.cycle
-        if cycle is not None:
-            if not cycle.body_done:
-                self._feed_body(cycle, data)
-            else:
-                self.buffer += data  # a pipelined request: parsed after this response
-            self._check_buffered()
+        if self.broken or self.closed:
             return
-        self.buffer += data
-        self._next_request()
+        fresh = not self.in_head and self.parsing is None
+        inside = self.in_head
+        self.completed = False
+        try:
+            self._feed(data)
+        except _BadRequest as exc:
+            self._refuse(exc.status, str(exc))
+            return
+        if self.in_head:
+            self._count_read(data, fresh=fresh, inside=inside)
+        starting = self.starting
+        if starting is not None:
+            self.starting = None
+            self._begin(starting)
+        else:
+            cycle = self.cycle
+            if cycle is not None and not cycle.body_done and self.reading:
+                self._arm(self.server.limits.body_timeout)  # progress: the wait starts again
+        self._check_buffered()
+
+    def _feed(self, data: bytes) -> None:
+        """Hand ``data`` to the parser.
+
+        Raises:
+            _BadRequest: The request is refused (by llhttp or by this server).
+        """
+        while True:
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserUpgrade as exc:
+                # An upgrade is not taken: the request was a plain one, and what
+                # follows it is parsed as the next request.
+                offset = int(exc.args[0])
+                data = data[offset:]
+                if data:
+                    continue
+            except httptools.HttpParserCallbackError as exc:
+                cause = exc.__context__
+                if isinstance(cause, _BadRequest):
+                    raise cause from None
+                raise
+            except httptools.HttpParserError as exc:
+                raise _BadRequest(400, f"malformed request: {exc}") from None
+            return
+
+    def _count_read(self, data: bytes, *, fresh: bool, inside: bool) -> None:
+        """Count a read that ends inside a head toward the head's size: the head is
+        refused (431) as soon as more than ``max_head_bytes`` of it are known, whatever
+        part of its end the read brought.
+
+        A read that began inside the head, or between requests and ended no request,
+        holds nothing but head bytes (and blank lines before it); in a read that ended
+        a request as well, the bytes the parser gave are counted.
+        """
+        if inside:
+            self.head_read += len(data)
+        elif fresh and not self.completed:
+            self.head_read = len(data.lstrip(b"\r\n"))
+        else:
+            self.head_read = self.head_size
+        # The line ends the head's bytes end with (up to three) may begin its end.
+        ends = len(data) - open_head_size(data)
+        self.head_ends = min(3, self.head_ends + ends) if ends == len(data) else ends
+        if self.head_read - self.head_ends > self.server.limits.max_head_bytes:
+            self._refuse(431, "request head too large")
 
     def eof_received(self) -> bool | None:
         return None  # close: a client that stops sending is gone
@@ -609,6 +587,79 @@ class _Connection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self.write_paused = False
         _resolve(self.drain_waiter)
+
+    # -- llhttp's callbacks ------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self.in_head = True
+        self.url = b""
+        self.headers = []
+        self.head_size = 0
+        self.head_read = 0
+        self.head_ends = 0
+        if self.cycle is None:
+            self._arm(self.server.limits.head_timeout)
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+        self._count_head(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        limits = self.server.limits
+        if self.in_head:
+            if len(self.headers) >= limits.max_headers:
+                raise _BadRequest(431, f"more than {limits.max_headers} header lines")
+            self.headers.append((name.lower(), value.rstrip(b" \t")))  # (llhttp strips the left)
+            self._count_head(len(name) + len(value) + 4)  # name: value CRLF
+            return
+        cycle = self.parsing  # a trailer line: counted and dropped
+        if cycle is not None:
+            cycle.trailer += len(name) + len(value) + 4
+            if cycle.trailer > limits.max_head_bytes:
+                raise _BadRequest(431, "chunked trailer too long")
+
+    def _count_head(self, size: int) -> None:
+        self.head_size += size
+        if self.head_size > self.server.limits.max_head_bytes:
+            raise _BadRequest(431, "request head too large")
+
+    def on_headers_complete(self) -> None:
+        self.in_head = False
+        parser = self.parser
+        method = parser.get_method().decode("ascii")
+        size = self.head_size + len(method) + 10  # SP, SP HTTP/1.x
+        if size > self.server.limits.max_head_bytes:
+            raise _BadRequest(431, "request head too large")
+        cycle = self._cycle(method, parser.get_http_version(), size)
+        self.parsing = cycle
+        if self.cycle is None and not self.queue and self.starting is None:
+            self.starting = cycle  # its app starts at the end of this read
+        else:
+            self.queue.append(cycle)
+            self.queued_bytes += cycle.head_size
+
+    def on_body(self, body: bytes) -> None:
+        cycle = self.parsing
+        assert cycle is not None
+        cycle.received += len(body)
+        limit = self.server.limits.max_body_bytes
+        if limit is not None and cycle.received > limit:
+            raise _BadRequest(413, f"request body over {limit} bytes")
+        cycle._add(body)
+        if cycle is self.cycle:
+            cycle._wake()
+        elif cycle is not self.starting:
+            self.queued_bytes += len(body)
+
+    def on_message_complete(self) -> None:
+        cycle = self.parsing
+        self.parsing = None
+        self.completed = True
+        if cycle is not None:
+            cycle.body_done = True
+            if cycle is self.cycle:
+                self._disarm()
+                cycle._wake()
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -631,7 +682,7 @@ class _Connection(asyncio.Protocol):
             transport.close()
 
     def resume(self) -> None:
-        if not self.reading and not self.closed and self.transport is not None:
+        if not self.reading and not self.closed and not self.broken and self.transport is not None:
             self.reading = True
             self.transport.resume_reading()
             cycle = self.cycle
@@ -640,9 +691,14 @@ class _Connection(asyncio.Protocol):
 
     def _check_buffered(self) -> None:
         cycle = self.cycle
-        held = len(self.buffer) + (cycle.body_size if cycle is not None else 0)
+        held = self.queued_bytes + (cycle.body_size if cycle is not None else 0)
         if held > self.server.limits.max_buffered_bytes and self.reading:
+            self._pause()
+
+    def _pause(self) -> None:
+        if self.reading:
             self.reading = False
+            cycle = self.cycle
             if cycle is not None and not cycle.body_done:
                 self._disarm()  # the app is behind, not the client
             if self.transport is not None:
@@ -666,103 +722,92 @@ class _Connection(asyncio.Protocol):
             logger.info("request body from %s stalled: connection closed", self.client)
             self.close()  # the app sees a disconnect
 
-    def _reject(self, status: int, message: str) -> None:
+    def _reject(self, status: int, message: str, *, retry_after: bool = False) -> None:
         body = message.encode("utf-8", "replace")
         self.write(
             b"HTTP/1.1 %d %b\r\ncontent-type: text/plain; charset=utf-8\r\n"
-            b"content-length: %d\r\nconnection: close\r\ndate: %b\r\n\r\n%b"
-            % (status, _reason(status), len(body), _Date.now(), body)
+            b"content-length: %d\r\n%bconnection: close\r\ndate: %b\r\n\r\n%b"
+            % (
+                status,
+                _reason(status),
+                len(body),
+                b"retry-after: 1\r\n" if retry_after else b"",
+                _Date.now(),
+                body,
+            )
         )
-        self.buffer = bytearray()
-        self.scanned = 0
+        self.broken = True
         self.close()
+
+    def _refuse(self, status: int, message: str) -> None:
+        """A request refused: answered with ``status`` once the responses to the
+        requests before it are (a request under way whose app has the request already
+        gets it in place of its response, when that has not started; the app sees a
+        disconnect)."""
+        self.broken = True
+        cycle = self.parsing
+        starting = self.starting
+        self.starting = None
+        if starting is not None and starting is not cycle:
+            self._begin(starting)  # a request before the refused one, read whole
+        current = self.cycle
+        if cycle is not None and cycle is current:
+            logger.info("bad request body from %s: %s", self.client, message)
+            if not cycle.started and cycle.pending_head is None:
+                self._reject(status, message)
+            else:
+                self.close()
+        elif current is not None:
+            if cycle is not None and self.queue and self.queue[-1] is cycle:
+                self.queue.pop()  # never to reach the app
+            self.refusal = (status, message)
+            self._pause()
+        else:
+            self._reject(status, message)
 
     # -- requests -------------------------------------------------------------------------
 
-    def _feed_body(self, cycle: _Cycle, data: bytes) -> None:
-        try:
-            rest = cycle.feed(data)
-        except _BadRequest as exc:
-            # The app has the request already: it sees a disconnect.
-            logger.info("bad request body from %s: %s", self.client, exc)
-            self.close()
-            return
-        if rest:
-            self.buffer += rest
+    def _begin(self, cycle: _Cycle) -> None:
+        """Run the app for ``cycle`` (its turn has come)."""
+        self.cycle = cycle
         if cycle.body_done:
             self._disarm()
         elif self.reading:
-            self._arm(self.server.limits.body_timeout)  # progress: the wait starts again
-
-    def _next_request(self) -> None:
-        if self.cycle is not None:
-            # A request came in between the end of a response and this call (scheduled
-            # by that end): it is under way, and the rest waits for its end.
-            return
-        buffer = self.buffer
-        if buffer and buffer[0] in (13, 10):  # CR, LF
-            # Blank lines before a request line are ignored (RFC 9112, 2.2).
-            match = _BLANK_LINES.match(buffer)
-            assert match is not None  # (it matches the empty string)
-            del buffer[: match.end()]  # (from the front: no copy of the rest)
-            self.scanned = 0
-        if not buffer or self.closed:
-            return
-        limits = self.server.limits
-        match = _HEAD_END.search(buffer, max(0, self.scanned - 3))
-        if match is None:
-            self.scanned = len(buffer)
-            if open_head_size(buffer) > limits.max_head_bytes:
-                self._reject(431, "request head too large")
-            elif not self.head_started:
-                self.head_started = True
-                self._arm(limits.head_timeout)
-            return
-        if match.start() > limits.max_head_bytes:
-            self._reject(431, "request head too large")
-            return
-        self._disarm()
-        self.head_started = False
-        self.scanned = 0
-        head = bytes(buffer[: match.start()])
-        del buffer[: match.end()]
-        try:
-            cycle = self._cycle(head)
-        except _BadRequest as exc:
-            self._reject(exc.status, str(exc))
-            return
-        self.cycle = cycle
-        if buffer and not cycle.body_done:
-            # The body's first bytes (and maybe requests sent after it).
-            rest = bytes(buffer)
-            self.buffer = bytearray()
-            self._feed_body(cycle, rest)
-        elif not cycle.body_done:
             self._arm(self.server.limits.body_timeout)
-        self._check_buffered()
+        else:
+            self._disarm()
         server = self.server
         task = _start_task(asyncio.get_running_loop(), server.run_app(self, cycle))
         server.tasks.add(task)
         task.add_done_callback(server.tasks.discard)
 
-    def _cycle(self, head: bytes) -> _Cycle:
-        method, target, minor, headers = _parse_head(head, self.server.limits)
+    def _next_queued(self) -> None:
+        if self.cycle is not None or self.closed:
+            return
+        if self.queue:
+            cycle = self.queue.popleft()
+            self.queued_bytes -= cycle.head_size + cycle.body_size
+            self._begin(cycle)
+        elif self.refusal is not None:
+            self._reject(*self.refusal)
+
+    def _cycle(self, method: str, version: str, head_size: int) -> _Cycle:
+        if version not in ("1.1", "1.0"):
+            raise _BadRequest(400, f"unsupported HTTP version {version[:10]!r}")
+        minor = 1 if version == "1.1" else 0
+        target = self.url
+        headers = self.headers
         length: int | None = None
-        chunked = False
+        codings: list[bytes] = []
         close = minor == 0
         expect = False
-        host = False
+        hosts = 0
         for name, value in headers:
             if name == b"content-length":
-                if not value.isdigit() or len(value) > 18:
-                    raise _BadRequest(400, f"bad Content-Length {value[:40]!r}")
-                if length is not None and int(value) != length:
-                    raise _BadRequest(400, "conflicting Content-Length headers")
+                # (llhttp refuses a malformed or repeated one.)
                 length = int(value)
             elif name == b"transfer-encoding":
-                if value.lower() != b"chunked" or chunked:
-                    raise _BadRequest(501, f"unsupported Transfer-Encoding {value[:40]!r}")
-                chunked = True
+                codings += [c.strip(b" \t").lower() for c in value.split(b",")]
             elif name == b"connection":
                 tokens = {t.strip(b" \t").lower() for t in value.split(b",")}
                 if b"close" in tokens:
@@ -774,11 +819,22 @@ class _Connection(asyncio.Protocol):
                     raise _BadRequest(417, f"unsupported expectation {value[:40]!r}")
                 expect = minor == 1
             elif name == b"host":
-                host = True
-        if chunked and length is not None:
-            raise _BadRequest(400, "both Content-Length and Transfer-Encoding")
-        if minor == 1 and not host:
-            raise _BadRequest(400, "no Host header")
+                hosts += 1
+        if codings:
+            if minor == 0:
+                # RFC 9112, 6.1: its framing is faulty; the request is not read.
+                raise _BadRequest(400, "Transfer-Encoding in an HTTP/1.0 request")
+            if length is not None:
+                raise _BadRequest(400, "both Content-Length and Transfer-Encoding")
+            if codings[-1] != b"chunked":
+                raise _BadRequest(400, "chunked is not the last transfer coding")
+            if len(codings) > 1:
+                raise _BadRequest(501, f"unsupported transfer codings {b', '.join(codings)[:60]!r}")
+        if minor == 1 and hosts != 1:
+            raise _BadRequest(400, "no Host header" if not hosts else "more than one Host header")
+        limit = self.server.limits.max_body_bytes
+        if limit is not None and length is not None and length > limit:
+            raise _BadRequest(413, f"request body of {length} bytes, over {limit}")
         if target.startswith(b"/"):
             raw_path, _, query = target.partition(b"?")
         elif target == b"*" and method == "OPTIONS":
@@ -793,7 +849,7 @@ class _Connection(asyncio.Protocol):
         scope: Scope = {
             "type": "http",
             "asgi": _ASGI,
-            "http_version": "1.1" if minor else "1.0",
+            "http_version": version,
             "server": self.local,
             "client": self.client,
             "scheme": "http",
@@ -804,15 +860,15 @@ class _Connection(asyncio.Protocol):
             "query_string": query,
             "headers": headers,
         }
-        framing = _CHUNKED if chunked else (_LENGTH if length else _NONE)
+        has_body = bool(codings) or bool(length)
         return _Cycle(
             self,
             scope,
-            framing,
-            length or 0,
+            has_body=has_body,
+            head_size=head_size,
             minor=minor,
             keep_alive=not close,
-            expect_continue=expect and framing != _NONE,
+            expect_continue=expect and has_body,
         )
 
     def finished(self, cycle: _Cycle) -> None:
@@ -825,9 +881,13 @@ class _Connection(asyncio.Protocol):
             return
         self.cycle = None
         self.resume()
-        if self.buffer:
-            asyncio.get_running_loop().call_soon(self._next_request)
-        self._arm(self.server.limits.keepalive_timeout)
+        if self.queue or self.refusal is not None:
+            asyncio.get_running_loop().call_soon(self._next_queued)
+        self._arm(
+            self.server.limits.head_timeout
+            if self.in_head
+            else self.server.limits.keepalive_timeout
+        )
 
     def app_failed(self, cycle: _Cycle) -> None:
         """The app raised, or returned without completing its response."""
@@ -858,9 +918,13 @@ class H1Server:
         self.limits = limits or ServerLimits()
         self.connections: set[_Connection] = set()
         self.tasks: set[asyncio.Task[None]] = set()
+        self.refused = 0
+        """Connections refused past ``max_connections``."""
+        self.accept_log = _RateLimitedLog()
         self._server: asyncio.Server | None = None
         self._port = 0
         self._lifespan: _Lifespan | None = None
+        self._previous_handler: Any = None
 
     @property
     def port(self) -> int:
@@ -874,6 +938,8 @@ class H1Server:
         self._lifespan = _Lifespan(self.app)
         await self._lifespan.startup()
         loop = asyncio.get_running_loop()
+        self._previous_handler = loop.get_exception_handler()
+        loop.set_exception_handler(self._loop_exception)
         if sock is not None:
             self._server = await loop.create_server(
                 lambda: _Connection(self), sock=sock, backlog=2048
@@ -883,6 +949,24 @@ class H1Server:
                 lambda: _Connection(self), host, port, reuse_address=True, backlog=2048
             )
         self._port = int(self._server.sockets[0].getsockname()[1])
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """The loop's exception handler from the server's start on: the errors of
+        accepting connections (out of file descriptors, say, which repeats for every
+        connection waiting, and the retries asyncio schedules for it, which may fire
+        after a shutdown) are logged at a bounded rate; others go to the handler
+        before it."""
+        if _accept_error(context):
+            exc = context.get("exception")
+            message = str(context.get("message", "accept failed"))
+            kind = f"{message}:{type(exc).__name__}:{getattr(exc, 'errno', None)}"
+            self.accept_log.log(logging.ERROR, kind, "%s: %r", message, exc)
+            return
+        previous = self._previous_handler
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
 
     async def run_app(self, conn: _Connection, cycle: _Cycle) -> None:
         try:
@@ -921,6 +1005,53 @@ class H1Server:
             conn.close()
         if self._lifespan is not None:
             await self._lifespan.shutdown()
+
+
+_ACCEPT_MESSAGES: Final = (
+    "socket.accept() out of system resource",
+    "Error on transport creation for incoming connection",
+)
+
+
+def _accept_error(context: dict[str, Any]) -> bool:
+    """Whether a loop exception context is an error of accepting a connection."""
+    if context.get("message") in _ACCEPT_MESSAGES:
+        return True
+    callback = getattr(context.get("handle"), "_callback", None)
+    return getattr(callback, "__name__", "") in ("_accept_connection", "_start_serving")
+
+
+class _RateLimitedLog:
+    """Log lines, of each kind at most one per ``interval`` seconds; the next line of a
+    kind says how many were left out since the last one.
+
+    Args:
+        interval: Seconds between two lines of one kind.
+        max_kinds: Kinds remembered (past it, all are forgotten).
+    """
+
+    def __init__(self, interval: float = 1.0, max_kinds: int = 64) -> None:
+        self.interval = interval
+        self.max_kinds = max_kinds
+        self._kinds: dict[str, list[float]] = {}  # kind: [time of its last line, left out]
+
+    def log(self, level: int, kind: str, message: str, *args: Any) -> None:
+        now = time.monotonic()
+        entry = self._kinds.get(kind)
+        if entry is not None and now - entry[0] < self.interval:
+            entry[1] += 1
+            return
+        if entry is None and len(self._kinds) >= self.max_kinds:
+            self._kinds.clear()
+        suppressed = int(entry[1]) if entry is not None else 0
+        self._kinds[kind] = [now, 0]
+        if suppressed:
+            message += " (%d more like it in the last %.0f s not logged)"
+            args = (*args, suppressed, now - entry[0]) if entry is not None else args
+        logger.log(level, message, *args)
+
+    def warning(self, kind: str, message: str, *args: Any) -> None:
+        self.log(logging.WARNING, kind, message, *args)
 
 
 class _Lifespan:

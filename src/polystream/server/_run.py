@@ -15,7 +15,17 @@ import uvicorn
 from polystream.scenario import Emulator, Scenario, ScenarioError, load_scenarios
 from polystream.server._app import create_app, quiet_dropped_connections
 
-__all__ = ["ServerThread", "load_emulator"]
+__all__ = ["ServerThread", "load_emulator", "uvicorn_limit_concurrency"]
+
+
+def uvicorn_limit_concurrency(max_connections: int) -> int:
+    """uvicorn's ``limit_concurrency`` for at most ``max_connections`` open connections.
+
+    uvicorn answers a request 503 when the connections open, the one the request came
+    on among them, reach its limit: ``max_connections`` others may be open, as with
+    polystream's own server, when the limit is one more.
+    """
+    return max_connections + 1
 
 
 def load_emulator(
