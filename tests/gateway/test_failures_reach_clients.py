@@ -556,6 +556,41 @@ def test_sse_readers_that_skip_comments_still_get_keep_alives(
         assert getattr(events[-1], "event_type", None) == "interaction.completed"
 
 
+_PINGING = [
+    {
+        "reply": {"text": ["one ", "two."]},
+        "timing": {"first_event": 0, "delay": 0.2},
+        "faults": {"keepalive": 0.05},
+    }
+]
+"""An upstream that sends its own keep-alive comments during its silences."""
+
+
+def test_an_upstream_s_keep_alives_reach_only_clients_that_skip_them(
+    stack: Callable[..., Any],
+) -> None:
+    # The gateway's own keep-alives are off (a long period): what the client gets of
+    # keep-alives is the upstream's, transcoded or not.
+    _, gateway = stack("openai_chat", _PINGING, keepalive_seconds=60)
+    for client in ("chat", "responses", "gemini_sse"):
+        raw = _post(gateway, client)
+        assert raw.status_code == 200 and b"keep-alive" not in raw.content, client
+    for client in ("messages", "interactions"):
+        raw = _post(gateway, client)
+        assert raw.status_code == 200 and b"\n\n: keep-alive\n" in raw.content, client
+    chunks = list(
+        _openai(gateway).chat.completions.create(model="m", stream=True, messages=_USER)  # type: ignore[arg-type]
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "one two."
+    with _openai(gateway).responses.stream(model="m", input="x") as stream:
+        assert stream.get_final_response().output_text == "one two."
+    texts = [
+        c.text or ""
+        for c in _genai(gateway).models.generate_content_stream(model="m", contents="x")
+    ]
+    assert "".join(texts) == "one two."
+
+
 # -- 4. an upstream redirect is a 502 -------------------------------------------------------
 
 _SECRET_PLACE = "http://elsewhere.internal:8443/secret/path"

@@ -159,6 +159,15 @@ def _keepalive(dialect: str) -> bytes:
     return b"" if dialect == "gemini_generate" else b": keep-alive\n"
 
 
+_UPSTREAM_KEEPALIVES: Final = frozenset(
+    {"anthropic_messages", "xai_messages", "gemini_interactions"}
+)
+"""The client dialects an upstream's keep-alive is transcoded for (a ``ping`` event or an
+SSE comment, which their SDKs skip). To any other client it is not sent: an OpenAI SDK
+reader fails on a comment followed by a blank line (see :func:`_keepalive`), google-genai
+on any comment; the gateway's own keep-alives cover the upstream's silences."""
+
+
 def _failure_told(message: str) -> list[Event]:
     """How an upstream call that failed after the stream began reaches the client: the
     client dialect's in-band error and a failed end."""
@@ -843,6 +852,7 @@ class _Gateway:
         begun = False
         failing = False
         cut = _ends_aborted(dialect)
+        keepalives = dialect in _UPSTREAM_KEEPALIVES  # (the upstream's, transcoded)
 
         def opening(events: list[Event]) -> None:
             """Encode the held opening events not encoded yet (nothing is written: the
@@ -880,9 +890,10 @@ class _Gateway:
                 if type(event) is Warning and event.code in ("retry", "resume"):
                     logger.info("upstream %s: %s", event.code, scrub(event.message, self.secrets))
                     continue
-                if not begun:
-                    if type(event) is KeepAlive:
-                        continue  # (nothing of the response has left yet)
+                if type(event) is KeepAlive:
+                    if not (begun and keepalives):
+                        continue  # (before the first output, nothing leaves)
+                elif not begun:
                     begun = type(event) in _FIRST_OUTPUT
                 spent = True
                 if type(event) is Finish and event.status in ("truncated", "failed"):
