@@ -382,6 +382,27 @@ def test_an_in_band_upstream_error_after_output_fails_a_non_streaming_reply(
     _assert_error_shape("messages", _post(gateway, "messages", streaming=False), anthropic_status)
 
 
+def test_an_in_band_upstream_error_after_output_aborts_a_gemini_stream(
+    stack: Callable[..., Any],
+) -> None:
+    fault = {"error": {"after": 3, "kind": "server", "message": "it broke"}}
+    _, gateway = stack("anthropic_messages", [{"reply": REPLY, "faults": fault}])
+    texts: list[str] = []
+    with pytest.raises(httpx2.RemoteProtocolError):
+        for chunk in _genai(gateway).models.generate_content_stream(model="m", contents="x"):
+            texts.append(chunk.text or "")
+    path, _, headers, body, _ = CLIENTS["gemini_array"]
+    got = b""
+    with (
+        pytest.raises(httpx.RemoteProtocolError),
+        httpx.stream("POST", gateway.base_url + path, headers=headers, json=body) as response,
+    ):
+        for data in response.iter_bytes():
+            got += data
+    last = json.loads(got[got.rindex(b"\r\n,\r\n") + 5 :])
+    assert last["error"]["message"] == "it broke"
+
+
 def test_a_failed_stream_is_resumed_from_the_journal_with_its_error(
     stack: Callable[..., Any],
 ) -> None:
