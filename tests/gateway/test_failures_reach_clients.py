@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -674,6 +675,20 @@ def test_a_non_streaming_reply_past_max_reply_bytes_is_a_502(
     _, roomy = stack("openai_chat", [{"reply": big}], max_reply_bytes=1 << 20)
     assert _post(roomy, client, streaming=False).status_code == 200
     assert _post(gateway, client).status_code == 200
+
+
+def test_past_max_reply_bytes_the_upstream_is_no_longer_read(
+    stack: Callable[..., Any],
+) -> None:
+    paced = {"reply": {"text": ["word " * 20] * 40}, "timing": {"first_event": 0, "delay": 0.05}}
+    emulator, gateway = stack("openai_chat", [paced], max_reply_bytes=1000)
+    started = time.monotonic()
+    _assert_error_shape("chat", _post(gateway, "chat", streaming=False), 502)
+    assert time.monotonic() - started < 1.5  # (the whole reply takes 2 s)
+    deadline = time.monotonic() + 2
+    while emulator.stats.cancelled == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert emulator.stats.cancelled == 1 and emulator.stats.completed == 0
 
 
 def test_max_reply_bytes_defaults_to_32_mib_and_is_validated() -> None:
