@@ -126,6 +126,9 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
         idle_timeout: Upstream silence that counts as a stall.
         max_connections: Client connections open at once (the HTTP server refuses
             those past it).
+        max_reply_bytes: Most bytes a non-streaming reply may grow to (the client's
+            encoded reply as the upstream's events are read): past it the upstream is
+            no longer read and the client gets a 502.
     """
 
     max_body_bytes: int = 8 * 1024 * 1024
@@ -135,12 +138,15 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     resume_grace_seconds: float = 0.0
     idle_timeout: float = 120.0
     max_connections: int = 1024
+    max_reply_bytes: int = 32 * 1024 * 1024
 
     def __post_init__(self) -> None:
         # (A keep-alive period of 0 would send comments in a loop; a bound of 0 or
         # less would refuse every request or drop every client.)
         if self.max_body_bytes < 1 or self.max_concurrency < 1:
             raise ValueError("max_body_bytes and max_concurrency must be at least 1")
+        if self.max_reply_bytes < 1:
+            raise ValueError("max_reply_bytes must be at least 1")
         for name in ("keepalive_seconds", "slow_client_seconds", "idle_timeout"):
             value = getattr(self, name)
             if not (0 < value < math.inf):

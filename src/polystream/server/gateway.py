@@ -41,8 +41,11 @@ from polystream.errors import APIStatusError, PolystreamError, TransportError
 from polystream.events import (
     DataDelta,
     ErrorEvent,
+    ErrorInfo,
     Event,
     Finish,
+    FinishReason,
+    KeepAlive,
     ReasoningDelta,
     TextDelta,
     ToolInputDelta,
@@ -136,6 +139,83 @@ def _prefix_dialect(path: str) -> str:
         "gemini": "gemini_generate",
         "xai": "xai_chat",
     }.get(prefix, "openai_chat")
+
+
+def _ends_aborted(dialect: str) -> bool:
+    """Whether a failed stream of ``dialect`` ends with an aborted transfer after its
+    in-band error: Gemini's generate streams (SSE and the JSON array) have no terminal
+    error a reader must take as the end, so the last chunk is never sent and the
+    connection is cut. Every other dialect ends with its own in-band error."""
+    return dialect == "gemini_generate"
+
+
+def _keepalive(dialect: str) -> bytes:
+    """The keep-alive a client of ``dialect`` is sent during an upstream silence (empty:
+    none). google-genai parses every line of a generate stream that is not ``data:``
+    as JSON, so that stream never gets one. Elsewhere it is an SSE comment line with
+    no blank line after it: the OpenAI SDK's reader, once it has seen an ``id:``,
+    dispatches an event with empty data at every blank line and fails to parse it;
+    the comment line alone is skipped by every reader, and the next event's own blank
+    line ends that event as usual."""
+    return b"" if dialect == "gemini_generate" else b": keep-alive\n"
+
+
+_UPSTREAM_KEEPALIVES: Final = frozenset(
+    {"anthropic_messages", "xai_messages", "gemini_interactions"}
+)
+"""The client dialects an upstream's keep-alive is transcoded for (a ``ping`` event or an
+SSE comment, which their SDKs skip). To any other client it is not sent: an OpenAI SDK
+reader fails on a comment followed by a blank line (see :func:`_keepalive`), google-genai
+on any comment; the gateway's own keep-alives cover the upstream's silences."""
+
+
+def _failure_told(message: str) -> list[Event]:
+    """How an upstream call that failed after the stream began reaches the client: the
+    client dialect's in-band error and a failed end."""
+    error = ErrorInfo(kind="server", message=message, http_status=502)
+    return [
+        ErrorEvent(error=error),
+        Finish(status="failed", reason=FinishReason(unified="error"), error=error),
+    ]
+
+
+_FAILURE_STATUS: Final[dict[str, int]] = {
+    "overloaded": 529,
+    "rate_limit": 429,
+    "quota": 429,
+    "timeout": 504,
+    "invalid_request": 400,
+}
+"""The status a non-streaming reply that failed in-band is answered with, by the
+error's kind (any other: 502)."""
+
+
+def _reply_failure(event: Event) -> ErrorInfo | None:
+    """The failure a non-streaming reply's event states (None: it states none): an
+    in-band error, or an end that failed or was cut short."""
+    if type(event) is ErrorEvent and event.error.kind != "protocol":
+        return event.error
+    if type(event) is Finish and event.status == "truncated":
+        cause = event.error.message if event.error is not None else "no terminal event"
+        return ErrorInfo(kind="server", message=f"the reply was cut short: {cause}")
+    if type(event) is Finish and event.status == "failed":
+        return event.error or ErrorInfo(kind="server", message="the reply failed")
+    return None
+
+
+def _truncation_told(finish: Finish) -> list[Event]:
+    """How an upstream reply cut short (a ``truncated`` Finish) reaches the client: the
+    client dialect's in-band error and a failed end, never a clean one."""
+    cause = finish.error.message if finish.error is not None else "no terminal event"
+    error = ErrorInfo(
+        kind="server", message=f"the upstream reply was cut short: {cause}", http_status=502
+    )
+    return [
+        ErrorEvent(error=error),
+        Finish(
+            status="failed", reason=FinishReason(unified="error"), usage=finish.usage, error=error
+        ),
+    ]
 
 
 _UPSTREAM_CALL: Final[contextvars.ContextVar[StreamCall | None]] = contextvars.ContextVar(
@@ -613,17 +693,40 @@ class _Gateway:
     ) -> None:
         encoder = get_dialect(dialect).encoder(**options)
         parts: list[bytes] = []
+        size = 0
+        most = self.limits.max_reply_bytes
+        failure: ErrorInfo | None = None
         try:
             async for event in events:
                 if type(event) is Warning and event.code in ("retry", "resume"):
                     continue
-                parts.append(encoder.encode(self._client_event(event)))
+                if failure is None:
+                    failure = _reply_failure(event)
+                data = encoder.encode(self._client_event(event))
+                size += len(data)
+                if size > most:
+                    # Stop reading the upstream: what it sends would only grow the reply.
+                    await events.aclose()
+                    await self._error(
+                        send,
+                        dialect,
+                        502,
+                        f"the upstream reply exceeded the gateway's limit of {most} bytes "
+                        "(max_reply_bytes)",
+                        kind="server",
+                    )
+                    return
+                parts.append(data)
         except APIStatusError as exc:
             await events.aclose()
             await self._upstream_error(send, dialect, exc)
             return
         except TransportError as exc:
             await self._error(send, dialect, 502, str(exc), kind="server")
+            return
+        if failure is not None:
+            # A reply that failed or was cut short is an error, never a partial 200.
+            await self._failed_reply(send, dialect, failure)
             return
         parts.append(encoder.close())
         info = get_dialect(dialect)
@@ -648,7 +751,28 @@ class _Gateway:
         from elsewhere (an upstream's error, a native event) without secrets."""
         return self.secrets.event(event) if type(event) in SCRUBBED_EVENTS else event
 
+    async def _failed_reply(self, send: Send, dialect: str, failure: ErrorInfo) -> None:
+        """Answer a non-streaming request whose upstream reply failed in-band or was cut
+        short: the error's status (502 for a reply cut short or a server error), in the
+        client dialect's error shape."""
+        status = _FAILURE_STATUS.get(failure.kind, 502)
+        if failure.kind == "overloaded" and dialect not in ("anthropic_messages", "xai_messages"):
+            status = 503  # (529 is Anthropic's own)
+        await self._error(send, dialect, status, f"upstream: {failure.message}", kind=failure.kind)
+
     async def _upstream_error(self, send: Send, dialect: str, exc: APIStatusError) -> None:
+        if 300 <= exc.status_code < 400:
+            # A redirect means nothing to the gateway's client (it cannot follow it with
+            # the gateway's key, and the upstream's URL is not its business).
+            await self._error(
+                send,
+                dialect,
+                502,
+                f"the upstream answered HTTP {exc.status_code} (a redirect), "
+                "which the gateway does not follow",
+                kind="server",
+            )
+            return
         headers = []
         if exc.retry_after is not None:
             headers.append((b"retry-after", str(int(exc.retry_after + 0.999)).encode()))
@@ -734,6 +858,13 @@ class _Gateway:
         ahead: list[Event] = []
         ahead_parts: list[bytes] = []
         spent = False
+        # Nothing leaves before the first output (a keep-alive before it is dropped);
+        # once the stream's failure is encoded, its end is never a clean one (see
+        # _ends_aborted).
+        begun = False
+        failing = False
+        cut = _ends_aborted(dialect)
+        keepalives = dialect in _UPSTREAM_KEEPALIVES  # (the upstream's, transcoded)
 
         def opening(events: list[Event]) -> None:
             """Encode the held opening events not encoded yet (nothing is written: the
@@ -751,7 +882,7 @@ class _Gateway:
                 ahead.append(event)
 
         def encoded(batch: list[Event]) -> list[bytes]:
-            nonlocal encoder, spent
+            nonlocal encoder, spent, begun, failing
             if not batch:
                 return []
             parts: list[bytes] = []
@@ -775,7 +906,21 @@ class _Gateway:
                         )
                         continue
                     event = self.secrets.event(event)
+                if type(event) is KeepAlive:
+                    if not (begun and keepalives):
+                        continue  # (before the first output, nothing leaves)
+                elif not begun:
+                    begun = type(event) in _FIRST_OUTPUT
                 spent = True
+                if type(event) is Finish and event.status in ("truncated", "failed"):
+                    failing = True
+                    if event.status == "truncated":
+                        # A reply cut short is never a clean end: told as a failure.
+                        for told in _truncation_told(event):
+                            data = encode(told)
+                            if data:
+                                parts.append(data)
+                        continue
                 data = encode(event)
                 if data:
                     parts.append(data)
@@ -792,26 +937,29 @@ class _Gateway:
             last = call.finished
             if last:
                 tail = encoder_().close()
-                if tail:
+                if tail and not (failing and cut):
                     parts.append(tail)
                 pushed_last = True
             if not state.started:
                 if state.gone:
                     return not last  # no response, and no journal for it (as flush)
+                if not parts and not last:
+                    return True  # no output yet: nothing leaves (not even the head)
                 state.started = True
                 nowait(response_start())
             # The entries are journalled after the write, in this same callback: the
             # client has its bytes sooner, and no resume can run in between.
             data, entries = self._split(splitter, parts)
             taken = True
+            ending = last and not (failing and cut)  # (a failure may end aborted)
             if not state.gone and (data or last):
                 state.deadline.last = loop.time()
-                message = {"type": "http.response.body", "body": data, "more_body": not last}
+                message = {"type": "http.response.body", "body": data, "more_body": not ending}
                 taken = nowait(message)
                 if not taken:
                     held.append(data)  # the client is not taking writes: the pump waits
-                    held_last = last
-                elif last:
+                    held_last = ending
+                elif ending:
                     state.ended = True
             if entries:
                 self._keep(state, splitter, dialect, entries)
@@ -859,7 +1007,8 @@ class _Gateway:
                     parts = encoded(batch)
                     while not call.finished:
                         # (An empty batch, a reply's opening, starts nothing.)
-                        if (batch or parts) and not await flush(parts):
+                        # (Nothing leaves before the first output: not even the head.)
+                        if parts and not await flush(parts):
                             return
                         parts = []
                         rest = await push()
@@ -879,9 +1028,11 @@ class _Gateway:
                         # the rest of the upstream reply (its terminator) is read later.
                         break
                 tail = encoder_().close()
-                if tail:
+                if tail and not (failing and cut):
                     parts.append(tail)
-                if not await flush(parts, last=True):
+                # A failure may end with an aborted transfer (_ends_aborted): nor is
+                # the JSON array closed.
+                if not await flush(parts, last=not (failing and cut)):
                     return
             except asyncio.CancelledError:
                 raise
@@ -901,6 +1052,21 @@ class _Gateway:
                             send, dialect, 502, "the upstream call failed", kind="server"
                         )
                     return
+                if state.started and not state.gone and not state.aborted and not failing:
+                    # The upstream failed after the stream began: the client is told so
+                    # in its dialect (the stream ends failed, or aborted; see
+                    # _ends_aborted), never with a clean end.
+                    if isinstance(exc, APIStatusError):
+                        why = f"upstream: HTTP {exc.status_code}: {exc.args[0] if exc.args else ''}"
+                    elif isinstance(exc, PolystreamError):
+                        why = f"upstream: {exc}"
+                    else:
+                        why = "the upstream call failed"
+                    parts = encoded(_failure_told(scrub(why, self.secrets)))
+                    if not cut:
+                        parts.append(encoder_().close())
+                    with contextlib.suppress(Exception):
+                        await flush([p for p in parts if p], last=not cut)
             finally:
                 state.deadline.close()
                 # Finalize the upstream call here, in this task, not in a GC finalizer.
@@ -912,11 +1078,8 @@ class _Gateway:
                 if encoder is not None and not ahead:
                     # (With held events still ahead, nothing of the stream's was written.)
                     self._loss_headers(encoder)
-            if state.started and not state.gone and not state.aborted and not state.ended:
-                # The upstream failed after the stream began: end it; the encoder
-                # already wrote what it could.
-                with contextlib.suppress(Exception):
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+            # A stream that began and did not end is left incomplete: the server closes
+            # the connection and the client sees a broken transfer, never a clean end.
 
         pumping = asyncio.current_task()
         assert pumping is not None
@@ -932,6 +1095,7 @@ class _Gateway:
             with contextlib.suppress(Exception):
                 response_start()
             keepalive = self.limits.keepalive_seconds
+            comment = _keepalive(dialect)
             wait = keepalive
             while True:
                 try:
@@ -943,9 +1107,15 @@ class _Gateway:
                         wait = keepalive - quiet  # the stream wrote since: not a silence
                         continue
                     wait = keepalive
-                    if state.started and sse and not state.sending and not state.aborted:
+                    if (
+                        state.started
+                        and sse
+                        and comment
+                        and not state.sending
+                        and not state.aborted
+                    ):
                         # A silence: a comment keeps proxies and clients from timing out.
-                        await self._send(send, b": keep-alive\n\n")
+                        await self._send(send, comment)
                     continue
                 if message["type"] != "http.disconnect":
                     continue
