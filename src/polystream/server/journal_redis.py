@@ -6,7 +6,9 @@ Layout, per stream ``S`` (prefix configurable): ``<prefix>:S:meta`` a hash
 ``position``, under the record id ``0-<position + 1>``, so that a client following a
 live stream reads only the records after the last it has. Both keys expire
 ``ttl_seconds`` after the last write; the byte budget per stream is enforced on append.
-``max_streams`` is left to Redis' own memory policy (keys expire by TTL).
+``max_streams`` is left to Redis' own memory policy (keys expire by TTL). A stream is
+created by setting its ``meta`` field only where there is none (``HSETNX``): of two
+instances creating one id, one gets :class:`~polystream.journal.JournalConflict`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from polystream.journal import Entry, Journal, JournalMiss, Retention
+from polystream.journal import Entry, Journal, JournalConflict, JournalMiss, Retention
 
 __all__ = ["RedisJournal"]
 
@@ -51,13 +53,14 @@ class RedisJournal(Journal):
 
     def create(self, stream_id: str, meta: dict[str, Any], *, now: float = 0.0) -> None:
         meta_key, entries_key = self._keys(stream_id)
+        if not self._redis.hsetnx(meta_key, "meta", json.dumps(meta)):
+            raise JournalConflict(stream_id)
+        # (What an append to the id wrote before its meta, if anything, is reset.)
         pipe = self._redis.pipeline()
         pipe.delete(entries_key)
-        pipe.delete(meta_key)
         pipe.hset(
             meta_key,
             mapping={
-                "meta": json.dumps(meta),
                 "finished": 0,
                 "overflowed": 0,
                 "size": 0,
