@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import hashlib
 import hmac
 import math
 import os
@@ -30,13 +31,19 @@ from polystream.request import PROVIDERS
 from polystream.scrub import Scrubber
 
 __all__ = [
+    "ANONYMOUS_TENANT",
     "DEFAULT_DIALECT",
+    "DEFAULT_TENANT",
+    "Client",
     "GatewayConfig",
     "Limits",
     "Route",
     "SSECursorSplitter",
+    "Tenants",
     "Upstream",
+    "alias_id",
     "check_key",
+    "counter_cursors",
     "load_config",
     "parse_upstream_spec",
     "presented_key",
@@ -155,20 +162,109 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError("resume_grace_seconds must be a finite number of seconds, 0 or more")
 
 
+class Client(msgspec.Struct, frozen=True, kw_only=True):
+    """A tenant: a client key the gateway accepts (in the config's ``clients``, by the
+    tenant's name). The streams a tenant creates can be resumed only with its key.
+
+    Fields:
+        api_key: The key.
+        api_key_env: An environment variable holding the key (read at start).
+    """
+
+    api_key: str | None = None
+    api_key_env: str | None = None
+
+
+DEFAULT_TENANT: Final = "default"
+"""The tenant of the single ``api_key`` (``--api-key``)."""
+ANONYMOUS_TENANT: Final = "anonymous"
+"""The one tenant of a gateway with no client key: every client is it."""
+
+
+class Tenants:
+    """The client keys a gateway accepts, and the tenant each names.
+
+    Args:
+        keys: ``(tenant, key)`` pairs; none: the gateway is open, every client is
+            :data:`ANONYMOUS_TENANT`.
+    """
+
+    __slots__ = ("_keys", "open")
+
+    def __init__(self, keys: list[tuple[str, str]]) -> None:
+        self._keys = [(tenant, key.encode()) for tenant, key in keys]
+        self.open = not keys
+
+    def identify(self, presented: str | None) -> str | None:
+        """The tenant whose key was presented (None: no listed key). Every key is
+        compared, each in constant time, so the time taken does not say which matched."""
+        if self.open:
+            return ANONYMOUS_TENANT
+        if presented is None:
+            return None
+        given = presented.encode()
+        found: str | None = None
+        for tenant, key in self._keys:
+            if hmac.compare_digest(key, given):
+                found = tenant
+        return found
+
+
 class GatewayConfig(msgspec.Struct, kw_only=True):
     """Everything the gateway needs (see ``docs/gateway.md`` for the file format).
 
     Fields:
         upstreams: The upstreams by name.
         routes: Routing rules, first match wins.
-        api_key: The key clients must present (None: no authentication).
+        api_key: A key clients may present, the tenant :data:`DEFAULT_TENANT`.
+        clients: Client keys by tenant name. With neither ``api_key`` nor clients,
+            there is no authentication, and all streams share one anonymous tenant.
         limits: Limits.
     """
 
     upstreams: dict[str, Upstream]
     routes: list[Route] = msgspec.field(default_factory=list)
     api_key: str | None = None
+    clients: dict[str, Client] = msgspec.field(default_factory=dict)
     limits: Limits = msgspec.field(default_factory=Limits)
+
+    def tenants(self, environ: Mapping[str, str] | None = None) -> Tenants:
+        """The accepted keys and their tenants (client keys in ``api_key_env`` read
+        from ``environ``, default the process environment).
+
+        Raises:
+            ValueError: A client without a key (or whose variable is unset or empty),
+                a client named like the ``api_key``'s tenant or ``anonymous``, or one
+                key given to two tenants (it could not say whose a stream is).
+        """
+        env = environ if environ is not None else os.environ
+        keys: list[tuple[str, str]] = []
+        if self.api_key:
+            if DEFAULT_TENANT in self.clients:
+                raise ValueError(
+                    f"client {DEFAULT_TENANT!r} is the tenant of api_key: give it another name"
+                )
+            keys.append((DEFAULT_TENANT, self.api_key))
+        for name, client in self.clients.items():
+            if name == ANONYMOUS_TENANT:
+                raise ValueError(
+                    f"client {name!r}: the name is the open gateway's tenant; give it another"
+                )
+            key = client.api_key or (env.get(client.api_key_env, "") if client.api_key_env else "")
+            if not key:
+                where = (
+                    f"environment variable {client.api_key_env} is unset or empty"
+                    if client.api_key_env and not client.api_key
+                    else "it has no api_key or api_key_env"
+                )
+                raise ValueError(f"client {name!r} has no key: {where}")
+            keys.append((name, key))
+        seen: dict[str, str] = {}
+        for name, key in keys:
+            if key in seen:
+                raise ValueError(f"clients {seen[key]!r} and {name!r} have the same key")
+            seen[key] = name
+        return Tenants(keys)
 
     def route(self, model: str) -> tuple[Upstream, str] | None:
         """The upstream for ``model`` and the model name to send there (None: no route)."""
@@ -183,10 +279,14 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
         return None
 
     def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
-        """Every secret the gateway holds (upstream keys and its own key)."""
+        """Every secret the gateway holds (upstream keys and its own key, then the
+        client keys)."""
         keys = [u.key(environ) for u in self.upstreams.values()]
         if self.api_key:
             keys.append(self.api_key)
+        env = environ if environ is not None else os.environ
+        for client in self.clients.values():
+            keys.append(client.api_key or env.get(client.api_key_env or "", ""))
         return [k for k in keys if k]
 
 
@@ -275,6 +375,23 @@ def _scrubber(secrets: tuple[str, ...]) -> Scrubber:
     return Scrubber(secrets)
 
 
+def counter_cursors(dialect: str) -> bool:
+    """Whether a dialect's journal cursors are the gateway's counter ``<stream>.<n>``
+    (every SSE dialect but OpenAI/xAI Responses and Interactions, whose events carry
+    their own: the ``sequence_number``, the ``event_id``)."""
+    return dialect not in ("openai_responses", "xai_responses", "gemini_interactions")
+
+
+def alias_id(tenant: str, dialect: str, native_id: str) -> str:
+    """The journal id under which a stream's native id (the response or interaction id
+    its client resumes with) leads to the stream: one per tenant and dialect, so that
+    two tenants' equal native ids never meet. (A digest: any native id makes a short
+    id of one alphabet, never one of the gateway's minted ids, which are 32 hex
+    digits.)"""
+    digest = hashlib.sha256(f"{tenant}\x00{dialect}\x00{native_id}".encode()).hexdigest()
+    return "alias-" + digest[:40]
+
+
 class _Cursors(msgspec.Struct):
     """What the cursor of an event carrying one is read from (the rest of the event is
     skipped, not built): its number or id, and the object that names the stream."""
@@ -320,11 +437,11 @@ class SSECursorSplitter:
         self._count = 0
         self._tail = b""
         self._mode = (
-            "seq"
+            "counter"
+            if counter_cursors(dialect)
+            else "seq"
             if dialect in ("openai_responses", "xai_responses")
             else "event_id"
-            if dialect == "gemini_interactions"
-            else "counter"
         )
         # google-genai's SSE reader takes every line for data and rejects an `id:` line,
         # so Gemini streams keep their bytes (and have no resume).

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from polystream.journal import Journal, JournalMiss, MemoryJournal, Retention
+from polystream.journal import Journal, JournalConflict, JournalMiss, MemoryJournal, Retention
 from polystream.server.journal_redis import RedisJournal
 from polystream.server.journal_sqlite import SQLiteJournal
 
@@ -374,3 +374,72 @@ def test_memory_journal_keeps_only_the_entries_bytes_and_cursors_until_read() ->
         (4000, "s.4000", b'data: {"n": 4000}\n\n')
     ]
     assert stream.index is not None and stream.index["s.1"] == 1
+
+
+def test_create_of_a_held_id_refuses_and_leaves_the_stream(make) -> None:  # type: ignore[no-untyped-def]
+    journal = make()
+    journal.create("s", {"dialect": "openai_responses", "tenant": "a"}, now=100.0)
+    journal.append("s", [("0", b"a0"), ("1", b"a1")], now=100.0)
+    for finished in (False, True):
+        with pytest.raises(JournalConflict) as caught:
+            journal.create("s", {"dialect": "openai_responses", "tenant": "b"}, now=101.0)
+        assert caught.value.stream_id == "s"
+        assert str(caught.value) == "the journal already holds a stream with id 's'"
+        assert journal.meta("s") == {"dialect": "openai_responses", "tenant": "a"}
+        assert [(e.cursor, e.data) for e in journal.read_after("s", None)[0]] == [
+            ("0", b"a0"),
+            ("1", b"a1"),
+        ]
+        assert journal.read_after("s", None)[1] is finished
+        journal.finish("s", now=100.0)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_create_of_an_expired_id_starts_it_over(kind: str, tmp_path: Path) -> None:
+    retention = Retention(ttl_seconds=10.0)
+    journal: Journal = (
+        MemoryJournal(retention)
+        if kind == "memory"
+        else SQLiteJournal(str(tmp_path / "j.db"), retention)
+    )
+    journal.create("s", {"n": 1}, now=100.0)
+    journal.append("s", [("0", b"old")], now=100.0)
+    journal.create("s", {"n": 2}, now=111.0)
+    assert journal.meta("s") == {"n": 2}
+    assert journal.read_after("s", None) == ([], False)
+
+
+def test_memory_total_bytes_drop_finished_streams_first_then_the_oldest_running() -> None:
+    journal = MemoryJournal(Retention(max_total_bytes=100, max_stream_bytes=500))
+    assert Retention().max_total_bytes == 256 * 1024 * 1024
+    for name in ("r1", "f1", "r2", "f2"):
+        journal.create(name, {})
+        journal.append(name, [("0", b"x" * 20)])
+    journal.finish("f2")
+    journal.finish("f1")  # (finished after f2: f2 is the oldest finished)
+    assert journal.total_bytes == 80
+    journal.create("r3", {})
+    journal.append("r3", [("0", b"y" * 30)])  # 110 bytes: f2 goes
+    assert journal.total_bytes == 90
+    with pytest.raises(JournalMiss, match="no journal for stream 'f2'"):
+        journal.read_after("f2", None)
+    assert journal.read_after("f1", None)[1] is True
+    journal.append("r3", [("1", b"y" * 31)])  # 121: f1 goes, then r1 (oldest running)
+    assert journal.total_bytes == 81
+    with pytest.raises(JournalMiss, match="no journal for stream 'f1'"):
+        journal.read_after("f1", None)
+    with pytest.raises(
+        JournalMiss,
+        match=r"stream 'r1' was dropped to keep the journal within its total bytes \(100\) "
+        "and cannot be resumed",
+    ):
+        journal.read_after("r1", None)
+    journal.append("r1", [("1", b"z")])  # (no longer journalled)
+    assert journal.total_bytes == 81
+    assert [e.data for e in journal.read_after("r2", None)[0]] == [b"x" * 20]
+    assert [e.data for e in journal.read_after("r3", None)[0]] == [b"y" * 30, b"y" * 31]
+    # A stream past its own budget gives its bytes back.
+    journal.append("r2", [("1", b"x" * 500)])
+    assert journal.total_bytes == 61
+    with pytest.raises(JournalMiss, match="outgrew the journal's byte budget"):
+        journal.read_after("r2", None)

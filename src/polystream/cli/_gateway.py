@@ -52,6 +52,11 @@ def _run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"polystream: error: {exc}", file=sys.stderr)
             return 2
+    try:
+        config.tenants()  # (a client key that names no tenant: the gateway does not start)
+    except ValueError as exc:
+        print(f"polystream: error: {exc}", file=sys.stderr)
+        return 2
     journal: Journal
     if args.journal == "memory":
         journal = MemoryJournal()
@@ -80,11 +85,11 @@ def _run(args: argparse.Namespace) -> int:
     # The gateway logs each request itself; the HTTP client's own line per upstream
     # request would double the log (and its cost) without adding anything.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    app = create_gateway(config, journal=journal)
     names = ", ".join(f"{u.name} ({u.dialect})" for u in config.upstreams.values())
     host, port = sock.getsockname()[:2]  # the real port when it is 0
     shown = f"[{host}]" if ":" in host else host
     print(f"polystream gateway on http://{shown}:{port} -> {names}", file=sys.stderr, flush=True)
+    app = create_gateway(config, journal=journal)
     try:
         if args.server == "uvicorn":
             import uvicorn
@@ -150,7 +155,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--api-key",
         metavar="KEY",
-        help="the key clients must present (default: $POLYSTREAM_GATEWAY_KEY; none: open)",
+        help="a key clients may present, the tenant 'default' (default: "
+        "$POLYSTREAM_GATEWAY_KEY; more keys: the config's clients; none at all: open)",
     )
     parser.add_argument(
         "--journal",

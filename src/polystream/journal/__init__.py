@@ -12,9 +12,12 @@ Backends share one interface: :class:`MemoryJournal` here (the default, one proc
 gateway instances behind a load balancer).
 
 Retention is bounded (documented defaults in :class:`Retention`): the number of streams
-kept, the bytes kept per stream, and how long a stream is kept after it finished. A
-stream that outgrows its byte budget stops being resumable (the journal says so) rather
-than growing without bound.
+kept, the bytes kept per stream, the bytes kept in all (the memory journal), and how
+long a stream is kept after it finished. A stream that outgrows its byte budget stops
+being resumable (the journal says so) rather than growing without bound.
+
+A stream id is written once: :meth:`Journal.create` of an id the journal still holds
+(not expired) raises :class:`JournalConflict` and leaves that stream as it is.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["Entry", "Journal", "JournalMiss", "MemoryJournal", "Retention"]
+__all__ = ["Entry", "Journal", "JournalConflict", "JournalMiss", "MemoryJournal", "Retention"]
 
 
 class Entry(msgspec.Struct, frozen=True, gc=False):
@@ -55,16 +58,35 @@ class Retention(msgspec.Struct, frozen=True, kw_only=True):
         ttl_seconds: How long a stream is kept after its last write (default 1 hour;
             enforced by the Redis and SQLite backends, and by the memory backend's
             ``now`` argument).
+        max_total_bytes: Bytes of entries the memory journal keeps in all streams
+            together (default 256 MiB). Past it, finished streams are dropped, the
+            oldest first, then the oldest running streams lose their entries and are
+            marked not resumable. (SQLite and Redis keep theirs on disk and in Redis,
+            whose own memory policy bounds it.)
     """
 
     max_streams: int = 10_000
     max_stream_bytes: int = 16 * 1024 * 1024
     ttl_seconds: float = 3600.0
+    max_total_bytes: int = 256 * 1024 * 1024
 
 
 class JournalMiss(LookupError):
     """The stream is unknown, expired, or overflowed its byte budget; or the cursor is
     not in it."""
+
+
+class JournalConflict(Exception):
+    """:meth:`Journal.create` of a stream id the journal still holds: the stream there
+    is left as it is.
+
+    Attributes:
+        stream_id: The id that is taken.
+    """
+
+    def __init__(self, stream_id: str) -> None:
+        super().__init__(f"the journal already holds a stream with id {stream_id!r}")
+        self.stream_id = stream_id
 
 
 class Journal(abc.ABC):
@@ -81,7 +103,12 @@ class Journal(abc.ABC):
 
     @abc.abstractmethod
     def create(self, stream_id: str, meta: dict[str, Any], *, now: float = 0.0) -> None:
-        """Start a stream's journal with its metadata (dialect, model, ...)."""
+        """Start a stream's journal with its metadata (dialect, model, ...).
+
+        Raises:
+            JournalConflict: The journal holds a stream with this id (finished or not,
+                until it expires or is dropped); that stream is left untouched.
+        """
 
     @abc.abstractmethod
     def append(self, stream_id: str, entries: list[tuple[str, bytes]], *, now: float = 0.0) -> None:
@@ -124,17 +151,35 @@ class _Stream:
     the gateway made anyway: no object, index entry or position of its own while no
     client resumes."""
 
-    __slots__ = ("cursors", "data", "finished", "index", "meta", "overflowed", "size", "touched")
+    __slots__ = (
+        "cursors",
+        "data",
+        "evicted",
+        "finished",
+        "index",
+        "meta",
+        "overflowed",
+        "size",
+        "touched",
+    )
 
     def __init__(self, meta: dict[str, Any], now: float) -> None:
         self.meta = meta
         self.cursors: list[str] = []
         self.data: list[bytes] = []
         self.index: dict[str, int] | None = None
-        self.size = 0
+        self.size = 0  # bytes appended (held while not overflowed)
         self.finished = False
-        self.overflowed = False
+        self.overflowed = False  # holds no entries any more: not resumable
+        self.evicted = False  # ... for the journal's total bound (not its own)
         self.touched = now
+
+    def drop_entries(self) -> None:
+        """Let the entries go (the stream is no longer resumable)."""
+        self.overflowed = True
+        self.cursors = []
+        self.data = []
+        self.index = None
 
     def entries(self, start: int) -> list[Entry]:
         """The entries from position ``start`` on."""
@@ -150,46 +195,70 @@ class _Stream:
 
 
 class MemoryJournal(Journal):
-    """An in-process journal (the default). Sans-I/O; bounded by :class:`Retention`."""
+    """An in-process journal (the default). Sans-I/O; bounded by :class:`Retention`,
+    its total bytes included (:attr:`Retention.max_total_bytes`)."""
 
     def __init__(self, retention: Retention | None = None) -> None:
         super().__init__(retention)
         self._streams: OrderedDict[str, _Stream] = OrderedDict()
+        self._total = 0  # bytes held by the streams' entries
+        # The streams holding entries, by state, the oldest first (what the total bound
+        # drops: finished ones first, then running ones).
+        self._running: dict[str, None] = {}
+        self._finished: dict[str, None] = {}
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of entries held, in all streams."""
+        return self._total
 
     def _get(self, stream_id: str, now: float | None = None) -> _Stream:
         stream = self._streams.get(stream_id)
         if stream is None:
             raise JournalMiss(f"no journal for stream {stream_id!r} (unknown or expired)")
         if now is not None and now - stream.touched > self.retention.ttl_seconds:
-            del self._streams[stream_id]
+            self._drop(stream_id)
             raise JournalMiss(f"the journal of stream {stream_id!r} expired")
         return stream
 
+    def _drop(self, stream_id: str) -> None:
+        """Forget a stream."""
+        stream = self._streams.pop(stream_id)
+        if not stream.overflowed:
+            self._total -= stream.size
+        self._running.pop(stream_id, None)
+        self._finished.pop(stream_id, None)
+
     def create(self, stream_id: str, meta: dict[str, Any], *, now: float = 0.0) -> None:
+        held = self._streams.get(stream_id)
+        if held is not None:
+            if now - held.touched <= self.retention.ttl_seconds:
+                raise JournalConflict(stream_id)
+            self._drop(stream_id)
         self._streams[stream_id] = _Stream(dict(meta), now)
-        self._streams.move_to_end(stream_id)
+        self._running[stream_id] = None
         while len(self._streams) > self.retention.max_streams:
-            self._streams.popitem(last=False)
+            self._drop(next(iter(self._streams)))
         # Expire streams idle past the TTL (the 16 oldest; a bounded cost per stream).
         for key in list(itertools.islice(self._streams, 16)):
             if now - self._streams[key].touched > self.retention.ttl_seconds:
-                del self._streams[key]
+                self._drop(key)
 
     def append(self, stream_id: str, entries: list[tuple[str, bytes]], *, now: float = 0.0) -> None:
         stream = self._streams.get(stream_id)
         if stream is None or stream.overflowed:
             return
         stream.touched = now
-        size = stream.size
+        held = size = stream.size
         for _, data in entries:
             size += len(data)
         stream.size = size
         if size > self.retention.max_stream_bytes:
-            stream.overflowed = True
-            stream.cursors = []
-            stream.data = []
-            stream.index = None
+            self._total -= held
+            self._running.pop(stream_id, None)
+            stream.drop_entries()
             return
+        self._total += size - held
         index = stream.index
         cursors = stream.cursors
         if index is not None:
@@ -202,12 +271,33 @@ class MemoryJournal(Journal):
         else:
             cursors.extend([cursor for cursor, _ in entries])
             stream.data.extend([data for _, data in entries])
+        if self._total > self.retention.max_total_bytes:
+            self._shrink()
+
+    def _shrink(self) -> None:
+        """Keep the total bound: drop finished streams, the oldest first, then take the
+        entries of the oldest running ones (no longer resumable)."""
+        limit = self.retention.max_total_bytes
+        finished = self._finished
+        while self._total > limit and finished:
+            self._drop(next(iter(finished)))
+        running = self._running
+        while self._total > limit and running:
+            stream_id = next(iter(running))
+            del running[stream_id]
+            stream = self._streams[stream_id]
+            self._total -= stream.size
+            stream.evicted = True
+            stream.drop_entries()
 
     def finish(self, stream_id: str, *, now: float = 0.0) -> None:
         stream = self._streams.get(stream_id)
         if stream is not None:
             stream.finished = True
             stream.touched = now
+            if stream_id in self._running:
+                del self._running[stream_id]
+                self._finished[stream_id] = None
 
     def meta(self, stream_id: str) -> dict[str, Any]:
         return dict(self._get(stream_id).meta)
@@ -227,6 +317,11 @@ class MemoryJournal(Journal):
 
     def _readable(self, stream_id: str) -> _Stream:
         stream = self._get(stream_id)
+        if stream.evicted:
+            raise JournalMiss(
+                f"stream {stream_id!r} was dropped to keep the journal within its total "
+                f"bytes ({self.retention.max_total_bytes}) and cannot be resumed"
+            )
         if stream.overflowed:
             raise JournalMiss(
                 f"stream {stream_id!r} outgrew the journal's byte budget "

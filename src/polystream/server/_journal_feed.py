@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
-from polystream.journal import Journal
+from polystream.journal import Journal, JournalConflict
 
 __all__ = ["MAX_PENDING_BYTES", "JournalFeed"]
 
@@ -50,6 +50,12 @@ class JournalFeed:
     def create(self, stream_id: str, meta: dict[str, Any]) -> None:
         self.names.append(stream_id)
         self._put("create", stream_id, meta, 0)
+
+    def alias(self, stream_id: str, meta: dict[str, Any], on_conflict: Callable[[], None]) -> None:
+        """Create an entry that may be taken already: then ``on_conflict`` is called
+        (on the event loop) and the feed goes on; any other failure is a failure."""
+        self.names.append(stream_id)
+        self._put("alias", stream_id, (meta, on_conflict), 0)
 
     async def append(self, stream_id: str, entries: list[tuple[str, bytes]]) -> None:
         """Hand over entries (waits only while more than the bound is unwritten)."""
@@ -97,7 +103,14 @@ class JournalFeed:
                         size += more_size
                     argument = entries
                 try:
-                    await asyncio.to_thread(self._write, kind, stream_id, argument)
+                    if kind == "alias":
+                        meta, on_conflict = argument
+                        try:
+                            await asyncio.to_thread(self._write, "create", stream_id, meta)
+                        except JournalConflict:
+                            on_conflict()
+                    else:
+                        await asyncio.to_thread(self._write, kind, stream_id, argument)
                 except Exception as exc:
                     self.failed = True
                     ops.clear()

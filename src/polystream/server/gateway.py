@@ -13,6 +13,12 @@ Paths are the emulator's: ``/openai/v1/...``, ``/xai/v1/...``, ``/anthropic/v1/.
 * Gemini Interactions: ``GET /gemini/v1beta/interactions/{id}?stream=true&last_event_id=E``;
 * every other SSE dialect: send the same request again with ``Last-Event-ID`` (the
   gateway writes ``id: <stream>.<n>`` on each event).
+
+Each stream is journalled under an id the gateway mints (``x-polystream-stream-id``, 128
+random bits), bound to the tenant whose key created it and to the client's dialect; a
+native id (a response's or interaction's own) leads to it through an alias of that
+tenant and dialect. A resume by any other tenant, or through another dialect, is the
+404 of an unknown id.
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ import contextvars
 import logging
 import operator
 import re
+import secrets
 import time
-import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 from urllib.parse import parse_qsl
@@ -51,8 +57,16 @@ from polystream.events import (
     ToolInputDelta,
     Warning,
 )
-from polystream.journal import Entry, Journal, JournalMiss, MemoryJournal
-from polystream.proxy import GatewayConfig, SSECursorSplitter, check_key, presented_key, scrub
+from polystream.journal import Entry, Journal, JournalConflict, JournalMiss, MemoryJournal
+from polystream.proxy import (
+    ANONYMOUS_TENANT,
+    GatewayConfig,
+    SSECursorSplitter,
+    alias_id,
+    counter_cursors,
+    presented_key,
+    scrub,
+)
 from polystream.request import RequestError, error_body, parse_request
 from polystream.request.codecs import extra_fields, sent_extra
 from polystream.retry import RetryPolicy
@@ -82,6 +96,12 @@ _FIRST_OUTPUT: Final = frozenset(
 with the rest of its read."""
 _REPLAY_BYTES: Final = 64 * 1024
 """Most journalled bytes a resume joins into one write (whole entries; at least one)."""
+_MINTED: Final = re.compile(r"[0-9a-f]{32}")
+"""The shape of the stream ids the gateway mints (``secrets.token_hex(16)``)."""
+_TENANT: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar(
+    "polystream_gateway_tenant", default=None
+)
+"""The tenant of the current request (set by ``_handle``, read by its stream's state)."""
 _JOURNAL_LAG_SECONDS: Final = 1.0
 """How long a resume waits for its stream or cursor to reach a shared (blocking)
 journal: another gateway instance writes it off its client's path, so a client may hold
@@ -340,6 +360,7 @@ class _StreamState:
 
     __slots__ = (
         "aborted",
+        "alias",
         "deadline",
         "ended",
         "feed",
@@ -347,6 +368,7 @@ class _StreamState:
         "journal_id",
         "sending",
         "started",
+        "tenant",
     )
 
     def __init__(self, deadline: _WriteDeadline) -> None:
@@ -359,6 +381,8 @@ class _StreamState:
         self.journal_id: str | None = None
         # The stream's journal writes, off its path, when the journal blocks.
         self.feed: JournalFeed | None = None
+        self.tenant = _TENANT.get()  # who may resume the stream (the request's tenant)
+        self.alias: str | None = None  # the native id's alias, once tried ("": not made)
 
 
 class _Gateway:
@@ -377,6 +401,13 @@ class _Gateway:
         # secrets the gateway holds, and the credentials in its upstreams' URLs.
         urls = [c for u in config.upstreams.values() for c in url_credentials(u.base_url)]
         self.secrets = Scrubber([*config.secrets(), *urls])
+        self.tenants = config.tenants()
+        if self.tenants.open:
+            logger.warning(
+                "no client key is configured: the gateway is open to any client, and all "
+                "streams belong to one anonymous tenant (any client can resume any stream "
+                "whose id it has)"
+            )
         self.retry = retry or RetryPolicy()
         self.active = 0
         # The journal feeds of this process's streams, by every id a resume may name.
@@ -536,14 +567,19 @@ class _Gateway:
         raw_query = scope.get("query_string", b"")
         query = dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {}
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
-        key = self.config.api_key
-        if key is not None:
+        tenants = self.tenants
+        if tenants.open:
+            tenant: str | None = tenants.identify(None)
+        else:
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw_headers}
-            if not check_key(key, presented_key(dialect, headers, query)):
+            tenant = tenants.identify(presented_key(dialect, headers, query))
+            if tenant is None:
                 await self._error(
                     send, dialect, 401, "missing or invalid API key", kind="authentication"
                 )
                 return
+        assert tenant is not None
+        _TENANT.set(tenant)
         body = await self._read_body(receive)
         if body is None:
             return
@@ -569,9 +605,9 @@ class _Gateway:
         self.active += 1
         try:
             if action == "resume":
-                await self._resume_native(send, receive, dialect, params["id"], query)
+                await self._resume_native(send, receive, dialect, params["id"], query, tenant)
             elif (last_id := _last_event_id(raw_headers)) is not None:
-                await self._resume_counter(send, receive, dialect, last_id)
+                await self._resume_counter(send, receive, dialect, last_id, tenant)
             else:
                 await self._create(send, receive, dialect, action, params, query, body, nowait)
         finally:
@@ -829,7 +865,7 @@ class _Gateway:
                 if extra_headers:
                     headers += extra_headers
                 if sse:
-                    stream_id = uuid.uuid4().hex
+                    stream_id = secrets.token_hex(16)  # 128 random bits: unguessable
                     splitter = SSECursorSplitter(dialect, stream_id)
                     headers.append((b"x-polystream-stream-id", stream_id.encode()))
                 start = {"type": "http.response.start", "status": 200, "headers": headers}
@@ -1202,26 +1238,56 @@ class _Gateway:
         dialect: str,
         entries: list[tuple[str, bytes]],
     ) -> None:
-        """Journal a stream's entries (its journal made with the first)."""
+        """Journal a stream's entries (its journal made with the first, under the id the
+        gateway minted for it, bound to its tenant and dialect; its native id's alias
+        made once the native id is known)."""
         assert splitter is not None
         journal_id = state.journal_id
         if journal_id is None:
-            journal_id = state.journal_id = splitter.native_id or splitter.stream_id
-            names = {journal_id: {"dialect": dialect}}
-            if journal_id != splitter.stream_id:
-                names[splitter.stream_id] = {"dialect": dialect, "alias": journal_id}
+            journal_id = state.journal_id = splitter.stream_id
+            meta = {"dialect": dialect, "tenant": state.tenant}
             if self.journal.blocking:
                 feed = state.feed = JournalFeed(self.journal, self._feed_failed)
-                for name, meta in names.items():
-                    feed.create(name, meta)
-                    self._feeds[name] = feed
+                feed.create(journal_id, meta)
+                self._feeds[journal_id] = feed
             else:
-                for name, meta in names.items():
-                    self.journal.create(name, meta, now=time.time())
+                self.journal.create(journal_id, meta, now=time.time())
+        if state.alias is None and splitter.native_id is not None:
+            self._alias(state, dialect, splitter.native_id)
         if state.feed is not None:
             state.feed.put(journal_id, entries)
         else:
             self.journal.append(journal_id, entries, now=time.time())
+
+    def _alias(self, state: _StreamState, dialect: str, native_id: str) -> None:
+        """Make the alias by which a stream's native id leads to it, for its tenant and
+        dialect. An alias the journal holds already (a live stream of the same tenant
+        had that native id) is left as it is: this stream stays resumable by its minted
+        id, and a log line says so."""
+        journal_id = state.journal_id
+        assert journal_id is not None
+        tenant = state.tenant or ""
+        name = state.alias = alias_id(tenant, dialect, native_id)
+        meta = {"alias": journal_id, "dialect": dialect, "tenant": state.tenant}
+
+        def taken() -> None:
+            state.alias = ""
+            logger.warning(
+                "stream %s: its native id %s could not be aliased (another stream of the "
+                "same tenant and dialect holds it); it is resumable by its stream id only",
+                journal_id,
+                scrub(native_id[:200], self.secrets),
+            )
+
+        feed = state.feed
+        if feed is not None:
+            feed.alias(name, meta, taken)
+            self._feeds.setdefault(name, feed)
+            return
+        try:
+            self.journal.create(name, meta, now=time.time())
+        except JournalConflict:
+            taken()
 
     async def _write(self, send: Send, state: _StreamState, data: bytes, last: bool) -> bool:
         """Write a stream's bytes to the client (unless it has gone); False when it does
@@ -1285,7 +1351,13 @@ class _Gateway:
     # -- resume from the journal ----------------------------------------------------------
 
     async def _resume_native(
-        self, send: Send, receive: Receive, dialect: str, stream_id: str, query: dict[str, str]
+        self,
+        send: Send,
+        receive: Receive,
+        dialect: str,
+        stream_id: str,
+        query: dict[str, str],
+        tenant: str,
     ) -> None:
         if query.get("stream") not in ("true", "1"):
             await self._error(
@@ -1301,19 +1373,55 @@ class _Gateway:
             if dialect.endswith("_responses")
             else query.get("last_event_id")
         )
-        await self._replay(send, receive, dialect, stream_id, cursor)
+        await self._replay(send, receive, dialect, stream_id, cursor, tenant)
 
     async def _resume_counter(
-        self, send: Send, receive: Receive, dialect: str, last_id: str
+        self, send: Send, receive: Receive, dialect: str, last_id: str, tenant: str
     ) -> None:
-        stream_id, _, _ = last_id.rpartition(".")
-        await self._replay(send, receive, dialect, stream_id, last_id)
+        # ``<stream>.<cursor>``: the stream's minted id (no dot in it), then the cursor
+        # (the whole id, for the gateway's counter cursors; else the event's own).
+        stream_id, _, rest = last_id.partition(".")
+        cursor = last_id if counter_cursors(dialect) else rest
+        await self._replay(send, receive, dialect, stream_id, cursor, tenant)
 
     async def _replay(
-        self, send: Send, receive: Receive, dialect: str, stream_id: str, cursor: str | None
+        self,
+        send: Send,
+        receive: Receive,
+        dialect: str,
+        stream_id: str,
+        cursor: str | None,
+        tenant: str,
+    ) -> None:
+        """Send a stream's entries after ``cursor``, then follow it while it runs; a
+        client that goes away ends this at once (it frees its concurrency slot)."""
+        task = asyncio.current_task()
+        assert task is not None
+        gone = False
+
+        async def watch() -> None:
+            nonlocal gone
+            # Past the request's body only a disconnect can come (anything else, from a
+            # server not keeping to ASGI, ends the watch: it never spins).
+            if (await receive())["type"] == "http.disconnect":
+                gone = True
+                task.cancel()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            await self._replay_entries(send, dialect, stream_id, cursor, tenant)
+        except asyncio.CancelledError:
+            if not gone:
+                raise  # not the watcher's: the server's (its shutdown)
+            task.uncancel()
+        finally:
+            watcher.cancel()
+
+    async def _replay_entries(
+        self, send: Send, dialect: str, stream_id: str, cursor: str | None, tenant: str
     ) -> None:
         try:
-            stream_id, entries, finished = await self._suffix(stream_id, cursor)
+            stream_id, entries, finished = await self._suffix(stream_id, cursor, tenant, dialect)
         except JournalMiss as exc:
             await self._error(send, dialect, 404, f"cannot resume: {exc}", kind="not_found")
             return
@@ -1355,23 +1463,28 @@ class _Gateway:
                 position = more[-1].position + 1
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _suffix(self, stream_id: str, cursor: str | None) -> tuple[str, list[Entry], bool]:
-        """The journal id a resume names (an alias leads to it), the entries after
-        ``cursor`` and whether the stream finished. A shared (blocking) journal is
-        given :data:`_JOURNAL_LAG_SECONDS` to show what another instance is writing.
+    async def _suffix(
+        self, name: str, cursor: str | None, tenant: str, dialect: str
+    ) -> tuple[str, list[Entry], bool]:
+        """The journal id a resume names (a minted id, or a native id's alias), the
+        entries after ``cursor`` and whether the stream finished. A shared (blocking)
+        journal is given :data:`_JOURNAL_LAG_SECONDS` to show what another instance is
+        writing.
 
         Raises:
-            JournalMiss: Unknown or expired stream, cursor not in it, or overflowed.
+            JournalMiss: Unknown or expired stream, one of another tenant or dialect
+                (the same error), cursor not in it, or overflowed.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (_JOURNAL_LAG_SECONDS if self.journal.blocking else 0.0)
+        alias = alias_id(tenant, dialect, name)
         while True:
-            feed = self._feeds.get(stream_id)
-            if feed is not None:
-                await feed.flushed()  # what this process's client was sent is written
+            for candidate in (name, alias):
+                feed = self._feeds.get(candidate)
+                if feed is not None:
+                    await feed.flushed()  # what this process's client was sent is written
             try:
-                meta = await self._journal("meta", stream_id)
-                journal_id: str = meta.get("alias", stream_id)
+                journal_id = await self._resolve(name, alias, tenant, dialect)
                 entries, finished = await self._journal("read_after", journal_id, cursor)
             except JournalMiss:
                 if loop.time() >= deadline:
@@ -1379,6 +1492,31 @@ class _Gateway:
                 await asyncio.sleep(0.02)  # another instance's write on its way
                 continue
             return journal_id, entries, finished
+
+    async def _resolve(self, name: str, alias: str, tenant: str, dialect: str) -> str:
+        """The journal id of the stream ``name`` names for ``tenant`` through
+        ``dialect``: ``name`` itself when it is a minted id of that tenant and dialect,
+        else the stream its alias leads to.
+
+        Raises:
+            JournalMiss: No such stream for this tenant and dialect (one message for
+                all: an unknown id and another tenant's are not told apart).
+        """
+        if _MINTED.fullmatch(name):
+            with contextlib.suppress(JournalMiss):
+                meta = await self._journal("meta", name)
+                if "alias" not in meta and _owned(meta, tenant, dialect):
+                    return name
+        with contextlib.suppress(JournalMiss):
+            meta = await self._journal("meta", alias)
+            target = meta.get("alias")
+            if (
+                isinstance(target, str)
+                and _owned(meta, tenant, dialect)
+                and _owned(await self._journal("meta", target), tenant, dialect)
+            ):
+                return target
+        raise JournalMiss("no stream with this id (unknown or expired)")
 
     async def _position_after(self, stream_id: str, cursor: str | None) -> int:
         """The position right after ``cursor`` (0 for None), from one read of the stream
@@ -1411,6 +1549,13 @@ class _Gateway:
                 batch = []
                 size = 0
         return not batch or await self._send(send, b"".join(batch))
+
+
+def _owned(meta: dict[str, Any], tenant: str, dialect: str) -> bool:
+    """Whether a journal entry's metadata binds it to ``tenant`` and ``dialect`` (an
+    entry that names no tenant, journalled before there were tenants, is the anonymous
+    tenant's: only an open gateway serves it)."""
+    return meta.get("tenant", ANONYMOUS_TENANT) == tenant and meta.get("dialect") == dialect
 
 
 def create_gateway(

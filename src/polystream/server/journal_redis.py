@@ -6,7 +6,10 @@ Layout, per stream ``S`` (prefix configurable): ``<prefix>:S:meta`` a hash
 ``position``, under the record id ``0-<position + 1>``, so that a client following a
 live stream reads only the records after the last it has. Both keys expire
 ``ttl_seconds`` after the last write; the byte budget per stream is enforced on append.
-``max_streams`` is left to Redis' own memory policy (keys expire by TTL).
+``max_streams`` is left to Redis' own memory policy (keys expire by TTL). A stream is
+created by setting its ``meta`` field only where there is none (``HSETNX``, in one
+script with the rest of its creation): of two instances creating one id, one gets
+:class:`~polystream.journal.JournalConflict`.
 """
 
 from __future__ import annotations
@@ -14,9 +17,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from polystream.journal import Entry, Journal, JournalMiss, Retention
+from polystream.journal import Entry, Journal, JournalConflict, JournalMiss, Retention
 
 __all__ = ["RedisJournal"]
+
+_CREATE = """
+if redis.call('HSETNX', KEYS[1], 'meta', ARGV[1]) == 0 then return 0 end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[1], 'finished', 0, 'overflowed', 0, 'size', 0, 'count', 0)
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+"""A stream's creation, in one step (a Lua script runs atomically): its meta where the
+id has none, what an earlier append to the id left reset, its TTL; 0 when the id is
+held."""
 
 
 class RedisJournal(Journal):
@@ -51,21 +65,8 @@ class RedisJournal(Journal):
 
     def create(self, stream_id: str, meta: dict[str, Any], *, now: float = 0.0) -> None:
         meta_key, entries_key = self._keys(stream_id)
-        pipe = self._redis.pipeline()
-        pipe.delete(entries_key)
-        pipe.delete(meta_key)
-        pipe.hset(
-            meta_key,
-            mapping={
-                "meta": json.dumps(meta),
-                "finished": 0,
-                "overflowed": 0,
-                "size": 0,
-                "count": 0,
-            },
-        )
-        pipe.expire(meta_key, self._ttl)
-        pipe.execute()
+        if not self._redis.eval(_CREATE, 2, meta_key, entries_key, json.dumps(meta), self._ttl):
+            raise JournalConflict(stream_id)
 
     def append(self, stream_id: str, entries: list[tuple[str, bytes]], *, now: float = 0.0) -> None:
         meta_key, entries_key = self._keys(stream_id)

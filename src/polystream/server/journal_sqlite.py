@@ -7,7 +7,7 @@ import sqlite3
 import threading
 from typing import Any
 
-from polystream.journal import Entry, Journal, JournalMiss, Retention
+from polystream.journal import Entry, Journal, JournalConflict, JournalMiss, Retention
 
 __all__ = ["SQLiteJournal"]
 
@@ -58,7 +58,13 @@ class SQLiteJournal(Journal):
     def create(self, stream_id: str, meta: dict[str, Any], *, now: float = 0.0) -> None:
         with self._lock:
             db = self._db
-            db.execute("BEGIN")
+            # (IMMEDIATE: the write lock from the start, so that two processes sharing
+            # the file cannot both find the id free.)
+            db.execute("BEGIN IMMEDIATE")
+            held = db.execute("SELECT touched FROM streams WHERE id = ?", (stream_id,)).fetchone()
+            if held is not None and held[0] >= now - self.retention.ttl_seconds:
+                db.execute("ROLLBACK")
+                raise JournalConflict(stream_id)
             db.execute("DELETE FROM entries WHERE stream = ?", (stream_id,))
             db.execute(
                 "INSERT OR REPLACE INTO streams (id, meta, touched) VALUES (?, ?, ?)",
