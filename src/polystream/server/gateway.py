@@ -55,6 +55,7 @@ from polystream.request.codecs import extra_fields, sent_extra
 from polystream.retry import RetryPolicy
 from polystream.server._h1server import SEND_NOWAIT
 from polystream.server._journal_feed import JournalFeed
+from polystream.wire.jsondepth import body_error, decode_body
 
 __all__ = ["create_gateway"]
 
@@ -505,11 +506,9 @@ class _Gateway:
         nowait: Callable[[Message], bool] | None = None,
     ) -> None:
         try:
-            payload = msgspec.json.decode(body)
-        except msgspec.DecodeError:
-            await self._error(
-                send, dialect, 400, "the request body is not valid JSON", kind="invalid_request"
-            )
+            payload = decode_body(body)
+        except msgspec.DecodeError as exc:
+            await self._error(send, dialect, 400, body_error(exc), kind="invalid_request")
             return
         try:
             request = parse_request(dialect, payload, model=params.get("model"))

@@ -132,6 +132,7 @@ from polystream.events import (
 )
 from polystream.wire._pieces import PIECES, join_recent
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
+from polystream.wire.jsondepth import too_deep
 from polystream.wire.sse import ServerSentEvent, SSEComment
 
 from .finish_reason import FINISH_REASONS, map_finish_reason
@@ -733,6 +734,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             self._framing = framing
             self._array = JSONArrayDecoder(
                 max_element_size=self._max_event,
+                max_depth=self._max_depth,
                 decode=_weak_parse(self),
             )
         else:
@@ -1034,7 +1036,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             count, consumed = point
             after_element = False
             limit = sse.block_limit  # the parser's fast-path bound
-            max_depth = 0  # (not checked: SSE data is parsed whole, by msgspec)
+            max_depth = self._max_depth  # (the framing's check, see FramedDecoder.feed)
         else:
             assert array is not None
             taking = array.takeover()
@@ -1134,6 +1136,14 @@ class GeminiGenerateDecoder(FramedDecoder):
                 if end + suf_size - pos > limit:
                     break  # the parser raises BufferLimitExceeded
                 usage_text = data[begin:end]
+                # The depth bound, before parsing: one level for the chunk object, and
+                # at most one per bracket the usage object opens, which (when it
+                # parses, each has its closer) are at most half its bytes.
+                if (
+                    len(usage_text) // 2 + 1 > max_depth
+                    and usage_text.count(b"{") + usage_text.count(b"[") + 1 > max_depth
+                ):
+                    break
                 extra = previous.extra
                 state = template.state
                 # The chunk continues the open text run, and its extra is the chunk
@@ -1174,15 +1184,6 @@ class GeminiGenerateDecoder(FramedDecoder):
                         template.block_usage_size = end - begin
                         template.block_meta = meta
                 except msgspec.DecodeError:
-                    break
-                # The depth bound (array): one level for the chunk object, and at most
-                # one per bracket the usage object opens, which are at most half its
-                # bytes (it parsed, so each has its closer).
-                if (
-                    max_depth
-                    and len(usage_text) // 2 + 1 > max_depth
-                    and usage_text.count(b"{") + usage_text.count(b"[") + 1 > max_depth
-                ):
                     break
                 count += 1
                 taken = pos
@@ -1567,6 +1568,12 @@ class GeminiGenerateDecoder(FramedDecoder):
             self.frame_offset = start
             self.frame_index = next_index
             try:
+                deep = too_deep(text, self._max_depth)
+                if deep is not None:
+                    raise BufferLimitExceeded(
+                        f"bare JSON text nests deeper than max_depth={self._max_depth} "
+                        f"(at byte {deep} of it)"
+                    )
                 self._chunk(text, out, bare=True)
             except RemoteProtocolError as exc:
                 self._tolerate(exc, out)

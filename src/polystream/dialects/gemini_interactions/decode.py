@@ -289,7 +289,12 @@ class Decoder(FramedDecoder):
         self._flush(out)
         count = len(out)
         super()._tolerate(exc, out)
-        if len(out) > count and isinstance(out[-1], ErrorEvent) and self._frame is not None:
+        if (
+            len(out) > count
+            and isinstance(out[-1], ErrorEvent)
+            and self._frame is not None
+            and self._frame.index == self.frame_index  # (not an event never parsed)
+        ):
             error = out[-1].error
             raw = {"event": self._frame.event, "data": self._frame.data}
             out[-1] = ErrorEvent(error=msgspec.structs.replace(error, raw=raw))

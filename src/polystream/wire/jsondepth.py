@@ -1,0 +1,106 @@
+"""The nesting bound of JSON texts, checked before they are parsed.
+
+msgspec parses nested arrays and objects recursively and gives up with a
+:class:`RecursionError` near the interpreter's recursion limit (about 1,000 levels,
+less when the call stack is already deep); every walker of a parsed value recurses
+too. polystream therefore bounds the nesting of every JSON text it reads from a peer
+(stream events, array elements, request bodies) at :data:`DEFAULT_MAX_DEPTH` levels
+and reports a deeper one as a typed error before parsing it.
+
+The check is cheap where it matters: a text of at most ``max_depth`` bytes, or with
+at most ``max_depth`` opening brackets in all (two ``count`` calls, in C), cannot nest
+deeper, and only a text with more opening brackets is scanned (bracket by bracket,
+each string skipped whole by a regular expression), stopping at the first bracket
+past the bound.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, Final
+
+import msgspec
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "JSONTooDeep",
+    "body_error",
+    "decode_body",
+    "too_deep",
+]
+
+DEFAULT_MAX_DEPTH: Final = 128
+"""Deepest nesting accepted in one JSON text (the outermost object or array is level
+1). Real provider events and request bodies nest fewer than 20 levels."""
+
+# A string (closed, or open to the end of the text: its brackets are not structure),
+# or a bracket.
+_TOKENS_BYTES: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[{}\[\]]', re.DOTALL)
+_TOKENS_STR: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[{}\[\]]', re.DOTALL)
+_OPENS: Final = frozenset(("{", "[", b"{", b"["))
+_CLOSES: Final = frozenset(("}", "]", b"}", b"]"))
+
+
+def too_deep(data: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH) -> int | None:
+    """Where ``data`` first nests deeper than ``max_depth``, or None.
+
+    Returns:
+        The index in ``data`` (bytes, or characters for a ``str``) of the first
+        opening bracket past the bound; None when the text nests no deeper (or holds
+        no JSON structure at all: strings are skipped, malformed text is not judged).
+    """
+    if len(data) <= max_depth:
+        return None
+    if isinstance(data, str):
+        if data.count("{") + data.count("[") <= max_depth:
+            return None
+        return _scan(_TOKENS_STR.finditer(data), max_depth)
+    if data.count(b"{") + data.count(b"[") <= max_depth:
+        return None
+    return _scan(_TOKENS_BYTES.finditer(data), max_depth)
+
+
+def _scan(
+    tokens: Iterator[re.Match[str]] | Iterator[re.Match[bytes]], max_depth: int
+) -> int | None:
+    depth = 0
+    for match in tokens:
+        first = match.group()[:1]
+        if first in _OPENS:
+            depth += 1
+            if depth > max_depth:
+                return match.start()
+        elif first in _CLOSES and depth:
+            depth -= 1
+    return None
+
+
+class JSONTooDeep(msgspec.DecodeError):
+    """A JSON body nests deeper than the bound (see :func:`decode_body`): like a
+    malformed one, it cannot be read, so it is a :class:`msgspec.DecodeError`."""
+
+
+_BODY: Final = msgspec.json.Decoder()
+
+
+def decode_body(body: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+    """Parse a request body (the gateway's and the emulator's), its nesting bounded.
+
+    Raises:
+        JSONTooDeep: ``body`` nests deeper than ``max_depth`` (its message says
+            where); a :class:`msgspec.DecodeError`, as for malformed JSON.
+        msgspec.DecodeError: ``body`` is not valid JSON.
+    """
+    deep = too_deep(body, max_depth)
+    if deep is not None:
+        unit = "character" if isinstance(body, str) else "byte"
+        raise JSONTooDeep(
+            f"the request body nests deeper than {max_depth} levels (at {unit} {deep})"
+        )
+    return _BODY.decode(body)
+
+
+def body_error(exc: msgspec.DecodeError) -> str:
+    """What a client is told of a body :func:`decode_body` could not read."""
+    return str(exc) if isinstance(exc, JSONTooDeep) else "the request body is not valid JSON"
