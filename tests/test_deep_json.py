@@ -10,9 +10,11 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import msgspec
 import pytest
 
@@ -29,7 +31,6 @@ from .helpers import assert_chunking_invariant, feed_all, feed_steps, split_at
 DEPTH = 10_000
 DEEP = b"[" * DEPTH + b"]" * DEPTH
 FIXTURES = Path(__file__).parent / "fixtures"
-ROOT = Path(__file__).parent.parent
 
 # One ordinary stream per SSE dialect; the deep event goes after its first event.
 SSE_STREAMS = {
@@ -264,7 +265,8 @@ def test_sse_usage_read_by_the_fast_path_is_bounded(depth: int) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[bytes]:
-    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    # (The checkout this test imports polystream from.)
+    env = {"PYTHONPATH": str(Path(polystream.__file__).parents[1]), "PATH": "/usr/bin:/bin"}
     return subprocess.run(
         [sys.executable, "-m", "polystream", *args],
         check=False,
@@ -336,3 +338,147 @@ def test_errors_are_polystream_errors() -> None:
         text = bytes(rng.choice(b'[]{}"\\a,') for _ in range(rng.randrange(300)))
         found = too_deep(text, 5)
         assert found is None or text[found : found + 1] in (b"[", b"{")
+
+
+# -- the gateway and the emulator -----------------------------------------------------------
+
+DEEP_BODY = (
+    b'{"model":"m","max_tokens":10,"stream":true,'
+    b'"messages":[{"role":"user","content":"x"}],"x":' + DEEP + b"}"
+)
+DEEP_BODY_AT = DEEP_BODY.index(DEEP) + 127  # (the body's own object is level 1)
+PATHS = {
+    "openai_chat": "/openai/v1/chat/completions",
+    "openai_responses": "/openai/v1/responses",
+    "anthropic_messages": "/anthropic/v1/messages",
+    "gemini_generate": "/gemini/v1beta/models/g:streamGenerateContent",
+    "gemini_interactions": "/gemini/v1beta/interactions",
+}
+
+
+@pytest.fixture
+def upstream_with_a_deep_chunk() -> Iterator[tuple[str, bytes]]:
+    """A Chat upstream on loopback whose stream has a deep chunk after its first."""
+    from tests.gateway.conftest import AppThread
+
+    plain, data, _ = _with_deep_event("openai_chat")
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
+
+    upstream = AppThread(app).start()
+    yield upstream.base_url, plain
+    upstream.stop()
+
+
+@pytest.fixture
+def gateway(upstream_with_a_deep_chunk: tuple[str, bytes]) -> Iterator[str]:
+    from polystream.proxy import GatewayConfig, Route, Upstream
+    from polystream.server.gateway import create_gateway
+    from tests.gateway.conftest import CANARY, GATEWAY_KEY, AppThread
+
+    base_url, _ = upstream_with_a_deep_chunk
+    upstream = Upstream(
+        name="openai", dialect="openai_chat", base_url=base_url + "/v1", api_key=CANARY
+    )
+    config = GatewayConfig(
+        upstreams={"openai": upstream},
+        routes=[Route(model="*", upstream="openai", rewrite="gpt-5.4-nano")],
+        api_key=GATEWAY_KEY,
+    )
+    server = AppThread(create_gateway(config)).start()
+    yield server.base_url
+    server.stop()
+
+
+def _auth() -> dict[str, str]:
+    from tests.gateway.conftest import GATEWAY_KEY
+
+    return {
+        "x-api-key": GATEWAY_KEY,
+        "authorization": f"Bearer {GATEWAY_KEY}",
+        "x-goog-api-key": GATEWAY_KEY,
+    }
+
+
+@pytest.mark.parametrize("dialect", sorted(PATHS))
+def test_gateway_answers_a_deep_request_body_with_400(gateway: str, dialect: str) -> None:
+    from polystream.request import error_body
+
+    response = httpx.post(gateway + PATHS[dialect], content=DEEP_BODY, headers=_auth())
+    assert response.status_code == 400
+    message = f"the request body nests deeper than 128 levels (at byte {DEEP_BODY_AT})"
+    assert response.json() == error_body(dialect, 400, message, kind="invalid_request")
+
+
+def test_gateway_through_the_sdks_is_a_bad_request(gateway: str) -> None:
+    import anthropic
+    import openai
+
+    deep: Any = 1
+    for _ in range(200):  # (past the bound, within what the SDKs' json can write)
+        deep = [deep]
+    client = openai.OpenAI(base_url=gateway + "/openai/v1", api_key=_auth()["x-api-key"])
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "x"}], extra_body={"x": deep}
+        )
+    assert "nests deeper than 128 levels" in caught.value.message
+    claude = anthropic.Anthropic(base_url=gateway + "/anthropic", api_key=_auth()["x-api-key"])
+    with pytest.raises(anthropic.BadRequestError):
+        claude.messages.create(
+            model="m",
+            max_tokens=5,
+            messages=[{"role": "user", "content": "x"}],
+            extra_body={"x": deep},
+        )
+
+
+def test_gateway_upstream_deep_chunk_does_not_kill_the_stream(
+    gateway: str, upstream_with_a_deep_chunk: tuple[str, bytes]
+) -> None:
+    # The upstream's deep chunk is decoded as an error event in its place (see
+    # test_a_deep_event_is_an_error_event_in_its_place): the client's stream carries on
+    # with what came before and after it, and ends as the upstream's did.
+    import anthropic
+
+    claude = anthropic.Anthropic(base_url=gateway + "/anthropic", api_key=_auth()["x-api-key"])
+    with claude.messages.stream(
+        model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+    ) as stream:
+        message = stream.get_final_message()
+    assert [block.text for block in message.content if block.type == "text"] == ["OK."]
+    assert message.stop_reason == "end_turn"
+
+
+@pytest.mark.parametrize("dialect", sorted(PATHS))
+def test_emulator_answers_a_deep_request_body_with_400(dialect: str) -> None:
+    from polystream.scenario import Emulator
+
+    answer = Emulator().answer(dialect, DEEP_BODY, content_type="application/json")
+    plain = Emulator().answer(dialect, b"{nope", content_type="application/json")
+    assert answer.status == plain.status == 400
+    assert answer.plan == plain.plan  # the provider's own invalid-JSON error
+
+
+def test_emulator_over_http() -> None:
+    from polystream.scenario import Emulator
+    from polystream.server import ServerThread
+
+    server = ServerThread(Emulator()).start()
+    try:
+        response = httpx.post(
+            server.base_url + PATHS["openai_chat"],
+            content=DEEP_BODY,
+            headers={"content-type": "application/json"},
+        )
+    finally:
+        server.stop()
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"
