@@ -482,3 +482,31 @@ def test_emulator_over_http() -> None:
         server.stop()
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_request_error"
+
+
+# -- the chunk-level guard of the SSE framing ----------------------------------------------
+
+
+def test_depth_guard_flags_a_deep_text_however_it_is_cut() -> None:
+    from polystream.wire.jsondepth import DepthGuard
+
+    text = b'data: {"a":' + b"[" * 129 + b"]" * 129 + b"}\n\n"
+    ok = b'data: {"a":' + b"[" * 127 + b"]" * 127 + b"}\n\n"
+    for size in (1, 7, 100, len(text)):
+        guard = DepthGuard(128)
+        flags = [guard.feed(text[i : i + size]) for i in range(0, len(text), size)]
+        assert any(flags), size
+        guard = DepthGuard(128)
+        assert not any(guard.feed(ok[i : i + size]) for i in range(0, len(ok), size)), size
+    # Many shallow texts in one chunk: no check of each.
+    assert not DepthGuard(128).feed(ok * 50)
+
+
+def test_depth_guard_keeps_a_bounded_carry() -> None:
+    from polystream.wire.jsondepth import DepthGuard
+
+    guard = DepthGuard(128)
+    for chunk in (b"]" * 1000, b"[]" * 1000, b"[" * 100, b"x" * 1000):
+        for _ in range(100):
+            guard.feed(chunk)
+            assert len(guard._carry) <= 4 * 128 + len(chunk)

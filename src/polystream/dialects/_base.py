@@ -40,7 +40,7 @@ from polystream.events import (
     Warning,
 )
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
-from polystream.wire.jsondepth import DEFAULT_MAX_DEPTH, too_deep
+from polystream.wire.jsondepth import DEFAULT_MAX_DEPTH, DepthGuard, too_deep
 from polystream.wire.sse import (
     DEFAULT_MAX_EVENT_SIZE,
     DEFAULT_MAX_LINE_SIZE,
@@ -208,9 +208,9 @@ class FramedDecoder(DialectDecoder):
         self._max_line = max_line_size
         self._max_event = max_event_size
         self._max_depth = max_depth
-        # Opening brackets fed to the SSE parser since the beginning of the chunk that
-        # holds the start of its pending event (an upper bound of that event's nesting).
-        self._opens = 0
+        # Whether the SSE events of a chunk may nest deeper than max_depth (only then
+        # is each one checked; see polystream.wire.jsondepth).
+        self._depth = DepthGuard(max_depth)
         self._sse: SSEDecoder | None = None
         self._array: JSONArrayDecoder | None = None
         # Blank bytes (whitespace, BOM bytes) held until the framing is known, and how
@@ -283,18 +283,15 @@ class FramedDecoder(DialectDecoder):
         try:
             if self._sse is not None:
                 frames = self._sse.feed(data)
-                # Each event this feed completes began in this chunk or in the pending
-                # bytes before it: it holds at most ``run`` opening brackets, and only
-                # when that passes the bound are the events looked at one by one.
-                opens = data.count(b"{") + data.count(b"[")
-                run = self._opens + opens
-                if frames:
-                    self._opens = opens  # (the pending event, if any, began here)
-                    if run > self._max_depth:
+                if self._depth.feed(data):
+                    if frames:
                         frames = self._bound_depth(frames)
+                    if self._sse.idle:
+                        # Nothing is pending: what the guard kept (brackets inside
+                        # strings count too) no longer stands for any event.
+                        self._depth.reset()
+                if frames:
                     self._dispatch_sse(frames, out)
-                else:
-                    self._opens = run
             else:
                 assert self._array is not None
                 for element in self._array.feed(data):
@@ -326,7 +323,9 @@ class FramedDecoder(DialectDecoder):
             if self._sse is not None:
                 frames = self._sse.close()
                 if frames:
-                    if self._opens > self._max_depth:
+                    # (The events the end of input completes were open after the last
+                    # feed: what it kept of their brackets says whether to check them.)
+                    if self._depth.feed(b""):
                         frames = self._bound_depth(frames)
                     self._dispatch_sse(frames, out)
             elif self._array is not None:
@@ -353,7 +352,7 @@ class FramedDecoder(DialectDecoder):
             raise LocalProtocolError("reset_framing() after close()", dialect=self.dialect)
         if self._framing is not None:
             self._make_framer(self._framing)
-        self._opens = 0
+        self._depth.reset()
 
     def _bound_depth(
         self, frames: list[ServerSentEvent | SSEComment]

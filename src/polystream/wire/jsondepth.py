@@ -24,6 +24,7 @@ import msgspec
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "DepthGuard",
     "JSONTooDeep",
     "body_error",
     "decode_body",
@@ -104,3 +105,63 @@ def decode_body(body: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
 def body_error(exc: msgspec.DecodeError) -> str:
     """What a client is told of a body :func:`decode_body` could not read."""
     return str(exc) if isinstance(exc, JSONTooDeep) else "the request body is not valid JSON"
+
+
+# Brackets only: every opening one made "[", every closing one "]", the rest deleted.
+_TO_BRACKETS: Final = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"{}[]")
+
+
+class DepthGuard:
+    """Whether the JSON texts a stream completes in a chunk may nest deeper than
+    ``max_depth``, for a framing that hands each text over whole (SSE events): a
+    cheap test of the chunk as a whole, so that only a chunk that may hold a text too
+    deep has its texts checked one by one (with :func:`too_deep`).
+
+    The chunk's brackets are kept (``bytes.translate``, in C), opening ones made ``[``
+    and closing ones ``]``, after those of the texts still open before it (``carry``).
+    While they hold at most ``max_depth`` opening brackets, nothing can nest deeper.
+    Otherwise adjacent pairs ``[]`` are removed, pass after pass: a pair around ``k``
+    nested pairs goes in pass ``k + 1``, so nothing nests deeper than the number of
+    passes plus the opening brackets left unmatched. Brackets inside strings count
+    too: they can only make the answer "maybe" (then each text is checked exactly).
+    """
+
+    __slots__ = ("_carry", "_limit")
+
+    def __init__(self, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+        self._limit = max_depth
+        self._carry = b""
+
+    def reset(self) -> None:
+        """Forget the texts still open (the framing starts afresh)."""
+        self._carry = b""
+
+    def feed(self, data: bytes) -> bool:
+        """Take the next chunk; True when a text completed in it may nest deeper than
+        ``max_depth`` (False: none does)."""
+        brackets = data.translate(_TO_BRACKETS, _NOT_BRACKETS)
+        if self._carry:
+            brackets = self._carry + brackets
+        limit = self._limit
+        if brackets.count(91) <= limit and len(brackets) <= 4 * limit:  # 91: "["
+            # The brackets so far are kept as they are, closing ones too (a text still
+            # open holds at most these), up to a bound: then they are reduced.
+            self._carry = brackets
+            return False
+        passes = 0
+        while b"[]" in brackets:
+            if passes == limit:
+                # Deeper than the bound: the texts completed here are checked, and so
+                # will the ones still open be, when they complete.
+                self._carry = b"[" * (limit + 1)
+                return True
+            brackets = brackets.replace(b"[]", b"")
+            passes += 1
+        # What is left is "]" * a + "[" * b: the text still open holds at most those b.
+        opens = brackets.count(91)
+        if passes + opens > limit:
+            self._carry = b"[" * (limit + 1)
+            return True
+        self._carry = b"[" * opens
+        return False
