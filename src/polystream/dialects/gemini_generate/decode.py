@@ -713,6 +713,9 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._index_residuals: dict[int, dict[str, Any]] = {}
         # Bare (non-SSE) text after SSE events: Google writes a JSON error object there.
         self._scan_offset = 0
+        # Whether a byte other than the blank ones that may open the stream (whitespace,
+        # a UTF-8 BOM: see BLANK) has been scanned: those are never a bare line.
+        self._scan_started = False
         self._at_line_start = True
         self._line_bare = False
         self._bare_parts: list[bytes] = []
@@ -1335,7 +1338,22 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     def _handle_element(self, element: JSONElement, out: list[Event]) -> None:
         """The base's, with :meth:`_on_element` inlined for an element that fit the
-        template (one call less per chunk)."""
+        template (one call less per chunk).
+
+        Raises:
+            RemoteProtocolError: The first element is not a JSON object: the input is
+                not a Gemini stream (an array of response objects), in strict and
+                tolerant mode alike (a later one is an error like any malformed chunk).
+        """
+        if element.index == 0 and element.data[:1] != b"{":
+            raise RemoteProtocolError(
+                "the array's first element is a JSON "
+                f"{_JSON_KINDS.get(element.data[:1], 'number')}, not an object: not a "
+                "Gemini stream (an array of response objects)",
+                dialect=self.dialect,
+                event_index=element.index,
+                byte_offset=element.offset,
+            )
         if not self._inline_hooks:
             super()._handle_element(element, out)
             return
@@ -1410,7 +1428,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                     extra=unterminated,
                 ),
             )
-        elif self._finished_order and truncation is None:
+        elif self._finished_order and truncation is None and not self._unfinished():
             which = 0 if 0 in self._finished_order else self._finished_order[0]
             state = self._candidates[which]
             assert state.finish is not None
@@ -1428,11 +1446,18 @@ class GeminiGenerateDecoder(FramedDecoder):
             )
         else:
             cause = truncation
-            message = (
-                cause.message
-                if cause is not None
-                else "stream closed without a finishReason (Gemini ends streams by closing)"
-            )
+            unfinished = self._unfinished() if self._finished_order else []
+            if cause is not None:
+                message = cause.message
+            elif unfinished:
+                # Every candidate that began must finish: one did, not all.
+                message = (
+                    "stream closed without a finishReason for candidate "
+                    + ", ".join(str(n) for n in unfinished)
+                    + " (another candidate finished; Gemini ends streams by closing)"
+                )
+            else:
+                message = "stream closed without a finishReason (Gemini ends streams by closing)"
             self.emit_finish(
                 out,
                 Finish(
@@ -1451,6 +1476,10 @@ class GeminiGenerateDecoder(FramedDecoder):
                 ),
             )
 
+    def _unfinished(self) -> list[int]:
+        """The candidates that began and have no finishReason yet, in order."""
+        return sorted(n for n, state in self._candidates.items() if state.finish is None)
+
     # -- bare JSON after SSE events --------------------------------------------------------
 
     def _scan_bare(self, data: bytes) -> None:
@@ -1465,6 +1494,15 @@ class GeminiGenerateDecoder(FramedDecoder):
             raise self._deferred.again()  # (the scan runs before the framer, which raises it too)
         if not data:
             return
+        if not self._scan_started:
+            # The stream's opening blank bytes (a BOM, which the framing's parser takes
+            # as its own, whitespace) are skipped as they are when they come alone.
+            content = data.lstrip(BLANK)
+            self._scan_offset += len(data) - len(content)
+            if not content:
+                return
+            self._scan_started = True
+            data = content
         if (
             not self._bare_parts
             and (not self._at_line_start or data[0] in _SSE_LINE_STARTS)
@@ -2315,6 +2353,10 @@ class GeminiGenerateDecoder(FramedDecoder):
             )
         )
         self._end_whole(state, index, signature, out)
+
+
+_JSON_KINDS: Final = {b"[": "array", b'"': "string", b"t": "boolean", b"f": "boolean", b"n": "null"}
+"""The kind of a JSON value by its first byte (any other: a number)."""
 
 
 def _weak_parse(decoder: GeminiGenerateDecoder) -> Callable[[bytes], Any]:

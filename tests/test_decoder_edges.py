@@ -1,0 +1,183 @@
+"""Decoder edge cases: a late index-less Interactions delta, a Gemini candidate that
+never finishes, a BOM before a Gemini stream, a Gemini array of non-objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+import polystream
+from polystream import StreamDecoder
+from polystream.dialects.gemini_generate import Decoder as GeminiDecoder
+from polystream.errors import EventOrderError, RemoteProtocolError
+from polystream.events import ErrorEvent, ErrorInfo, Finish, FinishReason
+
+from .helpers import assert_chunking_invariant, feed_all, feed_steps, split_at
+
+FIXTURES = Path(__file__).parent / "fixtures"
+BOM = b"\xef\xbb\xbf"
+
+
+def _events(dialect: str, data: bytes, **options: Any) -> list[Any]:
+    decoder = StreamDecoder(dialect, **options)
+    return decoder.feed(data) + decoder.close()
+
+
+# -- gemini_interactions: a delta without an index after the last step stopped --------------
+
+INTERACTIONS = (FIXTURES / "gemini_interactions" / "text.sse").read_bytes()
+LATE = (
+    b"event: step.delta\n"
+    b'data: {"delta":{"text":"late","type":"text"},"event_type":"step.delta","event_id":"zz"}'
+    b"\n\n"
+)
+LATE_STOP = b'event: step.stop\ndata: {"event_type":"step.stop","event_id":"zy"}\n\n'
+
+
+@pytest.mark.parametrize(("late", "what"), [(LATE, "step.delta"), (LATE_STOP, "step.stop")])
+def test_interactions_index_less_event_after_the_last_step_stopped(late: bytes, what: str) -> None:
+    cut = INTERACTIONS.index(b"event: interaction.completed")
+    data = INTERACTIONS[:cut] + late + INTERACTIONS[cut:]
+    message = f"{what} without an index after the last step (step 1) stopped"
+    events = _events("gemini_interactions", data)
+    errors = [e for e in events if type(e) is ErrorEvent]
+    assert errors == [
+        ErrorEvent(
+            error=ErrorInfo(
+                kind="protocol",
+                message=message,
+                dialect="gemini_interactions",
+                event_index=8,
+                byte_offset=cut,
+                raw={"event": what, "data": late.split(b"data: ")[1].strip().decode()},
+            )
+        )
+    ]
+    # Everything else is as without the event: the stream goes on and completes.
+    plain = _events("gemini_interactions", INTERACTIONS)
+    assert [e for e in events if type(e) is not ErrorEvent] == plain
+    assert polystream.decode(data, "gemini_interactions").status == "completed"
+    assert_chunking_invariant(lambda: StreamDecoder("gemini_interactions"), data, events)
+    for chunks in ([data], split_at(data, [5, cut + 3])):
+        _, _, error = feed_steps(StreamDecoder("gemini_interactions", strict=True), chunks)
+        assert error == (
+            "EventOrderError",
+            f"{message} (dialect gemini_interactions, event 8, byte {cut})",
+            8,
+            cut,
+        )
+    with pytest.raises(EventOrderError):
+        polystream.decode(data, "gemini_interactions", strict=True)
+
+
+# -- gemini_generate: every candidate that began must finish ---------------------------------
+
+TWO = (FIXTURES / "gemini_generate" / "two_candidates.sse").read_bytes()
+
+
+def _as_array(sse: bytes) -> bytes:
+    chunks = [line[6:] for line in sse.split(b"\n") if line.startswith(b"data: ")]
+    return b"[" + b",\r\n".join(chunks) + b"]"
+
+
+@pytest.mark.parametrize("framing", ["sse", "json_array"])
+def test_a_candidate_cut_before_its_finish_reason_is_truncated(framing: str) -> None:
+    cut = TWO[: TWO.rindex(b"data: ")]  # candidate 0 finished, candidate 1 not
+    data = cut if framing == "sse" else _as_array(cut)
+    events = assert_chunking_invariant(GeminiDecoder, data, seeds=5)
+    finish = events[-1]
+    assert type(finish) is Finish
+    assert (finish.status, finish.reason) == ("truncated", FinishReason(unified="error", raw=None))
+    assert finish.error is not None
+    assert finish.error.kind == "truncated"
+    assert finish.error.message == (
+        "stream closed without a finishReason for candidate 1 (another candidate finished; "
+        "Gemini ends streams by closing)"
+    )
+    assert polystream.decode(data, "gemini_generate").status == "truncated"
+    # Whole, both finish.
+    whole = TWO if framing == "sse" else _as_array(TWO)
+    assert polystream.decode(whole, "gemini_generate").status == "completed"
+
+
+# -- gemini_generate: a UTF-8 BOM before the stream ------------------------------------------
+
+
+def _gemini_chunks() -> list[bytes]:
+    def chunk(text: str, **more: Any) -> bytes:
+        candidate = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+        candidate.update(more)
+        usage = {"promptTokenCount": 7, "candidatesTokenCount": 1, "totalTokenCount": 8}
+        body = {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "g"}
+        return msgspec.json.encode(body)
+
+    return [chunk(f"w{i} ") for i in range(4)] + [chunk("end", finishReason="STOP")]
+
+
+@pytest.mark.parametrize("framing", ["sse", "json_array"])
+@pytest.mark.parametrize("explicit", [False, True])
+def test_a_bom_before_the_stream_is_read_once(framing: str, explicit: bool) -> None:
+    chunks = _gemini_chunks()
+    if framing == "sse":
+        plain = b"".join(b"data: " + c + b"\r\n\r\n" for c in chunks)
+    else:
+        plain = b"[" + b"\r\n,\r\n".join(chunks) + b"\r\n]"
+    options = {"framing": framing} if explicit else {}
+
+    def make() -> GeminiDecoder:
+        return GeminiDecoder(**options)
+
+    expected = feed_all(make, [plain])
+    assert [type(e).__name__ for e in expected].count("TextDelta") == 5
+    events = assert_chunking_invariant(make, BOM + plain, seeds=10)
+    assert events == expected
+    assert polystream.decode(BOM + plain).text == "w0 w1 w2 w3 end"
+
+
+# -- gemini_generate: an array whose first element is not an object -------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "kind", "offset"),
+    [
+        (b"[1, 2]", "number", 1),
+        (b'[ "x" ]', "string", 2),
+        (b"[[1]]", "array", 1),
+        (b"[\r\n null]", "null", 4),
+        (b"[true]", "boolean", 1),
+        (BOM + b"[-1.5]", "number", 4),
+    ],
+)
+def test_an_array_of_non_objects_is_a_protocol_error(data: bytes, kind: str, offset: int) -> None:
+    message = (
+        f"the array's first element is a JSON {kind}, not an object: not a Gemini stream "
+        "(an array of response objects)"
+    )
+    for strict in (False, True):
+        for chunks in ([data], [data[i : i + 1] for i in range(len(data))]):
+            events, _, error = feed_steps(GeminiDecoder(strict=strict), chunks)
+            assert events == []
+            assert error == (
+                "RemoteProtocolError",
+                f"{message} (dialect gemini_generate, event 0, byte {offset})",
+                0,
+                offset,
+            )
+    with pytest.raises(RemoteProtocolError) as caught:
+        polystream.decode(data)
+    assert caught.value.byte_offset == offset
+
+
+def test_a_later_non_object_element_stays_an_error_event() -> None:
+    chunks = _gemini_chunks()
+    data = b"[" + chunks[0] + b",\r\n42,\r\n" + b",\r\n".join(chunks[1:]) + b"]"
+    offset = data.index(b"42")
+    events = _events("gemini_generate", data)
+    errors = [e.error for e in events if type(e) is ErrorEvent]
+    assert [(e.message, e.event_index, e.byte_offset) for e in errors] == [
+        ("chunk is not a JSON object (got int)", 1, offset)
+    ]
+    assert polystream.decode(data).text == "w0 w1 w2 w3 end"
