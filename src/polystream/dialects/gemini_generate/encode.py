@@ -221,6 +221,11 @@ class GeminiGenerateEncoder(DialectEncoder):
         self._id: str | None = None
         self._blocks: dict[int, _Block] = {}
         self._candidates: dict[int, _Candidate] = {}
+        # The candidates written to (another dialect's), and those whose finishReason
+        # went out: at the Finish, each one that began is given one (a decoder reads a
+        # candidate that never finishes as a cut stream).
+        self._began: set[int] = set()
+        self._ended: set[int] = set()
         self._chunk_fields: dict[str, Any] = {}
         self._usage = Usage()
         self._errored = False
@@ -557,6 +562,7 @@ class GeminiGenerateEncoder(DialectEncoder):
             template = self._templates[key]
         except KeyError:
             template = self._templates[key] = self._foreign_template(block.candidate, thought)
+            self._began.add(block.candidate)  # (written to by its templates)
         if template is None:
             return None
         try:
@@ -717,6 +723,7 @@ class GeminiGenerateEncoder(DialectEncoder):
         cand = self._candidates.get(number)
         if cand is None:
             cand = self._candidates[number] = _Candidate()
+            self._began.add(number)
         return cand
 
     def _add(self, block: _Block, fields: dict[str, Any], extra: dict[str, Any] | None) -> _Part:
@@ -1025,6 +1032,8 @@ class GeminiGenerateEncoder(DialectEncoder):
             )
         if not self._candidates:
             self._cand(0)
+        for number in self._began - self._ended:
+            self._cand(number)
         for cand in self._candidates.values():
             cand.fields["finishReason"] = reason
         if self._refusal:
@@ -1102,6 +1111,8 @@ class GeminiGenerateEncoder(DialectEncoder):
                 body: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
                 body = self._render_candidate(cand, body)
                 body["index"] = number
+                if "finishReason" in body:
+                    self._ended.add(number)
                 rendered.append(ordered(body, CANDIDATE_RANK))
             chunk["candidates"] = rendered
         chunk.update(self._chunk_fields)
