@@ -1,5 +1,6 @@
-"""Decoder edge cases: a late index-less Interactions delta, a Gemini candidate that
-never finishes, a BOM before a Gemini stream, a Gemini array of non-objects."""
+"""Decoder and transcoder edge cases: a late index-less Interactions delta, a Gemini
+candidate that never finishes, a BOM before a Gemini stream, a Gemini array of
+non-objects, and free-form (custom) tool calls between Responses and Chat."""
 
 from __future__ import annotations
 
@@ -103,6 +104,22 @@ def test_a_candidate_cut_before_its_finish_reason_is_truncated(framing: str) -> 
     assert polystream.decode(whole, "gemini_generate").status == "completed"
 
 
+def test_every_candidate_the_gemini_encoder_began_finishes() -> None:
+    # Chat's second choice ends before the stream's Finish: the Gemini stream written
+    # from it gives that candidate a finishReason too, so that it reads as complete.
+    from polystream.transcode import convert
+
+    source = (FIXTURES / "openai_chat" / "n2_choices.sse").read_bytes()
+    data, _ = convert(source, "gemini_generate", source="openai_chat")
+    lines = [line for line in data.splitlines() if line.startswith(b"data: ")]
+    last = msgspec.json.decode(lines[-1][6:])
+    assert [(c["index"], c.get("finishReason")) for c in last["candidates"]] == [
+        (0, "STOP"),
+        (1, "STOP"),
+    ]
+    assert polystream.decode(data, "gemini_generate").status == "completed"
+
+
 # -- gemini_generate: a UTF-8 BOM before the stream ------------------------------------------
 
 
@@ -181,3 +198,163 @@ def test_a_later_non_object_element_stays_an_error_event() -> None:
         ("chunk is not a JSON object (got int)", 1, offset)
     ]
     assert polystream.decode(data).text == "w0 w1 w2 w3 end"
+
+
+# -- free-form (custom) tool calls: Responses <-> Chat ----------------------------------------
+
+CUSTOM_RESPONSES = (FIXTURES / "openai_responses" / "mcp_file_search_custom_tool.sse").read_bytes()
+
+
+def _chat_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-5",
+        "choices": [choice],
+    }
+    return b"data: " + msgspec.json.encode(body) + b"\n\n"
+
+
+CUSTOM_CHAT = (
+    _chat_chunk({"role": "assistant", "content": None})
+    + _chat_chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "custom",
+                    "custom": {"name": "code_exec", "input": ""},
+                }
+            ]
+        }
+    )
+    + _chat_chunk({"tool_calls": [{"index": 0, "custom": {"input": "print("}}]})
+    + _chat_chunk({"tool_calls": [{"index": 0, "custom": {"input": "'hi')"}}]})
+    + _chat_chunk({}, "tool_calls")
+    + b"data: [DONE]\n\n"
+)
+
+
+def _openai(data: bytes) -> Any:
+    import httpx2
+    import openai
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=data)
+
+    return openai.OpenAI(
+        api_key="x",
+        base_url="http://test/v1",
+        max_retries=0,
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+    )
+
+
+def _chat_frames(data: bytes) -> list[Any]:
+    return [
+        msgspec.json.decode(block[6:])
+        for block in data.split(b"\n\n")
+        if block.startswith(b"data: {")
+    ]
+
+
+def test_responses_custom_call_to_chat_is_a_custom_call() -> None:
+    from polystream.transcode import convert
+
+    data, losses = convert(CUSTOM_RESPONSES, "openai_chat", source="openai_responses")
+    calls = [
+        call
+        for frame in _chat_frames(data)
+        for choice in frame["choices"]
+        for call in choice["delta"].get("tool_calls", [])
+    ]
+    assert calls == [
+        {
+            "index": 0,
+            "id": "call_Custom01",
+            "type": "custom",
+            "custom": {"name": "code_exec", "input": ""},
+        },
+        {"index": 0, "custom": {"input": "print("}},
+        {"index": 0, "custom": {"input": "'hi')"}},
+    ]
+    # Only what Chat has no output for is lost (the MCP and file search items).
+    assert [loss.what for loss in losses] == [
+        "block:other",
+        "block:server_tool_call",
+        "block:server_tool_call",
+        "finish_reason:tool_calls",
+    ]
+    # The openai SDK's stream helper accumulates it as the custom call it is.
+    with _openai(data).chat.completions.stream(
+        model="m", messages=[{"role": "user", "content": "x"}]
+    ) as stream:
+        for _ in stream:
+            pass
+        snapshot = stream.current_completion_snapshot
+    (call,) = snapshot.choices[0].message.tool_calls or []
+    assert (call.id, call.type, call.custom) == (  # type: ignore[attr-defined]
+        "call_Custom01",
+        "custom",
+        {"name": "code_exec", "input": "print('hi')"},
+    )
+    assert snapshot.choices[0].finish_reason == "tool_calls"
+
+
+def test_chat_custom_call_decodes_and_round_trips() -> None:
+    from polystream.transcode import convert
+
+    events = assert_chunking_invariant(lambda: StreamDecoder("openai_chat"), CUSTOM_CHAT)
+    result = polystream.decode(CUSTOM_CHAT, "openai_chat")
+    (call,) = result.tool_calls
+    assert (call.id, call.name, call.arguments_json) == ("call_1", "code_exec", "print('hi')")
+    assert [type(e).__name__ for e in events].count("ToolInputDelta") == 2
+    again, losses = convert(CUSTOM_CHAT, "openai_chat", source="openai_chat")
+    assert _chat_frames(again) == _chat_frames(CUSTOM_CHAT)
+    assert losses == []
+
+
+def test_chat_custom_call_to_responses_is_a_custom_tool_call() -> None:
+    from polystream.transcode import convert
+
+    data, losses = convert(CUSTOM_CHAT, "openai_responses", source="openai_chat")
+    assert [loss.what for loss in losses] == ["metadata:finish_reason"]  # (as for any call)
+    frames = [
+        msgspec.json.decode(line[6:]) for line in data.split(b"\n") if line.startswith(b"data: ")
+    ]
+    kinds = [f["type"] for f in frames]
+    assert kinds[2:7] == [
+        "response.output_item.added",
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
+        "response.output_item.done",
+    ]
+    item = frames[6]["item"]
+    assert (item["type"], item["call_id"], item["name"], item["input"]) == (
+        "custom_tool_call",
+        "call_1",
+        "code_exec",
+        "print('hi')",
+    )
+    assert frames[5]["input"] == "print('hi')"
+    with _openai(data).responses.stream(model="m", input="x") as stream:
+        response = stream.get_final_response()
+    (output,) = response.output
+    assert (output.type, output.call_id, output.name, output.input) == (  # type: ignore[union-attr]
+        "custom_tool_call",
+        "call_1",
+        "code_exec",
+        "print('hi')",
+    )
+    # And back: Chat again, a custom call still.
+    back, _ = convert(data, "openai_chat", source="openai_responses")
+    assert [
+        call.get("type")
+        for frame in _chat_frames(back)
+        for choice in frame["choices"]
+        for call in choice["delta"].get("tool_calls", [])
+    ] == ["custom", None, None]

@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from polystream.dialects._carrier import origin
+from polystream.dialects._free_form import is_free_form
 from polystream.dialects._responses.finish_reason import to_incomplete_reason
 from polystream.dialects._responses.quirks import Quirks
 from polystream.dialects._responses.usage import from_usage
@@ -78,6 +79,7 @@ _ID_PREFIX = {
     "refusal": "msg",
     "reasoning": "rs",
     "tool_call": "fc",
+    "custom_tool_call": "ctc",
     "image": "ig",
     "response": "resp",
     "call": "call",
@@ -203,6 +205,8 @@ class Out:
         elif itype == "custom_tool_call":
             if self.args:
                 item["input"] = "".join(self.args)
+            elif self.start_args is not None:
+                item["input"] = self.start_args
         elif itype == "code_interpreter_call":
             if self.args:
                 item["code"] = "".join(self.args)
@@ -476,6 +480,16 @@ class Assembler:
             )
         elif kind == "reasoning":
             item = {"id": ids.make(kind), "type": "reasoning", "summary": []}
+        elif kind == "tool_call" and is_free_form(event):
+            # A free-form (custom) tool call: its input is text, not JSON arguments.
+            item = {
+                "id": ids.make("custom_tool_call"),
+                "type": "custom_tool_call",
+                "status": "in_progress",
+                "call_id": event.call_id or event.id or ids.make("call"),
+                "input": "",
+                "name": event.name or "",
+            }
         elif kind == "tool_call":
             item = {
                 "id": ids.make(kind),
