@@ -510,3 +510,68 @@ def test_depth_guard_keeps_a_bounded_carry() -> None:
         for _ in range(100):
             guard.feed(chunk)
             assert len(guard._carry) <= 4 * 128 + len(chunk)
+
+
+# -- tool arguments: JSON text inside a string, parsed by the accumulator and encoders -------
+
+
+def _chat_with_deep_arguments() -> bytes:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        body = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+        return b"data: " + msgspec.json.encode({**body, "choices": [choice]}) + b"\n\n"
+
+    start = {"index": 0, "id": "call_1", "type": "function"}
+    return (
+        chunk({"role": "assistant", "content": None})
+        + chunk({"tool_calls": [{**start, "function": {"name": "f", "arguments": ""}}]})
+        + chunk({"tool_calls": [{"index": 0, "function": {"arguments": DEEP.decode()}}]})
+        + chunk({}, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+
+
+def test_deep_tool_arguments_are_an_argument_error() -> None:
+    from polystream.accumulate import Accumulator
+    from polystream.errors import ToolArgumentsError
+
+    data = _chat_with_deep_arguments()
+    result = polystream.decode(data, "openai_chat")
+    (call,) = result.tool_calls
+    assert (call.arguments, call.error) == (
+        None,
+        "tool arguments nest deeper than 128 levels (at byte 128)",
+    )
+    accumulator = Accumulator(strict=True)
+    accumulator.feed_all(_events("openai_chat", data))
+    with pytest.raises(ToolArgumentsError, match="nest deeper than 128 levels"):
+        accumulator.result()
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "anthropic_messages",
+        "gemini_generate",
+        "gemini_interactions",
+        "openai_chat",
+        "openai_responses",
+        "xai_chat",
+        "xai_messages",
+        "xai_responses",
+    ],
+)
+def test_deep_tool_arguments_transcode_to_every_dialect(target: str) -> None:
+    from polystream import get_dialect
+    from polystream.transcode import convert
+
+    data = _chat_with_deep_arguments()
+    out, losses = convert(data, target, source="openai_chat")
+    decoder = StreamDecoder(target, keep_events=True)
+    decoder.feed(out)
+    decoder.close()
+    assert decoder.result().status == "completed"
+    get_dialect(target).rebuild(decoder.events)  # (the native object, arguments unparsed)
+    if target == "gemini_generate":
+        # Gemini's functionCall args are an object: arguments that do not parse are lost.
+        assert "tool_call.arguments" in [loss.what for loss in losses]

@@ -28,6 +28,7 @@ __all__ = [
     "JSONTooDeep",
     "body_error",
     "decode_body",
+    "decode_bounded",
     "too_deep",
 ]
 
@@ -82,7 +83,30 @@ class JSONTooDeep(msgspec.DecodeError):
     malformed one, it cannot be read, so it is a :class:`msgspec.DecodeError`."""
 
 
-_BODY: Final = msgspec.json.Decoder()
+_ANY: Final = msgspec.json.Decoder()
+
+
+def decode_bounded(
+    data: bytes | str,
+    decoder: msgspec.json.Decoder[Any] = _ANY,
+    *,
+    what: str = "the JSON text",
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Any:
+    """Parse ``data`` with ``decoder`` (default: any JSON value), its nesting bounded:
+    for JSON that a caller reads as it does malformed JSON when too deep (tool
+    arguments written into another dialect, say).
+
+    Raises:
+        JSONTooDeep: ``data`` nests deeper than ``max_depth`` (the message names
+            ``what`` and where); a :class:`msgspec.DecodeError`, as for malformed JSON.
+        msgspec.DecodeError: ``data`` is not valid JSON.
+    """
+    deep = too_deep(data, max_depth)
+    if deep is not None:
+        unit = "character" if isinstance(data, str) else "byte"
+        raise JSONTooDeep(f"{what} nests deeper than {max_depth} levels (at {unit} {deep})")
+    return decoder.decode(data)
 
 
 def decode_body(body: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
@@ -93,13 +117,7 @@ def decode_body(body: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
             where); a :class:`msgspec.DecodeError`, as for malformed JSON.
         msgspec.DecodeError: ``body`` is not valid JSON.
     """
-    deep = too_deep(body, max_depth)
-    if deep is not None:
-        unit = "character" if isinstance(body, str) else "byte"
-        raise JSONTooDeep(
-            f"the request body nests deeper than {max_depth} levels (at {unit} {deep})"
-        )
-    return _BODY.decode(body)
+    return decode_bounded(body, what="the request body", max_depth=max_depth)
 
 
 def body_error(exc: msgspec.DecodeError) -> str:

@@ -45,6 +45,7 @@ from polystream.events import (
     Usage,
     UsageUpdate,
 )
+from polystream.wire.jsondepth import decode_bounded
 
 __all__ = [
     "ANNOTATION_TYPES",
@@ -242,7 +243,7 @@ def _query(arguments: str | None) -> str | None:
     if not arguments:
         return None
     try:
-        value = DECODER.decode(arguments)
+        value = decode_bounded(arguments, DECODER, what="tool arguments")
     except msgspec.DecodeError:
         return None
     query = value.get("query") if isinstance(value, dict) else None

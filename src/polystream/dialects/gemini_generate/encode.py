@@ -76,6 +76,7 @@ from polystream.events import (
     UsageUpdate,
 )
 from polystream.wire.jsonarray import JSONArrayEncoder
+from polystream.wire.jsondepth import decode_bounded
 
 from .finish_reason import FINISH_REASONS, map_finish_reason, to_gemini_finish_reason
 from .status import google_status
@@ -821,7 +822,7 @@ class GeminiGenerateEncoder(DialectEncoder):
                 # made another way may be fragments: they are joined until they parse.
                 text = event.delta if block.pending is None else block.pending + event.delta
                 try:
-                    args = _DECODE.decode(text)
+                    args = decode_bounded(text, _DECODE, what="tool arguments")
                 except msgspec.DecodeError:
                     args = None
                 if isinstance(args, dict):
@@ -1226,14 +1227,14 @@ def _arguments(joined: str, value: Any) -> Any:
     None when they are not JSON."""
     if joined.strip():
         try:
-            return _DECODE.decode(joined)
+            return decode_bounded(joined, _DECODE, what="tool arguments")
         except msgspec.DecodeError:
             return None
     if isinstance(value, str):
         if not value.strip():
             return {}
         try:
-            return _DECODE.decode(value)
+            return decode_bounded(value, _DECODE, what="tool arguments")
         except msgspec.DecodeError:
             return None
     return {} if value is None else value
