@@ -276,15 +276,28 @@ def _cli(*args: str) -> subprocess.CompletedProcess[bytes]:
     )
 
 
+@pytest.mark.parametrize("dialect", sorted(SSE_STREAMS))
+def test_cli_decode_strict_of_a_deep_event(tmp_path: Path, dialect: str) -> None:
+    _, data, offset = _with_deep_event(dialect)
+    path = tmp_path / "deep.sse"
+    path.write_bytes(data)
+    for args in (("--strict", "--dialect", dialect), ("--strict", "--result")):
+        done = _cli("decode", *args, str(path))
+        assert done.returncode == 1
+        assert (
+            done.stderr
+            == (
+                f"polystream: error: {MESSAGE} (dialect {dialect}, event 1, byte {offset})\n"
+            ).encode()
+        )
+
+
 def test_cli_decode_of_a_deep_event(tmp_path: Path) -> None:
+    # Tolerant: the error is one event line, and the input decoded (exit 0, as for
+    # any stream with a protocol error in it).
     _, data, offset = _with_deep_event("openai_chat")
     path = tmp_path / "deep.sse"
     path.write_bytes(data)
-    strict = _cli("decode", "--strict", "--dialect", "openai_chat", str(path))
-    assert strict.returncode == 1
-    assert strict.stderr == (
-        f"polystream: error: {MESSAGE} (dialect openai_chat, event 1, byte {offset})\n".encode()
-    )
     tolerant = _cli("decode", "--dialect", "openai_chat", str(path))
     assert tolerant.returncode == 0
     assert tolerant.stderr == b""
