@@ -18,8 +18,9 @@ Where an SDK *helper* rejects a valid provider stream, the test asserts that it 
 * ``openai`` ``responses.stream().get_final_response()`` raises ``RuntimeError`` for a
   stream that ends ``response.incomplete`` or ``response.failed``;
 * ``openai`` ``chat.completions.stream().get_final_completion()`` raises
-  ``LengthFinishReasonError`` on a ``length`` finish, and merges two tool calls that
-  reuse an ``index`` with different ids;
+  ``LengthFinishReasonError`` on a ``length`` finish, merges two tool calls that
+  reuse an ``index`` with different ids, and raises ``AttributeError`` on a custom
+  (free-form) tool call (its parser reads ``custom.name`` of the snapshot's dict);
 * ``google-genai`` has no types for the legacy Interactions schema (its events come out
   as unknown events).
 
@@ -192,12 +193,18 @@ def _chat_raw(data: bytes) -> Seen:
             if choice.delta.content:
                 text.append(choice.delta.content)
             for call in choice.delta.tool_calls or []:
+                # A custom call's fragment: ``custom`` (not in the SDK's chunk model).
+                custom = getattr(call, "custom", None)
+                custom = custom if isinstance(custom, dict) else {}
                 if call.id:
                     current[call.index] = (call.index, call.id)
-                    calls[current[call.index]] = [call.function.name if call.function else None, ""]
+                    name = call.function.name if call.function else custom.get("name")
+                    calls[current[call.index]] = [name, ""]
                 key = current[call.index]
                 if call.function and call.function.arguments:
                     calls[key][1] += call.function.arguments
+                elif custom.get("input"):
+                    calls[key][1] += custom["input"]
             if choice.finish_reason:
                 finish = choice.finish_reason
     return Seen(
@@ -211,6 +218,16 @@ def _chat_raw(data: bytes) -> Seen:
 
 
 def _via_openai_chat(data: bytes) -> Seen:
+    if b'"type":"custom"' in data:
+        # The helper cannot finish a custom tool call (documented above).
+        with (
+            pytest.raises(AttributeError, match="'dict' object has no attribute 'name'"),
+            _openai().chat.completions.stream(
+                model="m", messages=[{"role": "user", "content": "x"}]
+            ) as stream,
+        ):
+            stream.get_final_completion()
+        return _chat_raw(data)
     try:
         with _openai().chat.completions.stream(
             model="m", messages=[{"role": "user", "content": "x"}]

@@ -59,6 +59,7 @@ from polystream.events import (
     UsageUpdate,
     Warning,
 )
+from polystream.wire.jsondepth import DEFAULT_MAX_DEPTH, too_deep
 
 __all__ = ["Accumulator", "Block", "Result", "ToolCall", "accumulate"]
 
@@ -303,6 +304,12 @@ def _parse_arguments(text: str) -> tuple[Any, str | None]:
     if not text.strip():
         return {}, None
     data = text.encode("utf-8", "surrogatepass")
+    deep = too_deep(data)
+    if deep is not None:
+        # Not parsed (see polystream.wire.jsondepth): an error like invalid JSON.
+        return None, (
+            f"tool arguments nest deeper than {DEFAULT_MAX_DEPTH} levels (at byte {deep})"
+        )
     try:
         return _DECODE_ANY.decode(data), None
     except msgspec.DecodeError as exc:

@@ -65,7 +65,7 @@ def test_documented_defaults() -> None:
     assert 32 * MiB == DEFAULT_MAX_LINE_SIZE
     assert 64 * MiB == DEFAULT_MAX_EVENT_SIZE
     assert 64 * MiB == DEFAULT_MAX_ELEMENT_SIZE
-    assert DEFAULT_MAX_DEPTH == 256
+    assert DEFAULT_MAX_DEPTH == 128
 
 
 def test_sse_one_gib_line_fails_after_the_line_limit() -> None:

@@ -40,6 +40,7 @@ from polystream.events import (
     Warning,
 )
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
+from polystream.wire.jsondepth import DEFAULT_MAX_DEPTH, DepthGuard, too_deep
 from polystream.wire.sse import (
     DEFAULT_MAX_EVENT_SIZE,
     DEFAULT_MAX_LINE_SIZE,
@@ -167,6 +168,11 @@ class FramedDecoder(DialectDecoder):
         max_event_size: SSE event / JSON element limit in bytes; with ``"auto"``, also
             the most blank bytes accepted before the first non-blank one (they are
             kept until the framing is known).
+        max_depth: Deepest nesting accepted in one event's JSON data or one array
+            element (see :mod:`polystream.wire.jsondepth`). A deeper SSE event is not
+            parsed: it is a :class:`~polystream.errors.BufferLimitExceeded` at that
+            event (an error event when tolerant); a deeper array element is a framing
+            error.
     """
 
     framings: ClassVar[tuple[Framing, ...]] = ("sse",)
@@ -183,8 +189,13 @@ class FramedDecoder(DialectDecoder):
         framing: Framing | Literal["auto"] = "auto",
         max_line_size: int = DEFAULT_MAX_LINE_SIZE,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
         super().__init__(strict=strict, keep_raw=keep_raw)
+        if max_depth < 1:
+            raise LocalProtocolError(
+                f"max_depth must be at least 1 (got {max_depth})", dialect=self.dialect
+            )
         if framing != "auto" and framing not in self.framings:
             raise LocalProtocolError(
                 f"{self.dialect} has no {framing} framing", dialect=self.dialect
@@ -196,6 +207,10 @@ class FramedDecoder(DialectDecoder):
         )
         self._max_line = max_line_size
         self._max_event = max_event_size
+        self._max_depth = max_depth
+        # Whether the SSE events of a chunk may nest deeper than max_depth (only then
+        # is each one checked; see polystream.wire.jsondepth).
+        self._depth = DepthGuard(max_depth)
         self._sse: SSEDecoder | None = None
         self._array: JSONArrayDecoder | None = None
         # Blank bytes (whitespace, BOM bytes) held until the framing is known, and how
@@ -220,7 +235,9 @@ class FramedDecoder(DialectDecoder):
         if framing == "sse":
             self._sse = SSEDecoder(max_line_size=self._max_line, max_event_size=self._max_event)
         else:
-            self._array = JSONArrayDecoder(max_element_size=self._max_event)
+            self._array = JSONArrayDecoder(
+                max_element_size=self._max_event, max_depth=self._max_depth
+            )
 
     # -- the contract ------------------------------------------------------------------
 
@@ -266,6 +283,13 @@ class FramedDecoder(DialectDecoder):
         try:
             if self._sse is not None:
                 frames = self._sse.feed(data)
+                if self._depth.feed(data):
+                    if frames:
+                        frames = self._bound_depth(frames)
+                    if self._sse.idle:
+                        # Nothing is pending: what the guard kept (brackets inside
+                        # strings count too) no longer stands for any event.
+                        self._depth.reset()
                 if frames:
                     self._dispatch_sse(frames, out)
             else:
@@ -299,6 +323,10 @@ class FramedDecoder(DialectDecoder):
             if self._sse is not None:
                 frames = self._sse.close()
                 if frames:
+                    # (The events the end of input completes were open after the last
+                    # feed: what it kept of their brackets says whether to check them.)
+                    if self._depth.feed(b""):
+                        frames = self._bound_depth(frames)
                     self._dispatch_sse(frames, out)
             elif self._array is not None:
                 self._array.close()
@@ -324,6 +352,31 @@ class FramedDecoder(DialectDecoder):
             raise LocalProtocolError("reset_framing() after close()", dialect=self.dialect)
         if self._framing is not None:
             self._make_framer(self._framing)
+        self._depth.reset()
+
+    def _bound_depth(
+        self, frames: list[ServerSentEvent | SSEComment]
+    ) -> list[ServerSentEvent | SSEComment]:
+        """``frames`` with each event whose data nests deeper than ``max_depth``
+        replaced by a :class:`TooDeep` (which :meth:`_handle_sse` turns into the
+        error, in its place among the events)."""
+        limit = self._max_depth
+        bounded: list[ServerSentEvent | SSEComment] = []
+        for frame in frames:
+            if type(frame) is ServerSentEvent:
+                at = too_deep(frame.data, limit)
+                if at is not None:
+                    frame = TooDeep(
+                        data="",
+                        event=frame.event,
+                        id=frame.id,
+                        retry=frame.retry,
+                        offset=frame.offset,
+                        index=frame.index,
+                        at=at,
+                    )
+            bounded.append(frame)
+        return bounded
 
     # -- helpers for subclasses ----------------------------------------------------------
 
@@ -440,6 +493,18 @@ class FramedDecoder(DialectDecoder):
         if type(frame) is SSEComment:
             self._on_comment(frame, out)
             return
+        if type(frame) is TooDeep:
+            # Never parsed (nor handed to a hook): the error takes the event's place.
+            self.frame_index = frame.index
+            self.frame_offset = frame.offset
+            self._tolerate(
+                BufferLimitExceeded(
+                    f"event data nests deeper than max_depth={self._max_depth} "
+                    f"(at character {frame.at} of its data)"
+                ),
+                out,
+            )
+            return
         assert type(frame) is ServerSentEvent
         self.frame_index = frame.index
         self.frame_offset = frame.offset
@@ -477,6 +542,17 @@ class FramedDecoder(DialectDecoder):
                 )
             )
         )
+
+
+class TooDeep(ServerSentEvent, frozen=True, gc=False):
+    """An SSE event whose data nests deeper than the decoder's ``max_depth``, in the
+    place of that event (its data dropped, never parsed).
+
+    Fields:
+        at: Index in the event's data of the first bracket past the bound.
+    """
+
+    at: int = 0
 
 
 def _event_name(event: Event) -> str:

@@ -29,6 +29,7 @@ from typing import Any, Final
 import msgspec
 
 from polystream.errors import RemoteProtocolError
+from polystream.wire.jsondepth import too_deep
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["BLANK", "MAX_DETECT_BYTES", "Detector", "detect"]
@@ -54,6 +55,8 @@ def _model_of(obj: dict[str, Any], *path: str) -> str:
 def _classify(event: ServerSentEvent) -> str | None:
     if event.data.strip() == "[DONE]":
         return None
+    if too_deep(event.data) is not None:
+        return None  # (never parsed: the decoder reports it, see FramedDecoder)
     try:
         obj = msgspec.json.decode(event.data)
     except msgspec.DecodeError:

@@ -40,6 +40,7 @@ from polystream.request.model import (
     ToolCallPart,
     ToolResultPart,
 )
+from polystream.wire.jsondepth import DEFAULT_MAX_DEPTH, too_deep
 
 __all__ = [
     "NativeRequest",
@@ -126,6 +127,12 @@ def _args(text: Any, param: str) -> Any:
         raise RequestError("expected JSON text", param=param)
     if not text.strip():
         return {}
+    deep = too_deep(text)
+    if deep is not None:
+        raise RequestError(
+            f"arguments nest deeper than {DEFAULT_MAX_DEPTH} levels (at character {deep})",
+            param=param,
+        )
     try:
         return json.loads(text)
     except ValueError:

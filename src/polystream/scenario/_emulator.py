@@ -35,6 +35,7 @@ from polystream.scenario._plan import (
 )
 from polystream.scenario._reply import reply_events, reply_id, retarget, strip_usage
 from polystream.scenario._request import MODEL_PATTERNS, RequestError, RequestSummary, summarize
+from polystream.wire.jsondepth import decode_body
 
 __all__ = [
     "LOSS_HEADER",
@@ -72,7 +73,6 @@ _KIND_STATUS: Final = {
     "timeout": 504,
     "content_filter": 400,
 }
-_decode_json: Final = msgspec.json.Decoder()
 _encode_json: Final = msgspec.json.Encoder()
 _SSE_HEADERS: Final = {
     # Every event must leave at once: no caching, and no buffering by a proxy in
@@ -202,7 +202,7 @@ class Emulator:
                 request_id,
             )
         try:
-            parsed = _decode_json.decode(body)
+            parsed = decode_body(body)
         except msgspec.DecodeError:
             return self._error(provider, dialect, 400, _bad_json(dialect), request_id)
         try:

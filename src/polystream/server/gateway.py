@@ -73,6 +73,7 @@ from polystream.retry import RetryPolicy
 from polystream.scrub import SCRUBBED_EVENTS, Scrubber, url_credentials
 from polystream.server._h1server import SEND_NOWAIT
 from polystream.server._journal_feed import JournalFeed
+from polystream.wire.jsondepth import body_error, decode_body
 
 __all__ = ["create_gateway"]
 
@@ -627,11 +628,9 @@ class _Gateway:
         nowait: Callable[[Message], bool] | None = None,
     ) -> None:
         try:
-            payload = msgspec.json.decode(body)
-        except msgspec.DecodeError:
-            await self._error(
-                send, dialect, 400, "the request body is not valid JSON", kind="invalid_request"
-            )
+            payload = decode_body(body)
+        except msgspec.DecodeError as exc:
+            await self._error(send, dialect, 400, body_error(exc), kind="invalid_request")
             return
         try:
             request = parse_request(dialect, payload, model=params.get("model"))

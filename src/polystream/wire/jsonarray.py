@@ -67,6 +67,7 @@ from polystream.errors import (
     StreamTruncated,
 )
 from polystream.wire._pieces import PIECES, join_recent
+from polystream.wire.jsondepth import DEFAULT_MAX_DEPTH as JSON_MAX_DEPTH
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -79,8 +80,9 @@ __all__ = [
 DEFAULT_MAX_ELEMENT_SIZE: Final = 64 * 1024 * 1024
 """Largest element accepted (64 MiB): an element may hold inline image or audio data."""
 
-DEFAULT_MAX_DEPTH: Final = 256
-"""Deepest nesting accepted inside one element. Real chunks nest fewer than 20 levels."""
+DEFAULT_MAX_DEPTH: Final = JSON_MAX_DEPTH
+"""Deepest nesting accepted inside one element (128, as for every JSON text polystream
+reads: see :mod:`polystream.wire.jsondepth`). Real chunks nest fewer than 20 levels."""
 
 _BOM: Final = b"\xef\xbb\xbf"
 _WHITESPACE: Final = b" \t\r\n"  # RFC 8259 §2: the only insignificant whitespace

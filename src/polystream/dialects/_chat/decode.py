@@ -916,12 +916,15 @@ class ChatDecoder(FramedDecoder):
         tool_index: int = raw_index if isinstance(raw_index, int) and valid_index else -1
         raw_id = fragment.get("id")
         call_id = raw_id if isinstance(raw_id, str) and raw_id else None
-        function = fragment.get("function")
+        # A function call's name and arguments, or a custom (free-form) call's name and
+        # input, in the same places of the fragment's copy.
+        key, input_key = ("custom", "input") if "custom" in fragment else ("function", "arguments")
+        function = fragment.get(key)
         if not isinstance(function, dict):
             function = None
         name = function.get("name") if function is not None else None
         name = name if isinstance(name, str) and name else None
-        args = function.get("arguments") if function is not None else None
+        args = function.get(input_key) if function is not None else None
         args = args if isinstance(args, str) and args else None
 
         tool: _Tool | None = None
@@ -958,8 +961,8 @@ class ChatDecoder(FramedDecoder):
                 if name is not None:
                     del fn["name"]
                 if args is not None:
-                    del fn["arguments"]
-                residual["function"] = fn
+                    del fn[input_key]
+                residual[key] = fn
             index = self._block()
             tool = _Tool(index, call_id, raw_index if valid_index else None)
             self._tool_index_of[index] = tool.tool_index
@@ -979,8 +982,8 @@ class ChatDecoder(FramedDecoder):
                     extra=x,
                 )
             )
-            fn_residual = residual.get("function")
-            self._last_frag = (index, isinstance(fn_residual, dict) and "arguments" in fn_residual)
+            fn_residual = residual.get(key)
+            self._last_frag = (index, isinstance(fn_residual, dict) and input_key in fn_residual)
             if args is not None:
                 self._emit(ToolInputDelta(index=index, delta=args, extra=self._x(True)))
                 self._last_frag = (index, True)
@@ -992,8 +995,8 @@ class ChatDecoder(FramedDecoder):
         if function is not None:
             fn = dict(function)
             if args is not None:
-                del fn["arguments"]
-            residual["function"] = fn
+                del fn[input_key]
+            residual[key] = fn
         standard = (
             args is not None
             and type(tool.tool_index) is int

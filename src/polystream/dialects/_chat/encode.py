@@ -71,6 +71,7 @@ from polystream.dialects._chat.wire import (
     EXTRA_KEY,
     apply,
 )
+from polystream.dialects._free_form import is_free_form
 from polystream.dialects._usage_fold import FoldsUsage
 from polystream.errors import LocalProtocolError
 from polystream.events import (
@@ -132,7 +133,17 @@ _OwnHead: TypeAlias = "tuple[_Block | None, type, Any, int, bytes, bytes]"
 
 
 class _Block:
-    __slots__ = ("candidate", "fast", "has_args", "kind", "lost", "start", "tool_index", "written")
+    __slots__ = (
+        "candidate",
+        "custom",
+        "fast",
+        "has_args",
+        "kind",
+        "lost",
+        "start",
+        "tool_index",
+        "written",
+    )
 
     def __init__(self, start: BlockStart, tool_index: Any) -> None:
         self.start = start
@@ -140,6 +151,9 @@ class _Block:
         self.candidate = start.candidate
         self.tool_index = tool_index
         self.lost = start.kind not in _CHAT_KINDS
+        # A free-form (custom) tool call: its input goes in ``custom.input``, not in
+        # ``function.arguments`` (see polystream.dialects._free_form).
+        self.custom = is_free_form(start)
         self.has_args = False
         self.written = False  # a decoder of the output has opened this block
         # For another dialect's deltas of one type: the envelope and delta type it was
@@ -298,7 +312,7 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
         choice whose role went out, a reasoning carrier recorded), except the envelope,
         which the entry names."""
         env = self._foreign_env
-        if block.lost or env is None or block.candidate not in self._role_sent:
+        if block.lost or block.custom or env is None or block.candidate not in self._role_sent:
             return None
         candidate = block.candidate
         key: Any
@@ -402,6 +416,8 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
 
     def _own_head(self, block: _Block, kind: type) -> _OwnHead | None:
         """The template of an own delta of ``block`` (see :attr:`_own_heads`)."""
+        if block.custom:
+            return None  # (the general path writes custom.input)
         key: Any
         if kind is TextDelta:
             key = "refusal" if block.kind == "refusal" else "content"
@@ -533,7 +549,7 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
                 if event.id is not None:
                     fragment["id"] = event.id
                 if event.name is not None:
-                    function = fragment.setdefault("function", {})
+                    function = fragment.setdefault(_call_key(fragment), {})
                     function["name"] = event.name
                 entry["delta"].setdefault("tool_calls", []).append(fragment)
                 self._frag = fragment
@@ -544,17 +560,20 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
             entry = self._entry_for(x, self._candidate_of(block))
             residual = x.get("tc")
             if residual is None and self._frag is not None and self._frag_block == event.index:
-                function = self._frag.get("function")
-                if not isinstance(function, dict) or "arguments" not in function:
+                key = _call_key(self._frag)
+                input_key = _INPUT_KEYS[key]
+                function = self._frag.get(key)
+                if not isinstance(function, dict) or input_key not in function:
                     if event.delta:
-                        self._frag.setdefault("function", {})["arguments"] = event.delta
+                        self._frag.setdefault(key, {})[input_key] = event.delta
                     return self._end(x)
             if isinstance(residual, dict):
                 fragment = _copy_fragment(residual)
             else:
                 fragment = {"index": block.tool_index if block else 0, "function": {}}
             if event.delta:
-                fragment.setdefault("function", {})["arguments"] = event.delta
+                key = _call_key(fragment)
+                fragment.setdefault(key, {})[_INPUT_KEYS[key]] = event.delta
             entry["delta"].setdefault("tool_calls", []).append(fragment)
             self._frag = fragment
             self._frag_block = event.index
@@ -849,12 +868,21 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
             # (``call_id`` where the source distinguishes it from the item id).
             call_id = event.call_id or event.id or f"call_{event.index}"
             self._open_kind[event.candidate] = None
-            fragment = {
-                "index": tool_index,
-                "id": call_id,
-                "type": "function",
-                "function": {"name": event.name or "", "arguments": ""},
-            }
+            if started.custom:
+                # A free-form call: Chat's custom tool call, its input as text.
+                fragment = {
+                    "index": tool_index,
+                    "id": call_id,
+                    "type": "custom",
+                    "custom": {"name": event.name or "", "input": ""},
+                }
+            else:
+                fragment = {
+                    "index": tool_index,
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": event.name or "", "arguments": ""},
+                }
             return prefix + self._chunk(event.candidate, {"tool_calls": [fragment]})
         if kind in (TextDelta, ReasoningDelta, ToolInputDelta):
             assert isinstance(event, TextDelta | ReasoningDelta | ToolInputDelta)
@@ -864,7 +892,7 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
             if kind is ToolInputDelta or block.kind == "tool_call":
                 self._open_kind[block.candidate] = None
                 block.has_args = True
-                fragment = {"index": block.tool_index, "function": {"arguments": event.delta}}
+                fragment = _input_fragment(block, event.delta)
                 return prefix + self._chunk(block.candidate, {"tool_calls": [fragment]})
             if kind is ReasoningDelta or block.kind == "reasoning":
                 if not self.quirks.reasoning_native and event.index not in self._reasoning_noted:
@@ -895,7 +923,7 @@ class ChatEncoder(FoldsUsage, DialectEncoder):
                 return prefix
             arguments = value if isinstance(value, str) else ENCODER.encode(value).decode()
             block.has_args = True
-            fragment = {"index": block.tool_index, "function": {"arguments": arguments}}
+            fragment = _input_fragment(block, arguments)
             return prefix + self._chunk(block.candidate, {"tool_calls": [fragment]})
         if kind is SignatureDelta:
             assert isinstance(event, SignatureDelta)
@@ -1020,12 +1048,31 @@ def _split(data: bytes) -> tuple[bytes, bytes] | None:
     return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
+def _input_fragment(block: _Block, text: str) -> dict[str, Any]:
+    """A continuation fragment of another dialect's tool call: ``text`` appended to a
+    function call's arguments, or to a custom call's input."""
+    if block.custom:
+        return {"index": block.tool_index, "custom": {"input": text}}
+    return {"index": block.tool_index, "function": {"arguments": text}}
+
+
 def _copy_fragment(residual: dict[str, Any]) -> dict[str, Any]:
     fragment = dict(residual)
-    function = fragment.get("function")
-    if isinstance(function, dict):
-        fragment["function"] = dict(function)
+    for key in _INPUT_KEYS:
+        function = fragment.get(key)
+        if isinstance(function, dict):
+            fragment[key] = dict(function)
     return fragment
+
+
+_INPUT_KEYS: Final = {"function": "arguments", "custom": "input"}
+"""Where a tool-call fragment holds the call's input: a function call's arguments, a
+custom (free-form) call's input."""
+
+
+def _call_key(fragment: dict[str, Any]) -> str:
+    """``custom`` for a custom call's fragment (it holds that key), else ``function``."""
+    return "custom" if "custom" in fragment else "function"
 
 
 def _error(error: ErrorInfo) -> dict[str, Any]:

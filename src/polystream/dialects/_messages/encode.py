@@ -79,6 +79,7 @@ from polystream.events import (
     UsageUpdate,
     Warning,
 )
+from polystream.wire.jsondepth import decode_bounded
 from polystream.wire.sse import SSEEncoder
 
 __all__ = ["CARRIER_PREFIX", "FAMILY", "MessagesEncoder", "random_id"]
@@ -477,7 +478,9 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
         elif kind is ToolInputDelta:
             assert isinstance(event, ToolInputDelta)
             try:
-                block["input"] = msgspec.json.decode(event.delta) if event.delta.strip() else {}
+                block["input"] = (
+                    decode_bounded(event.delta, what="tool input") if event.delta.strip() else {}
+                )
             except msgspec.DecodeError:
                 block["input"] = event.delta  # not JSON: kept as the text it was
 

@@ -27,6 +27,7 @@ from polystream.dialects._messages.encode import MessagesEncoder
 from polystream.dialects._messages.usage import merge_native
 from polystream.dialects._messages.wire import GENERIC_DECODER, TOOL_USE_TYPES
 from polystream.events import Event
+from polystream.wire.jsondepth import JSONTooDeep, decode_bounded
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["fold_native", "rebuild_with"]
@@ -48,7 +49,9 @@ def rebuild_with(encoder: MessagesEncoder, events: Iterable[Event]) -> dict[str,
 
 def _parse_input(text: str) -> Any:
     try:
-        return GENERIC_DECODER.decode(text)
+        return decode_bounded(text, GENERIC_DECODER, what="tool input")
+    except JSONTooDeep:
+        return {}  # (not parsed, as a prefix either: see polystream.wire.jsondepth)
     except msgspec.DecodeError:
         try:
             return jiter.from_json(text.encode(), partial_mode=True)

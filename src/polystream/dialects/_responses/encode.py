@@ -209,7 +209,7 @@ class ResponsesEncoder(DialectEncoder):
             where = b',"content_index":' + ENCODER.encode(ci)
             tail = b"}\n\n" if out.kind == "refusal" else b',"logprobs":[]}\n\n'
         elif out.kind == "tool_call":
-            name = "response.function_call_arguments.delta"
+            name = _input_delta(out)
             where = b""
             tail = b"}\n\n"
         else:
@@ -437,7 +437,7 @@ class ResponsesEncoder(DialectEncoder):
         out = found[0]
         self._args_streamed.add(event.index)
         return self._emit(
-            "response.function_call_arguments.delta",
+            _input_delta(out),
             {"item_id": out.id, "output_index": out.output_index, "delta": event.delta},
         )
 
@@ -570,6 +570,16 @@ class ResponsesEncoder(DialectEncoder):
                         {**where, "content_index": rci, "part": content},
                     )
                 )
+        elif out.kind == "tool_call" and item.get("type") == "custom_tool_call":
+            # A free-form call: its input as it came ("" stays "": it is not JSON).
+            text = item.get("input") or ""
+            if text and event.index not in self._args_streamed:
+                chunks.append(
+                    self._emit("response.custom_tool_call_input.delta", {**where, "delta": text})
+                )
+            chunks.append(
+                self._emit("response.custom_tool_call_input.done", {**where, "input": text})
+            )
         elif out.kind == "tool_call":
             arguments = item.get("arguments") or ""
             if not arguments:
@@ -673,3 +683,11 @@ def _text_parts(parts: Any) -> list[dict[str, Any]]:
     if not isinstance(parts, list):
         return []
     return [p for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+
+
+def _input_delta(out: Out) -> str:
+    """The delta event of a tool call item's input: a custom (free-form) call's text,
+    or a function call's JSON arguments."""
+    if out.item.get("type") == "custom_tool_call":
+        return "response.custom_tool_call_input.delta"
+    return "response.function_call_arguments.delta"

@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from polystream.dialects._carrier import origin
+from polystream.dialects._free_form import is_free_form
 from polystream.dialects._responses.finish_reason import to_incomplete_reason
 from polystream.dialects._responses.quirks import Quirks
 from polystream.dialects._responses.usage import from_usage
@@ -44,6 +45,7 @@ from polystream.events import (
     Usage,
     UsageUpdate,
 )
+from polystream.wire.jsondepth import decode_bounded
 
 __all__ = [
     "ANNOTATION_TYPES",
@@ -78,6 +80,7 @@ _ID_PREFIX = {
     "refusal": "msg",
     "reasoning": "rs",
     "tool_call": "fc",
+    "custom_tool_call": "ctc",
     "image": "ig",
     "response": "resp",
     "call": "call",
@@ -203,6 +206,8 @@ class Out:
         elif itype == "custom_tool_call":
             if self.args:
                 item["input"] = "".join(self.args)
+            elif self.start_args is not None:
+                item["input"] = self.start_args
         elif itype == "code_interpreter_call":
             if self.args:
                 item["code"] = "".join(self.args)
@@ -238,7 +243,7 @@ def _query(arguments: str | None) -> str | None:
     if not arguments:
         return None
     try:
-        value = DECODER.decode(arguments)
+        value = decode_bounded(arguments, DECODER, what="tool arguments")
     except msgspec.DecodeError:
         return None
     query = value.get("query") if isinstance(value, dict) else None
@@ -476,6 +481,16 @@ class Assembler:
             )
         elif kind == "reasoning":
             item = {"id": ids.make(kind), "type": "reasoning", "summary": []}
+        elif kind == "tool_call" and is_free_form(event):
+            # A free-form (custom) tool call: its input is text, not JSON arguments.
+            item = {
+                "id": ids.make("custom_tool_call"),
+                "type": "custom_tool_call",
+                "status": "in_progress",
+                "call_id": event.call_id or event.id or ids.make("call"),
+                "input": "",
+                "name": event.name or "",
+            }
         elif kind == "tool_call":
             item = {
                 "id": ids.make(kind),

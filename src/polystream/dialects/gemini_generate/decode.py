@@ -132,6 +132,7 @@ from polystream.events import (
 )
 from polystream.wire._pieces import PIECES, join_recent
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
+from polystream.wire.jsondepth import too_deep
 from polystream.wire.sse import ServerSentEvent, SSEComment
 
 from .finish_reason import FINISH_REASONS, map_finish_reason
@@ -712,6 +713,9 @@ class GeminiGenerateDecoder(FramedDecoder):
         self._index_residuals: dict[int, dict[str, Any]] = {}
         # Bare (non-SSE) text after SSE events: Google writes a JSON error object there.
         self._scan_offset = 0
+        # Whether a byte other than the blank ones that may open the stream (whitespace,
+        # a UTF-8 BOM: see BLANK) has been scanned: those are never a bare line.
+        self._scan_started = False
         self._at_line_start = True
         self._line_bare = False
         self._bare_parts: list[bytes] = []
@@ -733,6 +737,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             self._framing = framing
             self._array = JSONArrayDecoder(
                 max_element_size=self._max_event,
+                max_depth=self._max_depth,
                 decode=_weak_parse(self),
             )
         else:
@@ -1034,7 +1039,7 @@ class GeminiGenerateDecoder(FramedDecoder):
             count, consumed = point
             after_element = False
             limit = sse.block_limit  # the parser's fast-path bound
-            max_depth = 0  # (not checked: SSE data is parsed whole, by msgspec)
+            max_depth = self._max_depth  # (the framing's check, see FramedDecoder.feed)
         else:
             assert array is not None
             taking = array.takeover()
@@ -1134,6 +1139,14 @@ class GeminiGenerateDecoder(FramedDecoder):
                 if end + suf_size - pos > limit:
                     break  # the parser raises BufferLimitExceeded
                 usage_text = data[begin:end]
+                # The depth bound, before parsing: one level for the chunk object, and
+                # at most one per bracket the usage object opens, which (when it
+                # parses, each has its closer) are at most half its bytes.
+                if (
+                    len(usage_text) // 2 + 1 > max_depth
+                    and usage_text.count(b"{") + usage_text.count(b"[") + 1 > max_depth
+                ):
+                    break
                 extra = previous.extra
                 state = template.state
                 # The chunk continues the open text run, and its extra is the chunk
@@ -1174,15 +1187,6 @@ class GeminiGenerateDecoder(FramedDecoder):
                         template.block_usage_size = end - begin
                         template.block_meta = meta
                 except msgspec.DecodeError:
-                    break
-                # The depth bound (array): one level for the chunk object, and at most
-                # one per bracket the usage object opens, which are at most half its
-                # bytes (it parsed, so each has its closer).
-                if (
-                    max_depth
-                    and len(usage_text) // 2 + 1 > max_depth
-                    and usage_text.count(b"{") + usage_text.count(b"[") + 1 > max_depth
-                ):
                     break
                 count += 1
                 taken = pos
@@ -1334,7 +1338,22 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     def _handle_element(self, element: JSONElement, out: list[Event]) -> None:
         """The base's, with :meth:`_on_element` inlined for an element that fit the
-        template (one call less per chunk)."""
+        template (one call less per chunk).
+
+        Raises:
+            RemoteProtocolError: The first element is not a JSON object: the input is
+                not a Gemini stream (an array of response objects), in strict and
+                tolerant mode alike (a later one is an error like any malformed chunk).
+        """
+        if element.index == 0 and element.data[:1] != b"{":
+            raise RemoteProtocolError(
+                "the array's first element is a JSON "
+                f"{_JSON_KINDS.get(element.data[:1], 'number')}, not an object: not a "
+                "Gemini stream (an array of response objects)",
+                dialect=self.dialect,
+                event_index=element.index,
+                byte_offset=element.offset,
+            )
         if not self._inline_hooks:
             super()._handle_element(element, out)
             return
@@ -1409,7 +1428,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                     extra=unterminated,
                 ),
             )
-        elif self._finished_order and truncation is None:
+        elif self._finished_order and truncation is None and not self._unfinished():
             which = 0 if 0 in self._finished_order else self._finished_order[0]
             state = self._candidates[which]
             assert state.finish is not None
@@ -1427,11 +1446,18 @@ class GeminiGenerateDecoder(FramedDecoder):
             )
         else:
             cause = truncation
-            message = (
-                cause.message
-                if cause is not None
-                else "stream closed without a finishReason (Gemini ends streams by closing)"
-            )
+            unfinished = self._unfinished() if self._finished_order else []
+            if cause is not None:
+                message = cause.message
+            elif unfinished:
+                # Every candidate that began must finish: one did, not all.
+                message = (
+                    "stream closed without a finishReason for candidate "
+                    + ", ".join(str(n) for n in unfinished)
+                    + " (another candidate finished; Gemini ends streams by closing)"
+                )
+            else:
+                message = "stream closed without a finishReason (Gemini ends streams by closing)"
             self.emit_finish(
                 out,
                 Finish(
@@ -1450,6 +1476,10 @@ class GeminiGenerateDecoder(FramedDecoder):
                 ),
             )
 
+    def _unfinished(self) -> list[int]:
+        """The candidates that began and have no finishReason yet, in order."""
+        return sorted(n for n, state in self._candidates.items() if state.finish is None)
+
     # -- bare JSON after SSE events --------------------------------------------------------
 
     def _scan_bare(self, data: bytes) -> None:
@@ -1464,6 +1494,15 @@ class GeminiGenerateDecoder(FramedDecoder):
             raise self._deferred.again()  # (the scan runs before the framer, which raises it too)
         if not data:
             return
+        if not self._scan_started:
+            # The stream's opening blank bytes (a BOM, which the framing's parser takes
+            # as its own, whitespace) are skipped as they are when they come alone.
+            content = data.lstrip(BLANK)
+            self._scan_offset += len(data) - len(content)
+            if not content:
+                return
+            self._scan_started = True
+            data = content
         if (
             not self._bare_parts
             and (not self._at_line_start or data[0] in _SSE_LINE_STARTS)
@@ -1567,6 +1606,12 @@ class GeminiGenerateDecoder(FramedDecoder):
             self.frame_offset = start
             self.frame_index = next_index
             try:
+                deep = too_deep(text, self._max_depth)
+                if deep is not None:
+                    raise BufferLimitExceeded(
+                        f"bare JSON text nests deeper than max_depth={self._max_depth} "
+                        f"(at byte {deep} of it)"
+                    )
                 self._chunk(text, out, bare=True)
             except RemoteProtocolError as exc:
                 self._tolerate(exc, out)
@@ -2308,6 +2353,10 @@ class GeminiGenerateDecoder(FramedDecoder):
             )
         )
         self._end_whole(state, index, signature, out)
+
+
+_JSON_KINDS: Final = {b"[": "array", b'"': "string", b"t": "boolean", b"f": "boolean", b"n": "null"}
+"""The kind of a JSON value by its first byte (any other: a number)."""
 
 
 def _weak_parse(decoder: GeminiGenerateDecoder) -> Callable[[bytes], Any]:

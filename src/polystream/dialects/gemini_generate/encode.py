@@ -76,6 +76,7 @@ from polystream.events import (
     UsageUpdate,
 )
 from polystream.wire.jsonarray import JSONArrayEncoder
+from polystream.wire.jsondepth import decode_bounded
 
 from .finish_reason import FINISH_REASONS, map_finish_reason, to_gemini_finish_reason
 from .status import google_status
@@ -221,6 +222,11 @@ class GeminiGenerateEncoder(DialectEncoder):
         self._id: str | None = None
         self._blocks: dict[int, _Block] = {}
         self._candidates: dict[int, _Candidate] = {}
+        # The candidates written to (another dialect's), and those whose finishReason
+        # went out: at the Finish, each one that began is given one (a decoder reads a
+        # candidate that never finishes as a cut stream).
+        self._began: set[int] = set()
+        self._ended: set[int] = set()
         self._chunk_fields: dict[str, Any] = {}
         self._usage = Usage()
         self._errored = False
@@ -557,6 +563,7 @@ class GeminiGenerateEncoder(DialectEncoder):
             template = self._templates[key]
         except KeyError:
             template = self._templates[key] = self._foreign_template(block.candidate, thought)
+            self._began.add(block.candidate)  # (written to by its templates)
         if template is None:
             return None
         try:
@@ -717,6 +724,7 @@ class GeminiGenerateEncoder(DialectEncoder):
         cand = self._candidates.get(number)
         if cand is None:
             cand = self._candidates[number] = _Candidate()
+            self._began.add(number)
         return cand
 
     def _add(self, block: _Block, fields: dict[str, Any], extra: dict[str, Any] | None) -> _Part:
@@ -814,7 +822,7 @@ class GeminiGenerateEncoder(DialectEncoder):
                 # made another way may be fragments: they are joined until they parse.
                 text = event.delta if block.pending is None else block.pending + event.delta
                 try:
-                    args = _DECODE.decode(text)
+                    args = decode_bounded(text, _DECODE, what="tool arguments")
                 except msgspec.DecodeError:
                     args = None
                 if isinstance(args, dict):
@@ -1025,6 +1033,8 @@ class GeminiGenerateEncoder(DialectEncoder):
             )
         if not self._candidates:
             self._cand(0)
+        for number in self._began - self._ended:
+            self._cand(number)
         for cand in self._candidates.values():
             cand.fields["finishReason"] = reason
         if self._refusal:
@@ -1102,6 +1112,8 @@ class GeminiGenerateEncoder(DialectEncoder):
                 body: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
                 body = self._render_candidate(cand, body)
                 body["index"] = number
+                if "finishReason" in body:
+                    self._ended.add(number)
                 rendered.append(ordered(body, CANDIDATE_RANK))
             chunk["candidates"] = rendered
         chunk.update(self._chunk_fields)
@@ -1215,14 +1227,14 @@ def _arguments(joined: str, value: Any) -> Any:
     None when they are not JSON."""
     if joined.strip():
         try:
-            return _DECODE.decode(joined)
+            return decode_bounded(joined, _DECODE, what="tool arguments")
         except msgspec.DecodeError:
             return None
     if isinstance(value, str):
         if not value.strip():
             return {}
         try:
-            return _DECODE.decode(value)
+            return decode_bounded(value, _DECODE, what="tool arguments")
         except msgspec.DecodeError:
             return None
     return {} if value is None else value

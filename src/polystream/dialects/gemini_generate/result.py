@@ -40,6 +40,7 @@ from polystream.events import (
     ToolInputDelta,
     UsageUpdate,
 )
+from polystream.wire.jsondepth import decode_bounded
 
 from .encode import DIALECT, is_base64
 from .wire import (
@@ -111,7 +112,7 @@ def _part(block: _Block) -> dict[str, Any]:
             call["name"] = start.name
         if joined.strip():
             try:
-                call["args"] = _DECODE.decode(joined)
+                call["args"] = decode_bounded(joined, _DECODE, what="tool arguments")
             except msgspec.DecodeError:
                 call["args"] = joined
         if start.id is not None:

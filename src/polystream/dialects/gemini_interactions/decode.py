@@ -56,7 +56,7 @@ import msgspec
 
 from polystream.dialects._base import FramedDecoder
 from polystream.dialects._carrier import CARRIER_PREFIX, unwrap
-from polystream.errors import RemoteProtocolError, StreamTruncated
+from polystream.errors import EventOrderError, RemoteProtocolError, StreamTruncated
 from polystream.events import (
     RETRYABLE_KINDS,
     BlockEnd,
@@ -289,7 +289,12 @@ class Decoder(FramedDecoder):
         self._flush(out)
         count = len(out)
         super()._tolerate(exc, out)
-        if len(out) > count and isinstance(out[-1], ErrorEvent) and self._frame is not None:
+        if (
+            len(out) > count
+            and isinstance(out[-1], ErrorEvent)
+            and self._frame is not None
+            and self._frame.index == self.frame_index  # (not an event never parsed)
+        ):
             error = out[-1].error
             raw = {"event": self._frame.event, "data": self._frame.data}
             out[-1] = ErrorEvent(error=msgspec.structs.replace(error, raw=raw))
@@ -579,6 +584,14 @@ class Decoder(FramedDecoder):
         index = payload.get("index")
         if index is None and "index" not in payload and self._last is not None:
             # Legacy examples omit the index on deltas: the open block is meant.
+            if self._last.ended:
+                raise EventOrderError(
+                    f"{what} without an index after the last step "
+                    f"(step {self._last.provider}) stopped",
+                    dialect=self.dialect,
+                    event_index=self.frame_index,
+                    byte_offset=self.frame_offset,
+                )
             flags["no_index"] = True
             return self._last
         if not isinstance(index, int) or isinstance(index, bool):

@@ -31,6 +31,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from polystream.wire.jsondepth import decode_bounded
+
 __all__ = [
     "CALL_MAIN",
     "DEFAULT_DELTA_TYPE",
@@ -190,8 +192,9 @@ _ENCODER: Final = msgspec.json.Encoder()
 
 
 def decode_any(data: str | bytes) -> Any:
-    """Decode JSON into plain values (raises ``msgspec.DecodeError``)."""
-    return _ANY.decode(data)
+    """Decode JSON into plain values (raises ``msgspec.DecodeError``, also for JSON
+    nested past the bound of :mod:`polystream.wire.jsondepth`)."""
+    return decode_bounded(data, _ANY)
 
 
 def encode_json(value: Any) -> str:
