@@ -762,6 +762,22 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[index]
 
 
+def added_p99(direct: list[Reply], via: list[Reply], what: str) -> float | None:
+    """The p99 of the latency ``via`` adds per request: each of its replies' time
+    (``total``: to the complete response; ``first``: to the first delta) less the
+    direct reply's of the same rotation (the lists are in rotation order, one reply
+    each; a rotation without both times is left out; None if none has). Paired in the
+    rotation, a stall that hits one side only counts once, on its side; the difference
+    of two p99s would subtract one target's stalls from another's."""
+    diffs = []
+    for base, reply in zip(direct, via, strict=True):
+        if what == "total":
+            diffs.append((reply.end - reply.sent) - (base.end - base.sent))
+        elif reply.first is not None and base.first is not None:
+            diffs.append((reply.first - reply.sent) - (base.first - base.sent))
+    return _pct(diffs, 0.99) if diffs else None
+
+
 def _summary(values: list[float]) -> dict[str, float]:
     return {
         "median": statistics.median(values),
@@ -921,14 +937,14 @@ async def measure_latency(
         if direct and via:
             out[f"added_{what}"] = {
                 "median": via["median"] - direct["median"],
-                "p99": via["p99"] - direct["p99"],
+                "p99": added_p99(replies["direct"], replies["gateway"], what),
             }
         for other in ("relay", "minimal", "litellm"):
             floor = out[other][what] if other in out else None
             if direct and floor:
                 out[f"{other}_added_{what}"] = {
                     "median": floor["median"] - direct["median"],
-                    "p99": floor["p99"] - direct["p99"],
+                    "p99": added_p99(replies["direct"], replies[other], what),
                 }
     if relay is not None:
         out.update(relay_ratios(out))
@@ -1622,7 +1638,7 @@ def _judged(cell: dict[str, Any], what: str, where: str) -> list[tuple[str, bool
                 + note
                 + (f", {bad} WRONG replies" if bad else "")
             )
-            ok = added[stat] < proxy[stat] and bad == 0
+            ok = None not in (added[stat], proxy[stat]) and added[stat] < proxy[stat] and bad == 0
             rows.append(
                 (f"{label}, lower than LiteLLM's proxy", None if indicative else ok, figure)
             )
