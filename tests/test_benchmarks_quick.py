@@ -997,3 +997,23 @@ def test_litellm_is_measured_in_the_rotation_on_every_route(tmp_path: Path) -> N
     finally:
         for server in servers:
             server.stop()
+
+
+def test_the_added_p99_pairs_each_request_with_the_direct_one_of_its_rotation() -> None:
+    # 100 rotations: the direct call stalls by 5 ms on the first two, the gateway on the
+    # third; otherwise the gateway takes 1 ms more, and its first delta 0.5 ms more.
+    direct = [gateway.Reply(200, b"", 0.0, 0.010, 0.200) for _ in range(100)]
+    via = [gateway.Reply(200, b"", 0.0, 0.0105, 0.201) for _ in range(100)]
+    for i in (0, 1):
+        direct[i] = gateway.Reply(200, b"", 0.0, 0.015, 0.205)
+    via[2] = gateway.Reply(200, b"", 0.0, 0.0155, 0.206)
+    # The gateway's stall counts once, on its side; the direct stalls make no negative
+    # p99 (the difference of the two p99s would be 0.201 - 0.205 s).
+    assert gateway.added_p99(direct, via, "total") == pytest.approx(0.001)
+    via[3] = gateway.Reply(200, b"", 0.0, 0.0155, 0.206)
+    assert gateway.added_p99(direct, via, "total") == pytest.approx(0.006)
+    assert gateway.added_p99(direct, via, "first") == pytest.approx(0.0055)
+    # A rotation without a first delta on either side is left out of the first's.
+    via = [gateway.Reply(200, b"", 0.0, None, 0.201)] * 99 + [via[3]]
+    assert gateway.added_p99(direct, via, "first") == pytest.approx(0.0055)
+    assert gateway.added_p99(direct[:1], via[:1], "first") is None
