@@ -14,7 +14,8 @@ directly and through the gateway, so that the difference is the gateway:
 * **latency**: many sequential requests on a keep-alive connection, direct and via the
   gateway interleaved (both see the same machine load). Per request: the time to the
   complete response and the time to the first content delta. Added latency is
-  via - direct (medians and p99s of both distributions, and their differences). Routes:
+  via - direct: the difference of the medians, and the p99 of each request's time
+  less the direct request's of the same rotation (:func:`added_p99`). Routes:
   pass-through (same dialect in and out) and transcoding (the client speaks Chat, the
   upstream Anthropic Messages; its direct baseline is the emulator answering in Anthropic
   Messages, so both sides get the same upstream wire events at the same pace).
