@@ -268,13 +268,40 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
             assert cell["relay"]["bytes"] == cell["direct"]["bytes"] > 0
             assert cell["relay"]["first"]["median"] <= cell["relay"]["total"]["median"]
             assert set(cell["relay_added_first"]) == {"median", "p99"}
+            # The gateway's added latency over the relay's, from the measured figures
+            # (none where the relay added nothing); the quick mode's p99s not judged.
+            assert cell["p99_judged"] is False
+            assert cell["requests"] < gateway.P99_REQUESTS
+            for what in ("total", "first"):
+                for stat in ("median", "p99"):
+                    via = cell[f"added_{what}"][stat]
+                    under = cell[f"relay_added_{what}"][stat]
+                    ratio = cell[f"ratio_{what}"][stat]
+                    assert ratio == (via / under if under > 0 else None), (name, what, stat)
+            # LiteLLM's proxy in the same rotation when given, else named as not measured.
+            if bench["litellm"]["measured"]:
+                assert cell["litellm"]["errors"] == 0, cell["litellm"]["error_examples"]
+                assert set(cell["litellm_added_first"]) == {"median", "p99"}
+            else:
+                assert "litellm" not in cell and "litellm_added_first" not in cell
+    if not bench["litellm"]["measured"]:
+        assert bench["litellm"]["reason"]
+    if not os.environ.get(gateway.LITELLM_ENV):
+        assert bench["litellm"] == {
+            "executable": None,
+            "measured": False,
+            "reason": "no LiteLLM proxy given (set POLYSTREAM_BENCH_LITELLM or --litellm "
+            "to its executable)",
+        }
     for cell in [*short.values(), *durable]:
         assert "relay" not in cell and "relay_added_first" not in cell
+        assert "ratio_first" not in cell and "litellm" not in cell
     # What the operating system did for each process in the middle, per request of its
     # own: counted for the gateway always, and for the relay where it was called.
     for pace in ("paced", "latency"):
         for cell in bench[pace].values():
-            assert set(cell["os_per_request"]) == {"gateway", "relay"}
+            proxy = {"litellm"} if bench["litellm"]["measured"] else set()
+            assert set(cell["os_per_request"]) == {"gateway", "relay", *proxy}
     for cell in [*short.values(), *durable]:
         assert set(cell["os_per_request"]) == {"gateway"}
     for cell in [*bench["paced"].values(), *bench["latency"].values(), *short.values()]:
@@ -329,6 +356,14 @@ def test_gateway_quick_mode_measures_every_part(quick: dict[str, Any]) -> None:
     names = [t["target"] for t in quick["targets"] if t["target"].startswith("gateway")]
     assert any("added latency per request" in n for n in names)
     assert any("added latency to first delta" in n for n in names)
+    # The ratio targets: medians judged, the quick mode's p99s reported as indicative.
+    ratios = [t for t in quick["targets"] if t["target"].endswith("at most 2.5x the byte relay's")]
+    assert len(ratios) == 3 * (4 + 2)  # per route: paced 4, unpaced to the first delta 2
+    for t in ratios:
+        if ", p99," in t["target"]:
+            assert t["status"] == "N/A" and "indicative, not judged" in t["figure"], t
+        else:
+            assert t["status"] in {"PASS", "FAIL"}, t
     assert any("concurrent streams" in n for n in names)
     assert any("by a minimal gateway" in n for n in names)
 
@@ -778,3 +813,207 @@ def test_the_minimal_gateways_figures_name_any_wrong_reply_in_the_rotation() -> 
     cell["minimal"]["errors"] = 1
     figures = [t["figure"] for t in gateway.targets(data)]
     assert figures == ["0.30 ms; 1.20 ms, 3 WRONG replies", "0.40 ms; 0.80 ms, 3 WRONG replies"]
+
+
+def _latency_cell(requests: int) -> dict[str, Any]:
+    """A paced latency cell as the latency phase records it, with the relay called."""
+
+    def side(errors: int = 0) -> dict[str, Any]:
+        return {"errors": errors, "total": {"median": 0.2}, "first": {"median": 0.01}}
+
+    cell: dict[str, Any] = {
+        "requests": requests,
+        "direct": side(),
+        "relay": side(),
+        "gateway": side(),
+        "added_total": {"median": 0.0009, "p99": 0.002},
+        "added_first": {"median": 0.0008, "p99": 0.003},
+        "relay_added_total": {"median": 0.0004, "p99": 0.001},
+        "relay_added_first": {"median": 0.0004, "p99": 0.001},
+    }
+    cell.update(gateway.relay_ratios(cell))
+    return cell
+
+
+def test_the_gateway_is_judged_against_the_relay_in_its_rotation() -> None:
+    chat = gateway.ROUTES[0].name
+    cell = _latency_cell(gateway.P99_REQUESTS)
+    assert cell["p99_judged"] is True
+    assert cell["ratio_total"] == {"median": 0.0009 / 0.0004, "p99": 2.0}
+    assert cell["ratio_first"] == {"median": 2.0, "p99": 3.0}
+    rows = [
+        (t["status"], t["target"], t["figure"]) for t in gateway.targets({"paced": {chat: cell}})
+    ]
+    where = f"gateway {chat}, paced: added latency"
+    assert rows == [
+        ("PASS", f"{where} per request, median, at most 2.5x the byte relay's",
+         "gateway 0.90 ms, relay 0.40 ms: 2.25x"),
+        ("PASS", f"{where} per request, p99, at most 2.5x the byte relay's",
+         "gateway 2.00 ms, relay 1.00 ms: 2.00x"),
+        ("PASS", f"{where} to first delta, median, at most 2.5x the byte relay's",
+         "gateway 0.80 ms, relay 0.40 ms: 2.00x"),
+        ("FAIL", f"{where} to first delta, p99, at most 2.5x the byte relay's",
+         "gateway 3.00 ms, relay 1.00 ms: 3.00x"),
+    ]  # fmt: skip
+
+
+def test_a_p99_of_few_requests_is_indicative_and_a_relay_adding_nothing_gives_no_ratio() -> None:
+    chat = gateway.ROUTES[0].name
+    cell = _latency_cell(5)
+    cell["relay_added_first"] = {"median": -0.0001, "p99": 0.0}
+    cell.update(gateway.relay_ratios(cell))
+    assert cell["p99_judged"] is False
+    assert cell["ratio_first"] == {"median": None, "p99": None}
+    rows = [(t["status"], t["figure"]) for t in gateway.targets({"paced": {chat: cell}})]
+    assert rows == [
+        ("PASS", "gateway 0.90 ms, relay 0.40 ms: 2.25x"),
+        ("N/A", "gateway 2.00 ms, relay 1.00 ms: 2.00x "
+         "(p99 of 5 requests: indicative, not judged)"),
+        ("FAIL", "gateway 0.80 ms, relay -0.10 ms: no ratio (the relay added nothing)"),
+        ("N/A", "gateway 3.00 ms, relay 0.00 ms: no ratio (the relay added nothing) "
+         "(p99 of 5 requests: indicative, not judged)"),
+    ]  # fmt: skip
+    # A wrong reply from the relay fails the ratio it enters.
+    cell["relay"]["errors"] = 1
+    statuses = [t["status"] for t in gateway.targets({"paced": {chat: cell}})]
+    assert statuses == ["FAIL", "N/A", "FAIL", "N/A"]
+    assert gateway.targets({"paced": {chat: cell}})[0]["figure"].endswith(", 1 WRONG replies")
+
+
+def test_the_gateway_is_judged_lower_than_litellm_only_where_it_was_measured() -> None:
+    chat = gateway.ROUTES[0].name
+    cell = _latency_cell(gateway.P99_REQUESTS)
+    cell["litellm"] = {"errors": 0}
+    cell["litellm_added_total"] = {"median": 0.02, "p99": 0.0015}
+    cell["litellm_added_first"] = {"median": 0.01, "p99": 0.04}
+    data: dict[str, Any] = {
+        "paced": {chat: cell},
+        "litellm": {"executable": "litellm", "measured": True, "reason": None},
+    }
+    lower = [
+        (t["status"], t["figure"])
+        for t in gateway.targets(data)
+        if t["target"].endswith("lower than LiteLLM's proxy")
+    ]
+    assert lower == [
+        ("PASS", "gateway 0.90 ms, LiteLLM 20.00 ms"),
+        ("FAIL", "gateway 2.00 ms, LiteLLM 1.50 ms"),
+        ("PASS", "gateway 0.80 ms, LiteLLM 10.00 ms"),
+        ("PASS", "gateway 3.00 ms, LiteLLM 40.00 ms"),
+    ]
+    cell["litellm"]["errors"] = 2
+    figures = [t["figure"] for t in gateway.targets(data) if "LiteLLM" in t["target"]]
+    assert figures[0] == "gateway 0.90 ms, LiteLLM 20.00 ms, 2 WRONG replies"
+    # Not measured: no comparison is made up, and the run says why.
+    for key in ("litellm", "litellm_added_total", "litellm_added_first"):
+        del cell[key]
+    data["litellm"] = {"executable": None, "measured": False, "reason": "no LiteLLM proxy given"}
+    rows = [(t["status"], t["target"], t["figure"]) for t in gateway.targets(data)]
+    assert [row for row in rows if "LiteLLM" in row[1]] == [
+        (
+            "N/A",
+            "gateway added latency lower than LiteLLM's proxy",
+            "not measured: no LiteLLM proxy given",
+        )
+    ]
+    table = gateway.relay_table(data)
+    assert table is not None
+    assert "LiteLLM not measured: no LiteLLM proxy given" in table
+    cells = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in table.splitlines()
+        if line.startswith("| chat")
+    ]
+    assert cells == [
+        [chat, "paced", "per request", "0.40 ms / 1.00 ms", "0.90 ms / 2.00 ms",
+         "2.25x / 2.00x", "not measured"],
+        [chat, "paced", "to first delta", "0.40 ms / 1.00 ms", "0.80 ms / 3.00 ms",
+         "2.00x / 3.00x", "not measured"],
+    ]  # fmt: skip
+    assert "p99s judged" in table
+
+
+def test_litellm_is_configured_for_the_gateways_routes(tmp_path: Path) -> None:
+    config = gateway.litellm_config(4321)
+    routes = gateway._gateway_config(4321, 1)
+    upstreams = {r["model"]: routes["upstreams"][r["upstream"]] for r in routes["routes"]}
+    rewrites = {r["model"]: r["rewrite"] for r in routes["routes"]}
+    assert [m["model_name"] for m in config["model_list"]] == list(upstreams)
+    for model in config["model_list"]:
+        params = model["litellm_params"]
+        upstream = upstreams[model["model_name"]]
+        # The same endpoint as the gateway's upstream, in the same dialect, same model.
+        assert params["api_base"] == upstream["base_url"]
+        provider = {"openai_chat": "openai", "anthropic_messages": "anthropic"}[upstream["dialect"]]
+        assert params["model"] == f"{provider}/{rewrites[model['model_name']]}"
+    env = gateway.litellm_env()
+    assert "PYTHONPATH" not in env and env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+
+
+def test_a_litellm_proxy_that_does_not_start_is_named_with_its_log(tmp_path: Path) -> None:
+    # A stand-in executable: records its arguments and the configuration, then exits.
+    fake = tmp_path / "litellm"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" > {tmp_path}/argv\n'
+        'cat "$2" > ' + f"{tmp_path}/config\n"
+        "echo 'no such option' >&2\nexit 2\n"
+    )
+    fake.chmod(0o755)
+    emulator = type("Emulator", (), {"port": 4321})()
+    with pytest.raises(RuntimeError, match=r"^LiteLLM proxy exited: no such option\n$"):
+        gateway.start_litellm(tmp_path, emulator, str(fake))  # type: ignore[arg-type]
+    argv = (tmp_path / "argv").read_text().split()
+    assert argv[:5] == ["--config", str(tmp_path / "litellm.yaml"), "--host", "127.0.0.1", "--port"]
+    assert json.loads((tmp_path / "config").read_text()) == gateway.litellm_config(4321)
+    with pytest.raises(FileNotFoundError):
+        gateway.start_litellm(tmp_path, emulator, str(tmp_path / "missing"))  # type: ignore[arg-type]
+
+
+@pytest.mark.slow  # LiteLLM's proxy takes 10-20 s to start
+@pytest.mark.skipif(
+    not os.environ.get(gateway.LITELLM_ENV), reason=f"{gateway.LITELLM_ENV} not set"
+)
+def test_litellm_is_measured_in_the_rotation_on_every_route(tmp_path: Path) -> None:
+    settings = dataclasses.replace(gateway.QUICK, paced_requests=2, warmup=1)
+    emulator, texts = gateway.start_emulator(tmp_path, settings)
+    servers = [emulator]
+    try:
+        servers.append(main := gateway.start_gateway(tmp_path, emulator, "memory", "t"))
+        servers.append(relay := gateway.start_peer(tmp_path, emulator, "relay"))
+        proxy = gateway.start_litellm(tmp_path, emulator, os.environ[gateway.LITELLM_ENV])
+        servers.append(proxy)
+        for route in gateway.ROUTES:
+            cell = asyncio.run(
+                gateway.measure_latency(
+                    route, emulator, main, "".join(texts["paced"]), settings,
+                    lambda message: None, keyword="paced", relay=relay, litellm=proxy,
+                )
+            )  # fmt: skip
+            assert cell["litellm"]["errors"] == 0, (route.name, cell["litellm"]["error_examples"])
+            assert cell["litellm"]["first"]["median"] > 0
+            added = cell["litellm"]["total"]["median"] - cell["direct"]["total"]["median"]
+            assert cell["litellm_added_total"]["median"] == added
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_the_added_p99_pairs_each_request_with_the_direct_one_of_its_rotation() -> None:
+    # 100 rotations: the direct call stalls by 5 ms on the first two, the gateway on the
+    # third; otherwise the gateway takes 1 ms more, and its first delta 0.5 ms more.
+    direct = [gateway.Reply(200, b"", 0.0, 0.010, 0.200) for _ in range(100)]
+    via = [gateway.Reply(200, b"", 0.0, 0.0105, 0.201) for _ in range(100)]
+    for i in (0, 1):
+        direct[i] = gateway.Reply(200, b"", 0.0, 0.015, 0.205)
+    via[2] = gateway.Reply(200, b"", 0.0, 0.0155, 0.206)
+    # The gateway's stall counts once, on its side; the direct stalls make no negative
+    # p99 (the difference of the two p99s would be 0.201 - 0.205 s).
+    assert gateway.added_p99(direct, via, "total") == pytest.approx(0.001)
+    via[3] = gateway.Reply(200, b"", 0.0, 0.0155, 0.206)
+    assert gateway.added_p99(direct, via, "total") == pytest.approx(0.006)
+    assert gateway.added_p99(direct, via, "first") == pytest.approx(0.0055)
+    # A rotation without a first delta on either side is left out of the first's.
+    via = [gateway.Reply(200, b"", 0.0, None, 0.201)] * 99 + [via[3]]
+    assert gateway.added_p99(direct, via, "first") == pytest.approx(0.0055)
+    assert gateway.added_p99(direct[:1], via[:1], "first") is None
