@@ -459,7 +459,9 @@ def test_accept_errors_are_logged_at_a_bounded_rate(
 
     port = -1
     caplog.set_level(logging.DEBUG)
+    began = time.monotonic()
     asyncio.run(main())
+    seconds = time.monotonic() - began
     assert attempts > 20
     # One line per kind: the failed accept; for EMFILE also asyncio's retries that
     # fire after the shutdown closed the socket.
@@ -472,7 +474,12 @@ def test_accept_errors_are_logged_at_a_bounded_rate(
     )
     assert lines[0].getMessage().startswith(failed)
     assert "simulated" in lines[0].getMessage()
-    rest = [r.getMessage()[:58] for r in lines[1:]]
+    # At most one line of the failed accept per second (a loaded machine may stretch
+    # the half second past one); each later one counts the lines it stands for.
+    again = [r.getMessage() for r in lines[1:] if r.getMessage().startswith(failed)]
+    assert len(again) <= int(seconds)
+    assert all("more like it in the last 1 s not logged)" in line for line in again)
+    rest = [r.getMessage()[:58] for r in lines[1:] if not r.getMessage().startswith(failed)]
     assert rest == (
         ["Exception in callback BaseSelectorEventLoop._start_serving"]
         if code == errno.EMFILE
