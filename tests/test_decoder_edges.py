@@ -311,10 +311,20 @@ def test_chat_custom_call_decodes_and_round_trips() -> None:
     result = polystream.decode(CUSTOM_CHAT, "openai_chat")
     (call,) = result.tool_calls
     assert (call.id, call.name, call.arguments_json) == ("call_1", "code_exec", "print('hi')")
+    # A free-form input is text, not JSON: kept as it came, and no error.
+    assert (call.arguments, call.error) == ("print('hi')", None)
     assert [type(e).__name__ for e in events].count("ToolInputDelta") == 2
     again, losses = convert(CUSTOM_CHAT, "openai_chat", source="openai_chat")
     assert _chat_frames(again) == _chat_frames(CUSTOM_CHAT)
     assert losses == []
+
+
+def test_a_responses_custom_call_input_is_text_in_the_result() -> None:
+    result = polystream.decode(CUSTOM_RESPONSES, "openai_responses")
+    custom = [call for call in result.tool_calls if call.name == "code_exec"]
+    assert custom, "the fixture holds a custom tool call"
+    for call in custom:
+        assert (call.arguments, call.error) == (call.arguments_json, None)
 
 
 def test_chat_custom_call_to_responses_is_a_custom_tool_call() -> None:

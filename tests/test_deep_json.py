@@ -588,3 +588,24 @@ def test_deep_tool_arguments_transcode_to_every_dialect(target: str) -> None:
     if target == "gemini_generate":
         # Gemini's functionCall args are an object: arguments that do not parse are lost.
         assert "tool_call.arguments" in [loss.what for loss in losses]
+
+
+def test_a_deep_upstream_error_body_is_kept_as_text() -> None:
+    # An upstream's error status with a body nested past the bound: the call raises its
+    # typed status error (the body kept as text), never a RecursionError.
+    from polystream.call import StreamCall
+    from polystream.errors import APIStatusError
+    from polystream.request import Request
+    from polystream.retry import RetryPolicy
+
+    call = StreamCall(
+        "openai_chat",
+        Request(model="m", messages=[]),
+        api_key="k",
+        policy=RetryPolicy(max_retries=0),
+    )
+    body = b'{"error": ' + DEEP + b"}"
+    with pytest.raises(APIStatusError) as raised:
+        call.on_error_status(400, {}, body)
+    assert raised.value.status_code == 400
+    assert raised.value.kind == "invalid_request"

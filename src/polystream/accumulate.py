@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import msgspec
 
+from polystream.dialects._free_form import is_free_form
 from polystream.errors import EventOrderError, ToolArgumentsError
 from polystream.events import (
     BlockEnd,
@@ -83,7 +84,8 @@ class ToolCall(msgspec.Struct, kw_only=True, omit_defaults=False):
             distinguishes it from the item id, else the block id).
         name: The tool name.
         arguments: The parsed arguments (``{}`` for a no-argument tool), or None when
-            they are not valid JSON (see ``error``).
+            they are not valid JSON (see ``error``). A free-form (custom) tool's
+            input is text, not JSON: its ``arguments`` is that text, as it came.
         arguments_json: The arguments exactly as streamed.
         index: The unified block index.
         error: Why ``arguments`` is None: ``incomplete JSON ...`` or ``invalid JSON ...``.
@@ -644,7 +646,10 @@ class Accumulator:
         text, arguments = _arguments_json(joined, value)
         if not state.parsed:
             state.parsed = True
-            if arguments is None:
+            if arguments is None and is_free_form(state.start):
+                # A free-form (custom) tool's input is text, not JSON: kept as it came.
+                state.arguments = text
+            elif arguments is None:
                 state.arguments, state.error = _parse_arguments(text)
             else:
                 state.arguments = arguments

@@ -53,6 +53,7 @@ from polystream.request import (
 )
 from polystream.request.codecs import pass_through_body
 from polystream.retry import RetryPolicy, RetryState
+from polystream.wire.jsondepth import decode_bounded
 
 __all__ = ["HttpRequest", "StreamCall"]
 
@@ -228,7 +229,8 @@ class StreamCall:
         """
         parsed: Any
         try:
-            parsed = msgspec.json.decode(body) if body else None
+            # (Bounded nesting: a body too deep is kept as text, like malformed JSON.)
+            parsed = decode_bounded(body, what="the error body") if body else None
         except msgspec.DecodeError:
             parsed = body.decode("utf-8", "replace")
         info = error_from_body(status, parsed)
