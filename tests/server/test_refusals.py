@@ -199,6 +199,47 @@ def test_a_path_outside_every_prefix_is_refused_in_openai_s_shape(gateway: Any) 
         assert status == b"HTTP/1.1 404 Not Found"
 
 
+def test_absolute_form_and_pipelined_refusals_are_shaped_by_their_path() -> None:
+    own = _Own(_gateway(), gateway_refusal, max_body_bytes=LIMIT, shutdown_timeout=1.0)
+    try:
+        absolute, closed = _talk(
+            own.port,
+            b"POST http://x/gemini/v1beta/interactions HTTP/1.1\r\nHost: x\r\n"
+            b"content-length: 5000\r\n\r\n",
+        )
+        assert closed
+        # The 413 of a request pipelined after another comes after that one's answer.
+        pipelined, closed = _talk(
+            own.port,
+            b"GET /openai/v1/nowhere HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"POST /anthropic/v1/messages HTTP/1.1\r\nHost: x\r\ncontent-length: 5000\r\n\r\n",
+        )
+        assert closed
+    finally:
+        own.stop()
+    status, _, body = _split(absolute)
+    assert status == b"HTTP/1.1 413 Content Too Large"
+    assert msgspec.json.decode(body) == {
+        "error": {
+            "code": 413,
+            "message": f"request body of 5000 bytes, over {LIMIT}",
+            "status": "INVALID_ARGUMENT",
+        }
+    }
+    first, headers, rest = _split(pipelined)
+    assert first == b"HTTP/1.1 404 Not Found"
+    length = int(headers[b"content-length"])
+    status, _, body = _split(rest[length:])
+    assert status == b"HTTP/1.1 413 Content Too Large"
+    assert msgspec.json.decode(body) == {
+        "type": "error",
+        "error": {
+            "type": "request_too_large",
+            "message": f"request body of 5000 bytes, over {LIMIT}",
+        },
+    }
+
+
 def test_a_chunked_body_growing_past_the_limit_is_refused_in_the_dialect() -> None:
     own = _Own(_gateway(), gateway_refusal, max_body_bytes=LIMIT, shutdown_timeout=1.0)
     try:
