@@ -32,8 +32,9 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     monkeypatch.setattr(heap, "settle_heap", lambda: None)
 
     def run(app: Any, *, sock: socket.socket, **limits: Any) -> None:
-        # The gateway hands its connection and body bounds to the server.
-        assert set(limits) <= {"max_connections", "max_body_bytes"}
+        # The gateway hands its connection and body bounds, and the shape of its
+        # refusals, to the server.
+        assert set(limits) <= {"max_connections", "max_body_bytes", "refusal"}
         calls.append(("polystream", sock.getsockname()))
 
     def serve(self: uvicorn.Server, sockets: list[socket.socket]) -> None:

@@ -512,7 +512,13 @@ def test_the_gateway_passes_its_limits_to_the_server(
     argv = ["gateway", "--config", str(config), "--listen", "127.0.0.1:0", "--server", option]
     assert main(argv) == 0
     if option == "polystream":
-        assert seen == {"max_connections": 7, "max_body_bytes": 4096}
+        from polystream.server._refusals import gateway_refusal
+
+        assert seen == {
+            "refusal": gateway_refusal,
+            "max_connections": 7,
+            "max_body_bytes": 4096,
+        }
     else:
         assert seen == {"limit_concurrency": 8}
 

@@ -103,11 +103,13 @@ def _run(args: argparse.Namespace) -> int:
             )
         else:
             from polystream.server._h1server import run
+            from polystream.server._refusals import gateway_refusal
 
             settle_heap()
             run(
                 app,
                 sock=sock,
+                refusal=gateway_refusal,
                 max_connections=config.limits.max_connections,
                 max_body_bytes=config.limits.max_body_bytes,
             )

@@ -42,6 +42,19 @@ def register(sub: Any) -> None:
         help="accept every model name (default: the providers' model families only)",
     )
     serve.add_argument(
+        "--server",
+        choices=("uvicorn", "polystream"),
+        default="uvicorn",
+        help="the HTTP server: uvicorn (default) or polystream's own HTTP/1.1 server",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="client connections open at once; those past it are answered 503 (default: 1024)",
+    )
+    serve.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
     serve.set_defaults(run=_cmd_serve)
@@ -63,6 +76,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 2
     from polystream.scenario import ScenarioError
 
+    if args.max_connections < 1:
+        print("polystream: error: --max-connections must be at least 1", file=sys.stderr)
+        return 2
     try:
         emulator = load_emulator(args.scenarios, args.replay, any_model=args.any_model)
     except ScenarioError as exc:
@@ -91,10 +107,31 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     quiet_dropped_connections()
-    config = uvicorn.Config(create_app(emulator), log_level=args.log_level, lifespan="off")
+    app = create_app(emulator)
     settle_heap()
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        if args.server == "polystream":
+            from polystream.scenario import MAX_BODY_SIZE
+            from polystream.server._app import emulator_refusal
+            from polystream.server._h1server import run
+
+            run(
+                app,
+                sock=sock,
+                refusal=emulator_refusal,
+                max_connections=args.max_connections,
+                max_body_bytes=MAX_BODY_SIZE,
+            )
+        else:
+            from polystream.server._run import uvicorn_limit_concurrency
+
+            config = uvicorn.Config(
+                app,
+                log_level=args.log_level,
+                lifespan="off",
+                limit_concurrency=uvicorn_limit_concurrency(args.max_connections),
+            )
+            uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
     return 0

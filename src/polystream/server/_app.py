@@ -42,7 +42,13 @@ from polystream.scenario import (
     provider_of_path,
 )
 
-__all__ = ["ENDPOINTS", "ServerStats", "create_app", "quiet_dropped_connections"]
+__all__ = [
+    "ENDPOINTS",
+    "ServerStats",
+    "create_app",
+    "emulator_refusal",
+    "quiet_dropped_connections",
+]
 
 logger = logging.getLogger("polystream.server")
 
@@ -191,6 +197,23 @@ async def _read_body(request: Request) -> bytes | None:
             return None
         parts.append(part)
     return b"".join(parts)
+
+
+def emulator_refusal(
+    status: int, path: str, message: str
+) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """Headers and body for polystream's HTTP server's own refusal of a request to
+    ``path`` (its ``refusal`` hook when it serves the emulator): the provider's error
+    shape, as the app answers; a 413 with the app's own message."""
+    provider = provider_of_path(path)
+    dialect = "xai_messages" if provider == "xai" and path.endswith("/v1/messages") else None
+    if status == 413:
+        message = f"Request too large: the body exceeds the limit of {MAX_BODY_SIZE} bytes."
+    answer = error_answer(provider, status, message, dialect=dialect)
+    headers = [
+        (name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers.items()
+    ]
+    return headers, answer.body
 
 
 Handler = Callable[[Request], Awaitable[Response]]

@@ -22,6 +22,10 @@ over 64 KiB or 100 headers (431); a transfer coding other than chunked (501); a
 declared ``Content-Length`` over ``max_body_bytes``, before any of the body is read, or
 a chunked body growing past it (413); an expectation other than ``100-continue`` (417).
 Connections past ``max_connections`` get a 503 with ``Retry-After`` and are closed.
+These refusals are plain text, unless the server was given a ``refusal`` hook (see
+:data:`Refusal`): a 413 then has the body and headers the hook makes for the request's
+path (the application's own error shape); the connection-cap 503 is answered before
+any of the request is read, so it stays plain.
 
 Connections are bounded in time: one idle between requests is closed after
 ``keepalive_timeout``; a request head must arrive whole within ``head_timeout`` of its
@@ -52,7 +56,7 @@ import httptools
 
 from polystream.wire._http1 import open_head_size
 
-__all__ = ["SEND_NOWAIT", "H1Server", "ServerLimits", "run"]
+__all__ = ["SEND_NOWAIT", "H1Server", "Refusal", "ServerLimits", "run"]
 
 logger = logging.getLogger("polystream.server")
 
@@ -62,6 +66,14 @@ App = Callable[
     [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
     Awaitable[None],
 ]
+
+Refusal = Callable[[int, str, str], tuple[list[tuple[bytes, bytes]], bytes]]
+"""A hook that shapes the server's own refusals: ``refusal(status, path, message)``
+gives the response headers (its ``content-type`` among them) and body for a refused
+request whose path is known. The server adds ``content-length``, ``connection: close``,
+``date`` and, where it has one, ``retry-after``. It runs in the read that refused the
+request, so it is to be quick and not to wait; if it raises, the refusal is plain
+text."""
 
 _TOKEN: Final = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
 _ASGI: Final = {"version": "3.0", "spec_version": "2.3"}
@@ -211,9 +223,12 @@ def _start_task(
 
 
 class _BadRequest(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.path = path
+        """The refused request's path, where it is known and the refusal is one a
+        :data:`Refusal` hook shapes."""
 
 
 class _Cycle:
@@ -440,6 +455,50 @@ def _reason(status: int) -> bytes:
     return reason
 
 
+def _target_path(target: bytes) -> str | None:
+    """The path of a request target (origin or absolute form), None for another form
+    or one that is not ASCII."""
+    if target.startswith((b"http://", b"https://")):
+        after = target.partition(b"://")[2]
+        slash = after.find(b"/")
+        target = after[slash:] if slash >= 0 else b"/"
+    elif not target.startswith(b"/"):
+        return None
+    raw = target.partition(b"?")[0].partition(b"#")[0]
+    try:
+        return unquote(raw.decode("ascii"))
+    except UnicodeDecodeError:
+        return None
+
+
+def _shaped(
+    refusal: Refusal | None, status: int, path: str, message: str
+) -> tuple[list[tuple[bytes, bytes]], bytes] | None:
+    """What ``refusal`` makes of a refusal (None: none given, or it failed or gave a
+    header that may not be sent, or one the server sets itself)."""
+    if refusal is None:
+        return None
+    try:
+        headers, body = refusal(status, path, message)
+        for name, value in headers:
+            if (
+                _TOKEN.fullmatch(name) is None
+                or b"\r" in value
+                or b"\n" in value
+                or name.lower() in _OWN_HEADERS
+            ):
+                raise ValueError(f"the refusal hook gave the header {name!r}")
+    except Exception:
+        logger.exception("the refusal hook failed on a %d for %s", status, path)
+        return None
+    return headers, bytes(body)
+
+
+_OWN_HEADERS: Final = frozenset(
+    (b"content-length", b"connection", b"date", b"retry-after", b"transfer-encoding")
+)
+
+
 class _Connection(asyncio.Protocol):
     """One client connection: parses requests (llhttp calls its ``on_*`` methods) and
     runs the app for each, in order."""
@@ -465,7 +524,7 @@ class _Connection(asyncio.Protocol):
         self.starting: _Cycle | None = None
         self.completed = False  # a request ended in the read under way
         # A refusal waiting for the responses to the requests before it.
-        self.refusal: tuple[int, str] | None = None
+        self.refusal: tuple[int, str, str | None] | None = None  # status, message, path
         self.broken = False  # the parser failed: nothing more is read
         self.closed = False
         self.reading = True
@@ -509,7 +568,7 @@ class _Connection(asyncio.Protocol):
         try:
             self._feed(data)
         except _BadRequest as exc:
-            self._refuse(exc.status, str(exc))
+            self._refuse(exc.status, str(exc), exc.path)
             return
         if self.in_head:
             self._count_read(data, fresh=fresh, inside=inside)
@@ -644,7 +703,7 @@ class _Connection(asyncio.Protocol):
         cycle.received += len(body)
         limit = self.server.limits.max_body_bytes
         if limit is not None and cycle.received > limit:
-            raise _BadRequest(413, f"request body over {limit} bytes")
+            raise _BadRequest(413, f"request body over {limit} bytes", path=cycle.scope["path"])
         cycle._add(body)
         if cycle is self.cycle:
             cycle._wake()
@@ -722,14 +781,24 @@ class _Connection(asyncio.Protocol):
             logger.info("request body from %s stalled: connection closed", self.client)
             self.close()  # the app sees a disconnect
 
-    def _reject(self, status: int, message: str, *, retry_after: bool = False) -> None:
-        body = message.encode("utf-8", "replace")
+    def _reject(
+        self, status: int, message: str, *, retry_after: bool = False, path: str | None = None
+    ) -> None:
+        """Answer ``status`` and close: in the shape the server's refusal hook gives for
+        ``path`` when there are both, else as plain text."""
+        shaped = None if path is None else _shaped(self.server.refusal, status, path, message)
+        if shaped is None:
+            body = message.encode("utf-8", "replace")
+            fields = b"content-type: text/plain; charset=utf-8\r\n"
+        else:
+            body = shaped[1]
+            fields = b"".join(b"%b: %b\r\n" % header for header in shaped[0])
         self.write(
-            b"HTTP/1.1 %d %b\r\ncontent-type: text/plain; charset=utf-8\r\n"
-            b"content-length: %d\r\n%bconnection: close\r\ndate: %b\r\n\r\n%b"
+            b"HTTP/1.1 %d %b\r\n%bcontent-length: %d\r\n%bconnection: close\r\ndate: %b\r\n\r\n%b"
             % (
                 status,
                 _reason(status),
+                fields,
                 len(body),
                 b"retry-after: 1\r\n" if retry_after else b"",
                 _Date.now(),
@@ -739,7 +808,7 @@ class _Connection(asyncio.Protocol):
         self.broken = True
         self.close()
 
-    def _refuse(self, status: int, message: str) -> None:
+    def _refuse(self, status: int, message: str, path: str | None = None) -> None:
         """A request refused: answered with ``status`` once the responses to the
         requests before it are (a request under way whose app has the request already
         gets it in place of its response, when that has not started; the app sees a
@@ -754,16 +823,16 @@ class _Connection(asyncio.Protocol):
         if cycle is not None and cycle is current:
             logger.info("bad request body from %s: %s", self.client, message)
             if not cycle.started and cycle.pending_head is None:
-                self._reject(status, message)
+                self._reject(status, message, path=path)
             else:
                 self.close()
         elif current is not None:
             if cycle is not None and self.queue and self.queue[-1] is cycle:
                 self.queue.pop()  # never to reach the app
-            self.refusal = (status, message)
+            self.refusal = (status, message, path)
             self._pause()
         else:
-            self._reject(status, message)
+            self._reject(status, message, path=path)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -789,7 +858,8 @@ class _Connection(asyncio.Protocol):
             self.queued_bytes -= cycle.head_size + cycle.body_size
             self._begin(cycle)
         elif self.refusal is not None:
-            self._reject(*self.refusal)
+            status, message, path = self.refusal
+            self._reject(status, message, path=path)
 
     def _cycle(self, method: str, version: str, head_size: int) -> _Cycle:
         if version not in ("1.1", "1.0"):
@@ -834,7 +904,9 @@ class _Connection(asyncio.Protocol):
             raise _BadRequest(400, "no Host header" if not hosts else "more than one Host header")
         limit = self.server.limits.max_body_bytes
         if limit is not None and length is not None and length > limit:
-            raise _BadRequest(413, f"request body of {length} bytes, over {limit}")
+            raise _BadRequest(
+                413, f"request body of {length} bytes, over {limit}", path=_target_path(target)
+            )
         if target.startswith(b"/"):
             raw_path, _, query = target.partition(b"?")
         elif target == b"*" and method == "OPTIONS":
@@ -911,11 +983,16 @@ class H1Server:
     Args:
         app: The ASGI 3 application.
         limits: Bounds on clients.
+        refusal: Shapes the server's 413 refusals for the request's path (see
+            :data:`Refusal`); None: plain text.
     """
 
-    def __init__(self, app: App, *, limits: ServerLimits | None = None) -> None:
+    def __init__(
+        self, app: App, *, limits: ServerLimits | None = None, refusal: Refusal | None = None
+    ) -> None:
         self.app = app
         self.limits = limits or ServerLimits()
+        self.refusal = refusal
         self.connections: set[_Connection] = set()
         self.tasks: set[asyncio.Task[None]] = set()
         self.refused = 0
@@ -1108,6 +1185,7 @@ def run(
     port: int = 8080,
     *,
     sock: socket.socket | None = None,
+    refusal: Refusal | None = None,
     **options: Any,
 ) -> None:
     """Serve ``app`` until SIGINT or SIGTERM, then shut down gracefully.
@@ -1117,11 +1195,12 @@ def run(
         host: The interface to bind.
         port: The port.
         sock: A socket already bound, to listen on instead of ``host`` and ``port``.
+        refusal: Shapes the server's 413 refusals (see :data:`Refusal`).
         options: :class:`ServerLimits` fields.
     """
 
     async def main() -> None:
-        server = H1Server(app, limits=ServerLimits(**options))
+        server = H1Server(app, limits=ServerLimits(**options), refusal=refusal)
         await server.start(host, port, sock=sock)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -153,6 +153,14 @@ def _last_event_id(headers: list[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
+def _declared_too_large(headers: list[tuple[bytes, bytes]], limit: int) -> bool:
+    """Whether the request's ``Content-Length`` declares a body over ``limit``."""
+    for name, value in headers:
+        if name == b"content-length":
+            return value.isdigit() and int(value) > limit
+    return False
+
+
 def _prefix_dialect(path: str) -> str:
     prefix = path.strip("/").split("/")[0]
     return {
@@ -581,6 +589,18 @@ class _Gateway:
                 return
         assert tenant is not None
         _TENANT.set(tenant)
+        if _declared_too_large(raw_headers, self.limits.max_body_bytes):
+            # Refused before any of the body is read (uvicorn has no early 413; the own
+            # server's comes first); the connection closes, leaving the body unread.
+            await self._error(
+                send,
+                dialect,
+                413,
+                f"request body larger than {self.limits.max_body_bytes} bytes",
+                kind="request_too_large",
+                headers=[(b"connection", b"close")],
+            )
+            return
         body = await self._read_body(receive)
         if body is None:
             return
