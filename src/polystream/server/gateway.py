@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import math
 import operator
 import re
 import secrets
@@ -45,6 +46,7 @@ from polystream.client._h1 import AsyncH1Transport, DirectClient
 from polystream.dialects import get_dialect
 from polystream.errors import APIStatusError, PolystreamError, TransportError
 from polystream.events import (
+    BlockStart,
     DataDelta,
     ErrorEvent,
     ErrorInfo,
@@ -95,6 +97,12 @@ _FIRST_OUTPUT: Final = frozenset(
 )
 """Events that end the opening of a stream: the first of them is written at once, not
 with the rest of its read."""
+_CONTENT: Final = frozenset({TextDelta, ReasoningDelta, ToolInputDelta, DataDelta})
+"""The deltas that are a stream's output: before the first of them (or a Finish that
+did not fail) nothing of a streaming response leaves (see :func:`_opens`)."""
+_OPENING_BYTES: Final = 64 * 1024
+"""Most encoded bytes of a stream's opening held back before its first output; an
+opening longer than that is written as it is, and the stream has begun."""
 _REPLAY_BYTES: Final = 64 * 1024
 """Most journalled bytes a resume joins into one write (whole entries; at least one)."""
 _MINTED: Final = re.compile(r"[0-9a-f]{32}")
@@ -230,6 +238,39 @@ def _reply_failure(event: Event) -> ErrorInfo | None:
     if type(event) is Finish and event.status == "failed":
         return event.error or ErrorInfo(kind="server", message="the reply failed")
     return None
+
+
+def _opens(event: Event) -> bool:
+    """Whether ``event`` is a stream's output: a delta, a block that starts with its
+    content, or an end that did not fail (a reply with no content at all)."""
+    if type(event) in _CONTENT:
+        return True
+    if isinstance(event, BlockStart):
+        return event.value is not None
+    return isinstance(event, Finish) and event.status not in ("failed", "truncated")
+
+
+def _retry_after_header(error: ErrorInfo) -> list[tuple[bytes, bytes]]:
+    """The ``Retry-After`` an in-band error carries (Google's ``RetryInfo`` detail,
+    ``"retryDelay": "12s"``), as a header of whole seconds; none when it carries none."""
+    raw = error.raw
+    details = raw.get("details") if isinstance(raw, dict) else None
+    if not isinstance(details, list):
+        return []
+    for detail in details:
+        if not isinstance(detail, dict) or not str(detail.get("@type", "")).endswith(
+            "google.rpc.RetryInfo"
+        ):
+            continue
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                seconds = float(delay[:-1])
+            except ValueError:
+                return []
+            if 0 <= seconds <= 86_400:
+                return [(b"retry-after", str(math.ceil(seconds)).encode())]
+    return []
 
 
 def _truncation_told(finish: Finish) -> list[Event]:
@@ -806,14 +847,28 @@ class _Gateway:
         from elsewhere (an upstream's error, a native event) without secrets."""
         return self.secrets.event(event) if type(event) in SCRUBBED_EVENTS else event
 
-    async def _failed_reply(self, send: Send, dialect: str, failure: ErrorInfo) -> None:
-        """Answer a non-streaming request whose upstream reply failed in-band or was cut
-        short: the error's status (502 for a reply cut short or a server error), in the
-        client dialect's error shape."""
+    async def _failed_reply(
+        self,
+        send: Send,
+        dialect: str,
+        failure: ErrorInfo,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        """Answer a request whose upstream reply failed in-band or was cut short before
+        any of it was sent (a non-streaming reply, or a stream before its first output):
+        the error's status (502 for a reply cut short or a server error), in the client
+        dialect's error shape."""
         status = _FAILURE_STATUS.get(failure.kind, 502)
         if failure.kind == "overloaded" and dialect not in ("anthropic_messages", "xai_messages"):
             status = 503  # (529 is Anthropic's own)
-        await self._error(send, dialect, status, f"upstream: {failure.message}", kind=failure.kind)
+        await self._error(
+            send,
+            dialect,
+            status,
+            f"upstream: {failure.message}",
+            kind=failure.kind,
+            headers=headers,
+        )
 
     async def _upstream_error(self, send: Send, dialect: str, exc: APIStatusError) -> None:
         if 300 <= exc.status_code < 400:
@@ -920,6 +975,13 @@ class _Gateway:
         failing = False
         cut = _ends_aborted(dialect)
         keepalives = dialect in _UPSTREAM_KEEPALIVES  # (the upstream's, transcoded)
+        # The encoded opening, held until the first output (bounded: _OPENING_BYTES), and
+        # the failure that came before any output instead: the request is then answered
+        # with its status (see pump), as a non-streaming one would be.
+        opening_parts: list[bytes] = []
+        opening_size = 0
+        refused: ErrorInfo | None = None
+        refused_headers: list[tuple[bytes, bytes]] = []
 
         def opening(events: list[Event]) -> None:
             """Encode the held opening events not encoded yet (nothing is written: the
@@ -937,6 +999,39 @@ class _Gateway:
                 ahead.append(event)
 
         def encoded(batch: list[Event]) -> list[bytes]:
+            """A batch's events encoded for the client: none until the first output
+            (the opening is held, and a failure before it is kept in ``refused``)."""
+            nonlocal begun, opening_size, refused
+            if refused is not None:
+                return []  # (the request is answered with its status)
+            if begun:
+                return encoded_events(batch)
+            for event in batch:
+                if _opens(event):
+                    parts = [*opening_parts, *encoded_events(batch)]
+                    opening_parts.clear()
+                    return parts
+                if type(event) is ErrorEvent or type(event) is Finish:
+                    failure = _reply_failure(event)
+                    if failure is not None:
+                        # Before any output (and no retry left): nothing more is encoded.
+                        refused = failure
+                        if type(event) is ErrorEvent:
+                            refused_headers.extend(_retry_after_header(event.error))
+                        opening_parts.clear()
+                        return []
+            parts = encoded_events(batch)
+            opening_parts.extend(parts)
+            opening_size += sum(map(len, parts))
+            if opening_size > _OPENING_BYTES:
+                # An opening this long is the stream's start: it leaves as it is.
+                begun = True
+                parts = opening_parts[:]
+                opening_parts.clear()
+                return parts
+            return []
+
+        def encoded_events(batch: list[Event]) -> list[bytes]:
             nonlocal encoder, spent, begun, failing
             if not batch:
                 return []
@@ -965,7 +1060,7 @@ class _Gateway:
                     if not (begun and keepalives):
                         continue  # (before the first output, nothing leaves)
                 elif not begun:
-                    begun = type(event) in _FIRST_OUTPUT
+                    begun = _opens(event)
                 spent = True
                 if type(event) is Finish and event.status in ("truncated", "failed"):
                     failing = True
@@ -989,6 +1084,8 @@ class _Gateway:
             nonlocal held_last, pushed_last
             assert nowait is not None
             parts = encoded(batch)
+            if refused is not None:
+                return False  # a failure before any output: the pump answers its status
             last = call.finished
             if last:
                 tail = encoder_().close()
@@ -1055,12 +1152,13 @@ class _Gateway:
                         for i, event in enumerate(batch):
                             if type(event) in _FIRST_OUTPUT:
                                 first = False
-                                if not await flush(encoded(batch[: i + 1])):
+                                parts = encoded(batch[: i + 1])
+                                if parts and not await flush(parts):
                                     return
                                 batch = batch[i + 1 :]
                                 break
                     parts = encoded(batch)
-                    while not call.finished:
+                    while refused is None and not call.finished:
                         # (An empty batch, a reply's opening, starts nothing.)
                         # (Nothing leaves before the first output: not even the head.)
                         if parts and not await flush(parts):
@@ -1078,10 +1176,20 @@ class _Gateway:
                             return
                         batch = rest
                         parts = encoded(rest)
-                    if call.finished:
+                    if refused is not None or call.finished:
                         # The terminal event: the response ends with it, in one write;
                         # the rest of the upstream reply (its terminator) is read later.
                         break
+                if refused is not None:
+                    # A failure before any output: nothing was sent, not even the head.
+                    if not state.gone:
+                        state.started = True
+                        await self._failed_reply(send, dialect, refused, refused_headers)
+                    return
+                if opening_parts:
+                    # (An upstream call that ended with neither an output nor a failure.)
+                    parts = [*opening_parts, *parts]
+                    opening_parts.clear()
                 tail = encoder_().close()
                 if tail and not (failing and cut):
                     parts.append(tail)
