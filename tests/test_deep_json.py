@@ -454,7 +454,7 @@ def test_gateway_through_the_sdks_is_a_bad_request(gateway: str) -> None:
 
 
 def test_gateway_upstream_deep_chunk_does_not_kill_the_stream(
-    gateway: str, upstream_with_a_deep_chunk: tuple[str, bytes]
+    gateway: str, upstream_with_a_deep_chunk: tuple[str, bytes], caplog: pytest.LogCaptureFixture
 ) -> None:
     # The upstream's deep chunk is decoded as an error event in its place (see
     # test_a_deep_event_is_an_error_event_in_its_place): the client's stream carries on
@@ -468,6 +468,13 @@ def test_gateway_upstream_deep_chunk_does_not_kill_the_stream(
         message = stream.get_final_message()
     assert [block.text for block in message.content if block.type == "text"] == ["OK."]
     assert message.stop_reason == "end_turn"
+    # The gateway says what it skipped, and where.
+    _, _, offset = _with_deep_event("openai_chat")
+    skipped = [r.getMessage() for r in caplog.records if "could not be read" in r.getMessage()]
+    assert skipped == [
+        f"upstream openai_chat event 1 at byte {offset} could not be read, skipped: "
+        "event data nests deeper than max_depth=128 (at character 135 of its data)"
+    ]
 
 
 @pytest.mark.parametrize("dialect", sorted(PATHS))

@@ -842,6 +842,18 @@ class _Gateway:
         logger.info("transcoding losses (%d): %s", len(losses), summary)
         return [(b"x-polystream-losses", f"{len(losses)}; {summary}"[:1000].encode())]
 
+    @staticmethod
+    def _unreadable(error: ErrorInfo) -> None:
+        """Log an upstream event the decoder could not read (skipped: the client's
+        stream goes on with the events around it), with where it stood."""
+        logger.warning(
+            "upstream %s event %s at byte %s could not be read, skipped: %s",
+            error.dialect,
+            error.event_index,
+            error.byte_offset,
+            error.message,
+        )
+
     def _client_event(self, event: Event) -> Event:
         """``event`` as a client (and the journal) may have it: the text it carries
         from elsewhere (an upstream's error, a native event) without secrets."""
@@ -1056,6 +1068,8 @@ class _Gateway:
                         )
                         continue
                     event = self.secrets.event(event)
+                    if type(event) is ErrorEvent and event.error.kind == "protocol":
+                        self._unreadable(event.error)
                 if type(event) is KeepAlive:
                     if not (begun and keepalives):
                         continue  # (before the first output, nothing leaves)
