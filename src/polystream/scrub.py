@@ -8,7 +8,6 @@ URL they could not reach, credentials and all. A :class:`Scrubber` removes from 
 * every secret of 8 or more characters, and every run of 8 or more characters of the
   text that is made of 8-character pieces of secrets (so any fragment of a key that is
   long enough to mean something, wherever it stands and whatever surrounds it);
-* every secret shorter than 8 characters, whole;
 * the userinfo (``user:pass@``) and the query string (``?token=...``) of every URL.
 
 Each is replaced by :data:`MARKER`. Matching takes time linear in the text: every
@@ -33,7 +32,10 @@ MARKER: Final = "[redacted]"
 """What a removed secret, fragment or URL credential reads as."""
 
 WINDOW: Final = 8
-"""The shortest fragment of a secret that is removed (shorter secrets go whole)."""
+"""The shortest fragment of a secret that is removed. A secret shorter than this (a
+placeholder key such as ``none`` for a local upstream that takes none) is not looked
+for: it cannot be told apart from ordinary words, and removing it would garble every
+message that happens to hold them."""
 
 SCRUBBED_EVENTS: Final = frozenset({ErrorEvent, Finish, Warning, Unknown, Raw})
 """The event types that carry text from elsewhere (an upstream's error, a native event
@@ -55,20 +57,19 @@ class Scrubber:
     """Removes the given secrets, their fragments and URL credentials from text.
 
     Args:
-        secrets: The secrets (empty ones are ignored).
+        secrets: The secrets (empty ones, and those shorter than :data:`WINDOW`, are
+            ignored).
     """
 
-    __slots__ = ("_short", "_windows", "secrets")
+    __slots__ = ("_windows", "secrets")
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        self.secrets: tuple[str, ...] = tuple(dict.fromkeys(s for s in secrets if s))
+        self.secrets: tuple[str, ...] = tuple(dict.fromkeys(s for s in secrets if len(s) >= WINDOW))
         self._windows = frozenset(
             secret[i : i + WINDOW]
             for secret in self.secrets
             for i in range(len(secret) - WINDOW + 1)
         )
-        # Longest first, so that a short secret inside another goes with it.
-        self._short = sorted((s for s in self.secrets if len(s) < WINDOW), key=len, reverse=True)
 
     def __repr__(self) -> str:
         return f"Scrubber({len(self.secrets)} secrets)"
@@ -94,22 +95,15 @@ class Scrubber:
             if end >= 0:
                 runs.append((start, end))
         if not runs:
-            return self._whole(text)
+            return text
         out: list[str] = []
         at = 0
         for start, end in runs:
-            out.append(self._whole(text[at:start]))
+            out.append(text[at:start])
             out.append(MARKER)
             at = end
-        out.append(self._whole(text[at:]))
+        out.append(text[at:])
         return "".join(out)
-
-    def _whole(self, text: str) -> str:
-        """``text`` without the secrets shorter than a window."""
-        for secret in self._short:
-            if secret in text:
-                text = text.replace(secret, MARKER)
-        return text
 
     def value(self, value: Any, _depth: int = 0) -> Any:
         """A JSON-like value (``str``, ``bytes``, ``msgspec.Raw``, ``dict``, ``list``,

@@ -463,3 +463,42 @@ def test_serve_refuses_a_connection_cap_below_one(capsys: pytest.CaptureFixture[
 
     assert main(["serve", "--port", "0", "--max-connections", "0"]) == 2
     assert capsys.readouterr().err == "polystream: error: --max-connections must be at least 1\n"
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [b"Host: a\r\nHost: b\r\n", b"", b"Host: a\r\nhost: a\r\n"],
+    ids=["two-hosts", "no-host", "the-same-twice"],
+)
+def test_a_request_without_exactly_one_host_is_refused_under_every_server(
+    gateway: Any, hosts: bytes
+) -> None:
+    # RFC 9112, 3.2: polystream's server refuses it itself; under uvicorn, which leaves
+    # Host to the application, the gateway does, in the client's shape.
+    head = (
+        b"POST /openai/v1/chat/completions HTTP/1.1\r\n%bcontent-type: application/json\r\n"
+        b"content-length: 2\r\n\r\n{}" % hosts
+    )
+    out, closed = _talk(gateway.port, head)
+    assert closed
+    status, headers, body = _split(out)
+    assert status == b"HTTP/1.1 400 Bad Request"
+    if gateway.kind == "uvicorn":
+        assert msgspec.json.decode(body) == {
+            "error": {
+                "message": "a request needs exactly one Host header (HTTP/1.0: at most one)",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": None,
+            }
+        }
+        assert headers[b"connection"] == b"close"
+
+
+def test_an_http_1_0_request_may_omit_host(gateway: Any) -> None:
+    head = b"POST /openai/v1/chat/completions HTTP/1.0\r\ncontent-length: 2\r\n\r\n{}"
+    out, _ = _talk(gateway.port, head)
+    status, _, _ = _split(out)
+    # Past the Host rule: the body is checked (an empty object is no Chat request).
+    assert status == b"HTTP/1.0 400 Bad Request" or status == b"HTTP/1.1 400 Bad Request"
+    assert b"messages" in out
