@@ -1,8 +1,18 @@
-"""Helpers shared by the emulator tests."""
+"""Helpers shared by the emulator and server tests."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import threading
+import time
 from typing import Any, TypeVar
+
+import uvicorn
+
+from polystream.proxy import Limits
+from polystream.server._h1server import H1Server, ServerLimits
+from polystream.server._run import uvicorn_limit_concurrency
 
 _Client = TypeVar("_Client")
 _OPEN: list[Any] = []
@@ -42,3 +52,59 @@ def close_tracked() -> None:
     """Close every SDK client registered by :func:`track`."""
     while _OPEN:
         _OPEN.pop().close()
+
+
+class OwnServer:
+    """polystream's server for ``app`` on a loop in a thread (``refusal``: the shape of
+    its early refusals; ``limits``: :class:`ServerLimits` fields)."""
+
+    kind = "polystream"
+
+    def __init__(self, app: Any, refusal: Any = None, **limits: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.server = H1Server(app, limits=ServerLimits(**limits), refusal=refusal)
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        start = self.server.start("127.0.0.1", 0)
+        asyncio.run_coroutine_threadsafe(start, self.loop).result(5)
+        self.port = self.server.port
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.shutdown(), self.loop).result(5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+class UvicornServer:
+    """uvicorn serving ``app`` as ``--server uvicorn`` runs it (its default protocol,
+    httptools; ``limit_concurrency`` from ``max_connections``)."""
+
+    kind = "uvicorn"
+
+    def __init__(self, app: Any, max_connections: int = Limits().max_connections) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(
+            app,
+            log_level="critical",
+            lifespan="off",
+            access_log=False,
+            limit_concurrency=uvicorn_limit_concurrency(max_connections),
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert self.thread.is_alive() and time.monotonic() < deadline
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(5)
+        self.sock.close()

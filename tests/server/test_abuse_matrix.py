@@ -17,7 +17,6 @@ import logging
 import re
 import select
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -28,7 +27,7 @@ import uvicorn
 
 from polystream.proxy import Limits
 from polystream.server._h1server import H1Server, ServerLimits
-from polystream.server._run import uvicorn_limit_concurrency
+from tests.server.support import OwnServer, UvicornServer
 
 DATE = re.compile(rb"date: [^\r]*\r\n")
 
@@ -51,56 +50,6 @@ async def _app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": out})
 
 
-class _Own:
-    """polystream's server on a loop in a thread."""
-
-    kind = "polystream"
-
-    def __init__(self, **limits: Any) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.server = H1Server(_app, limits=ServerLimits(**limits))
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        start = self.server.start("127.0.0.1", 0)
-        asyncio.run_coroutine_threadsafe(start, self.loop).result(5)
-        self.port = self.server.port
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.shutdown(), self.loop).result(5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-        self.loop.close()
-
-
-class _Uvicorn:
-    """uvicorn as the gateway runs it (its default HTTP protocol: httptools)."""
-
-    kind = "uvicorn"
-
-    def __init__(self, **options: Any) -> None:
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(
-            _app, log_level="critical", lifespan="off", access_log=False, **options
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(5)
-        self.sock.close()
-
-
 MAX_BODY = 1000
 
 
@@ -108,9 +57,9 @@ MAX_BODY = 1000
 def server(request: pytest.FixtureRequest) -> Iterator[Any]:
     running: Any
     if request.param == "polystream":
-        running = _Own(head_timeout=0.3, max_body_bytes=MAX_BODY)
+        running = OwnServer(_app, head_timeout=0.3, max_body_bytes=MAX_BODY)
     else:
-        running = _Uvicorn(limit_concurrency=uvicorn_limit_concurrency(Limits().max_connections))
+        running = UvicornServer(_app)
     try:
         yield running
     finally:
@@ -382,9 +331,9 @@ def test_connections_past_the_cap_are_refused(kind: str) -> None:
     # answered. polystream refuses the 6th connection at once (503, Retry-After, closed);
     # uvicorn accepts it and answers its first request 503 (its check is per request).
     running: Any = (
-        _Own(max_connections=5, keepalive_timeout=5.0)
+        OwnServer(_app, max_connections=5, keepalive_timeout=5.0)
         if kind == "polystream"
-        else _Uvicorn(limit_concurrency=uvicorn_limit_concurrency(5))
+        else UvicornServer(_app, max_connections=5)
     )
     try:
         held = _held(running.port, 5)

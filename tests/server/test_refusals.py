@@ -5,10 +5,8 @@ error for it, and ``polystream serve``'s bounds."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,11 +23,10 @@ from google.genai import types as genai_types
 from polystream.proxy import GatewayConfig, Limits, Upstream
 from polystream.scenario import MAX_BODY_SIZE
 from polystream.server._app import create_app, emulator_refusal
-from polystream.server._h1server import H1Server, ServerLimits
 from polystream.server._refusals import gateway_refusal
 from polystream.server._run import uvicorn_limit_concurrency
 from polystream.server.gateway import create_gateway
-from tests.server.support import track
+from tests.server.support import OwnServer, UvicornServer, track
 
 LIMIT = 1024
 DATE = re.compile(rb"date: [^\r]*\r\n")
@@ -44,66 +41,15 @@ def _gateway() -> Any:
     return create_gateway(config)
 
 
-class _Own:
-    """polystream's server on a loop in a thread."""
-
-    def __init__(self, app: Any, refusal: Any, **limits: Any) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.server = H1Server(app, limits=ServerLimits(**limits), refusal=refusal)
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        start = self.server.start("127.0.0.1", 0)
-        asyncio.run_coroutine_threadsafe(start, self.loop).result(5)
-        self.port = self.server.port
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.server.shutdown(), self.loop).result(5)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-        self.loop.close()
-
-
-class _Uvicorn:
-    """uvicorn as ``polystream gateway --server uvicorn`` runs it."""
-
-    def __init__(self, app: Any) -> None:
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(
-            app,
-            log_level="critical",
-            lifespan="off",
-            access_log=False,
-            limit_concurrency=uvicorn_limit_concurrency(Limits().max_connections),
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(5)
-        self.sock.close()
-
-
 @pytest.fixture(scope="module", params=["polystream", "uvicorn"])
 def gateway(request: pytest.FixtureRequest) -> Iterator[Any]:
     """The gateway (body limit 1024 bytes, no client key) under each server option, as
     ``polystream gateway`` runs it."""
     running: Any
     if request.param == "polystream":
-        running = _Own(_gateway(), gateway_refusal, max_body_bytes=LIMIT, shutdown_timeout=1.0)
+        running = OwnServer(_gateway(), gateway_refusal, max_body_bytes=LIMIT, shutdown_timeout=1.0)
     else:
-        running = _Uvicorn(_gateway())
-    running.kind = request.param
+        running = UvicornServer(_gateway())
     try:
         yield running
     finally:
@@ -200,7 +146,7 @@ def test_a_path_outside_every_prefix_is_refused_in_openai_s_shape(gateway: Any) 
 
 
 def test_absolute_form_and_pipelined_refusals_are_shaped_by_their_path() -> None:
-    own = _Own(_gateway(), gateway_refusal, max_body_bytes=LIMIT, shutdown_timeout=1.0)
+    own = OwnServer(_gateway(), gateway_refusal, max_body_bytes=LIMIT, shutdown_timeout=1.0)
     try:
         absolute, closed = _talk(
             own.port,
@@ -241,7 +187,7 @@ def test_absolute_form_and_pipelined_refusals_are_shaped_by_their_path() -> None
 
 
 def test_a_chunked_body_growing_past_the_limit_is_refused_in_the_dialect() -> None:
-    own = _Own(_gateway(), gateway_refusal, max_body_bytes=LIMIT, shutdown_timeout=1.0)
+    own = OwnServer(_gateway(), gateway_refusal, max_body_bytes=LIMIT, shutdown_timeout=1.0)
     try:
         chunk = b"x" * 600
         request = (
@@ -338,7 +284,7 @@ def test_a_failing_hook_leaves_the_refusal_plain() -> None:
         return [(b"content-length", b"1")], b"{}"
 
     for hook in (broken, bad_header):
-        own = _Own(_never, hook, max_body_bytes=10)
+        own = OwnServer(_never, hook, max_body_bytes=10)
         try:
             out, closed = _talk(
                 own.port, b"POST /a HTTP/1.1\r\nHost: x\r\ncontent-length: 11\r\n\r\n"
@@ -354,7 +300,7 @@ def test_a_failing_hook_leaves_the_refusal_plain() -> None:
 
 def test_the_connection_cap_503_stays_plain() -> None:
     # Refused as it is accepted, before any of its request is read: no path to shape by.
-    own = _Own(_never, gateway_refusal, max_connections=1, keepalive_timeout=5.0)
+    own = OwnServer(_never, gateway_refusal, max_connections=1, keepalive_timeout=5.0)
     try:
         with socket.create_connection(("127.0.0.1", own.port)):
             deadline = time.monotonic() + 5
@@ -396,7 +342,9 @@ def test_the_hook_shapes_a_503_with_its_retry_after() -> None:
 def test_the_emulator_on_the_own_server_refuses_early_in_the_provider_s_shape(
     path: str, shape: str
 ) -> None:
-    own = _Own(create_app(), emulator_refusal, max_body_bytes=MAX_BODY_SIZE, shutdown_timeout=1.0)
+    own = OwnServer(
+        create_app(), emulator_refusal, max_body_bytes=MAX_BODY_SIZE, shutdown_timeout=1.0
+    )
     try:
         head = b"POST %b HTTP/1.1\r\nHost: x\r\ncontent-length: %d\r\n\r\n" % (
             path.encode(),

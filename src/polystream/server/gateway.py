@@ -524,6 +524,19 @@ class _Gateway:
             send, status, error_body(dialect, status, message, kind=kind, param=param), headers
         )
 
+    async def _too_large(
+        self, send: Send, dialect: str, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        """Answer a request whose body is over ``max_body_bytes`` (413)."""
+        await self._error(
+            send,
+            dialect,
+            413,
+            f"request body larger than {self.limits.max_body_bytes} bytes",
+            kind="request_too_large",
+            headers=headers,
+        )
+
     async def _read_body(self, receive: Receive) -> bytes | None:
         chunks: list[bytes] = []
         size = 0
@@ -645,26 +658,13 @@ class _Gateway:
         if _declared_too_large(raw_headers, self.limits.max_body_bytes):
             # Refused before any of the body is read (uvicorn has no early 413; the own
             # server's comes first); the connection closes, leaving the body unread.
-            await self._error(
-                send,
-                dialect,
-                413,
-                f"request body larger than {self.limits.max_body_bytes} bytes",
-                kind="request_too_large",
-                headers=[(b"connection", b"close")],
-            )
+            await self._too_large(send, dialect, [(b"connection", b"close")])
             return
         body = await self._read_body(receive)
         if body is None:
             return
         if body == b"\x00too-large":
-            await self._error(
-                send,
-                dialect,
-                413,
-                f"request body larger than {self.limits.max_body_bytes} bytes",
-                kind="request_too_large",
-            )
+            await self._too_large(send, dialect)
             return
         if self.active >= self.limits.max_concurrency:
             await self._error(
