@@ -8,7 +8,7 @@ reads are handled where they arrive: the push path), under both servers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -16,9 +16,7 @@ import httpx
 import msgspec
 import openai
 import pytest
-from google import genai
 from google.genai import errors as genai_errors
-from google.genai import types as gtypes
 
 from polystream import decode
 from polystream.proxy import GatewayConfig, Upstream
@@ -26,7 +24,15 @@ from polystream.retry import RetryPolicy
 from polystream.server.gateway import create_gateway
 
 from .conftest import CANARY, GATEWAY_KEY, AppThread
-from .test_failures_reach_clients import CLIENTS, _assert_error_shape, _post
+from .test_failures_reach_clients import (
+    CLIENTS,
+    _anthropic,
+    _assert_error_shape,
+    _close_clients,  # noqa: F401 (autouse: the SDK clients close before the servers stop)
+    _genai,
+    _openai,
+    _post,
+)
 
 REPLY: dict[str, Any] = {"text": ["one ", "two."]}
 _USER = [{"role": "user", "content": "x"}]
@@ -43,16 +49,6 @@ _SSE_DIALECT = {
 
 def _scenario(faults: dict[str, Any], paced: bool) -> list[dict[str, Any]]:
     return [{"reply": REPLY, "faults": faults, **({"timing": _PACED} if paced else {})}]
-
-
-_OPEN: list[Any] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_clients(stack: Any) -> Iterator[None]:
-    yield
-    while _OPEN:
-        _OPEN.pop().close()
 
 
 # -- 1. an in-band error before any output ----------------------------------------------------
@@ -183,34 +179,6 @@ def test_the_error_bodies_are_each_client_dialect_s_own(stack: Callable[..., Any
 def _gateway(stack: Callable[..., Any], upstream: str, faults: dict[str, Any]) -> AppThread:
     _, gateway = stack(upstream, _scenario(faults, True))
     return gateway  # type: ignore[no-any-return]
-
-
-def _openai(gateway: AppThread) -> openai.OpenAI:
-    client = openai.OpenAI(
-        api_key=GATEWAY_KEY, base_url=gateway.base_url + "/openai/v1", max_retries=0
-    )
-    _OPEN.append(client)
-    return client
-
-
-def _anthropic(gateway: AppThread) -> anthropic.Anthropic:
-    client = anthropic.Anthropic(
-        api_key=GATEWAY_KEY, base_url=gateway.base_url + "/anthropic", max_retries=0
-    )
-    _OPEN.append(client)
-    return client
-
-
-def _genai(gateway: AppThread) -> genai.Client:
-    client = genai.Client(
-        api_key=GATEWAY_KEY,
-        http_options=gtypes.HttpOptions(
-            base_url=gateway.base_url + "/gemini",
-            retry_options=gtypes.HttpRetryOptions(attempts=1),
-        ),
-    )
-    _OPEN.append(client)
-    return client
 
 
 def test_the_openai_sdk_raises_status_errors(stack: Callable[..., Any]) -> None:
