@@ -108,3 +108,22 @@ class UvicornServer:
         self.server.should_exit = True
         self.thread.join(5)
         self.sock.close()
+
+
+def talk(port: int, data: bytes, *, wait: float) -> tuple[bytes, bool]:
+    """Send ``data``; (what came back, whether the server closed the connection) once
+    it closes or ``wait`` seconds pass without a byte."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.settimeout(wait)
+        sock.sendall(data)
+        out = b""
+        try:
+            while True:
+                got = sock.recv(65536)
+                if not got:
+                    return out, True
+                out += got
+        except TimeoutError:
+            return out, False
+        except ConnectionResetError:
+            return out, True

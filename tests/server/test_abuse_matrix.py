@@ -27,7 +27,7 @@ import uvicorn
 
 from polystream.proxy import Limits
 from polystream.server._h1server import H1Server, ServerLimits
-from tests.server.support import OwnServer, UvicornServer
+from tests.server.support import OwnServer, UvicornServer, talk
 
 DATE = re.compile(rb"date: [^\r]*\r\n")
 
@@ -67,22 +67,7 @@ def server(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def _talk(port: int, data: bytes, *, wait: float = 0.3) -> tuple[bytes, bool]:
-    """Send ``data``; (what came back, whether the server closed the connection) once
-    it closes or ``wait`` seconds pass without a byte."""
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.settimeout(wait)
-        sock.sendall(data)
-        out = b""
-        try:
-            while True:
-                got = sock.recv(65536)
-                if not got:
-                    return out, True
-                out += got
-        except TimeoutError:
-            return out, False
-        except ConnectionResetError:
-            return out, True
+    return talk(port, data, wait=wait)
 
 
 def _refusal(status: int, reason: str, message: str) -> bytes:

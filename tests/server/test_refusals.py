@@ -26,7 +26,7 @@ from polystream.server._app import create_app, emulator_refusal
 from polystream.server._refusals import gateway_refusal
 from polystream.server._run import uvicorn_limit_concurrency
 from polystream.server.gateway import create_gateway
-from tests.server.support import OwnServer, UvicornServer, track
+from tests.server.support import OwnServer, UvicornServer, talk, track
 
 LIMIT = 1024
 DATE = re.compile(rb"date: [^\r]*\r\n")
@@ -57,22 +57,7 @@ def gateway(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def _talk(port: int, data: bytes, *, wait: float = 1.0) -> tuple[bytes, bool]:
-    """Send ``data``; (what came back, whether the server closed the connection) once
-    it closes or ``wait`` seconds pass without a byte."""
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.settimeout(wait)
-        sock.sendall(data)
-        out = b""
-        try:
-            while True:
-                got = sock.recv(65536)
-                if not got:
-                    return out, True
-                out += got
-        except TimeoutError:
-            return out, False
-        except ConnectionResetError:
-            return out, True
+    return talk(port, data, wait=wait)
 
 
 def _split(response: bytes) -> tuple[bytes, dict[bytes, bytes], bytes]:
