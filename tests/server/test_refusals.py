@@ -399,13 +399,9 @@ def test_serve_refuses_a_connection_cap_below_one(capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.parametrize(
-    "hosts",
-    [b"Host: a\r\nHost: b\r\n", b"", b"Host: a\r\nhost: a\r\n"],
-    ids=["two-hosts", "no-host", "the-same-twice"],
+    "hosts", [b"Host: a\r\nHost: b\r\n", b"Host: a\r\nhost: a\r\n"], ids=["two", "the-same-twice"]
 )
-def test_a_request_without_exactly_one_host_is_refused_under_every_server(
-    gateway: Any, hosts: bytes
-) -> None:
+def test_a_request_with_two_hosts_is_refused_under_every_server(gateway: Any, hosts: bytes) -> None:
     # RFC 9112, 3.2: polystream's server refuses it itself; under uvicorn, which leaves
     # Host to the application, the gateway does, in the client's shape.
     head = (
@@ -419,13 +415,27 @@ def test_a_request_without_exactly_one_host_is_refused_under_every_server(
     if gateway.kind == "uvicorn":
         assert msgspec.json.decode(body) == {
             "error": {
-                "message": "a request needs exactly one Host header (HTTP/1.0: at most one)",
+                "message": "a request has at most one Host header",
                 "type": "invalid_request_error",
                 "param": None,
                 "code": None,
             }
         }
         assert headers[b"connection"] == b"close"
+
+
+def test_an_http_1_1_request_without_host(gateway: Any) -> None:
+    # polystream's server refuses it (RFC 9112, 3.2); under uvicorn it reaches the
+    # gateway, which routes by path and reads the body (an empty object is no Chat
+    # request: a 400 that names what is missing).
+    head = b"POST /openai/v1/chat/completions HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}"
+    out, _ = _talk(gateway.port, head)
+    status, _, body = _split(out)
+    assert status == b"HTTP/1.1 400 Bad Request"
+    if gateway.kind == "polystream":
+        assert b"no Host header" in body
+    else:
+        assert b"messages" in body
 
 
 def test_an_http_1_0_request_may_omit_host(gateway: Any) -> None:

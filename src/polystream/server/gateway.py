@@ -630,14 +630,14 @@ class _Gateway:
         raw_query = scope.get("query_string", b"")
         query = dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {}
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
-        if nowait is None and not _one_host(scope, raw_headers):
+        if nowait is None and not _hosts_agree(raw_headers):
             # (polystream's own server refuses such a request itself; others, such as
             # uvicorn, leave the Host header to the application.)
             await self._error(
                 send,
                 dialect,
                 400,
-                "a request needs exactly one Host header (HTTP/1.0: at most one)",
+                "a request has at most one Host header",
                 kind="invalid_request",
                 headers=[(b"connection", b"close")],
             )
@@ -1704,15 +1704,16 @@ class _Gateway:
         return not batch or await self._send(send, b"".join(batch))
 
 
-def _one_host(scope: Scope, headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether a request has the Host header RFC 9112 (3.2) asks for: exactly one in
-    HTTP/1.1, at most one in HTTP/1.0 (two would leave which host is meant to whoever
-    reads the request next)."""
+def _hosts_agree(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a request has at most one Host header (RFC 9112, 3.2: two leave which
+    host is meant to whoever reads the request next, the shape of a smuggled request).
+    A missing one is the server's to refuse: the gateway routes by path, and an app
+    called directly may be given a scope without one."""
     hosts = 0
     for name, _ in headers:
         if len(name) == 4 and name.lower() == b"host":
             hosts += 1
-    return hosts == 1 or (hosts == 0 and scope.get("http_version") == "1.0")
+    return hosts <= 1
 
 
 def _owned(meta: dict[str, Any], tenant: str, dialect: str) -> bool:
