@@ -32,30 +32,68 @@ IO_MODULES = (
     "select",
 )
 
-# Layer of each top-level part of the package (DESIGN.md "Layers").
+# Layer of each top-level part of the package (DESIGN.md "Layers"): a part imports only
+# parts of its own layer or below.
 LAYERS = {
+    # 1: the unified model and what needs nothing else
     "events": 1,
     "errors": 1,
+    "request_model": 1,
+    "retry": 1,
+    "journal": 1,
+    # 2: framing and text helpers
     "wire": 2,
+    "scrub": 2,
+    # 3: the dialects (tiered inside: see DIALECT_TIERS)
     "dialects": 3,
+    # 4: what reads any dialect's events or requests
     "accumulate": 4,
-    "api": 4,
-    "journal": 4,
     "request": 4,
-    "retry": 4,
-    "resume": 4,
-    "call": 4,
-    "proxy": 4,
-    "realtime": 4,
-    "transcode": 4,
-    "scenario": 4,
-    "scrub": 4,
-    "client": 5,
-    "server": 5,
-    "cli": 5,
-    "__main__": 5,
+    # 5: decoding to a result; the gateway's core
+    "api": 5,
+    "proxy": 5,
+    # 6: calling providers, transcoding, the emulator's scenarios
+    "call": 6,
+    "transcode": 6,
+    "scenario": 6,
+    # 7-9: the shells
+    "client": 7,
+    "server": 8,
+    "cli": 9,
+    "__main__": 9,
 }
-CORE_MAX_LAYER = 4
+SHELLS = frozenset({"client", "server", "cli", "__main__"})
+"""The parts that may do I/O; everything else is the sans-I/O core."""
+
+# Tiers inside ``polystream.dialects``: a module imports only modules of its own tier or
+# below, and a public dialect folder never imports another.
+DIALECT_TIERS = {
+    "_spec": 0,  # the descriptor types
+    "_base": 1,  # decoder and encoder bases, and what every family shares
+    "_carrier": 1,
+    "_cursors": 1,
+    "_errors": 1,
+    "_free_form": 1,
+    "_google": 1,
+    "_usage_fold": 1,
+    "_responses": 2,  # the families shared by sibling dialects
+    "_chat": 2,
+    "_messages": 2,
+    "_detect": 4,  # reads every dialect's detection hints
+}
+PUBLIC_TIER = 3
+REGISTRY_TIER = 4
+
+
+def _dialect_tier(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) == 2:
+        return REGISTRY_TIER
+    name = parts[2]
+    if name.startswith("_"):
+        assert name in DIALECT_TIERS, f"{module}: add it to DIALECT_TIERS"
+        return DIALECT_TIERS[name]
+    return PUBLIC_TIER
 
 
 def _part(module: str) -> str | None:
@@ -77,9 +115,21 @@ def _modules() -> list[tuple[str, Path]]:
 
 
 def _imports(path: Path) -> list[str]:
+    """The modules a file imports, but for those under ``if TYPE_CHECKING:`` (names for
+    annotations, no import when the program runs)."""
     tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Name)
+            and node.test.id == "TYPE_CHECKING"
+        ):
+            skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
     found = []
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -106,7 +156,7 @@ def test_imports_go_downward(name: str, path: Path) -> None:
     for imported in _imports(path):
         target = _part(imported)
         if target is None:
-            if own <= CORE_MAX_LAYER:
+            if part not in SHELLS:
                 assert imported.split(".")[0] not in IO_MODULES, (
                     f"{name} (sans-I/O core) imports {imported}"
                 )
@@ -115,16 +165,24 @@ def test_imports_go_downward(name: str, path: Path) -> None:
             f"{name} (layer {own}) imports {imported} (layer {LAYERS[target]})"
         )
         if part == "dialects" and target == "dialects":
-            mine = name.split(".")[2:3]
-            theirs = imported.split(".")[2:3]
-            if mine and theirs and not mine[0].startswith("_") and not theirs[0].startswith("_"):
-                assert mine == theirs, f"dialect {name} imports another dialect: {imported}"
+            _check_dialect_import(name, imported)
+
+
+def _check_dialect_import(name: str, imported: str) -> None:
+    mine, theirs = _dialect_tier(name), _dialect_tier(imported)
+    assert theirs <= mine, f"{name} (tier {mine}) imports {imported} (tier {theirs})"
+    folder, other = name.split(".")[2:3], imported.split(".")[2:3]
+    if mine == PUBLIC_TIER and theirs == PUBLIC_TIER:
+        assert folder == other, f"dialect {name} imports another dialect: {imported}"
+    if name.endswith(".spec") and mine == PUBLIC_TIER:
+        # A descriptor is data: it imports the descriptor types only.
+        assert theirs == 0, f"{name} imports {imported}: a spec.py holds data only"
 
 
 def test_core_imports_no_io_at_runtime() -> None:
     # time/threading are loaded by the interpreter itself; the static test covers them.
     runtime_io = tuple(m for m in IO_MODULES if m not in ("time", "threading"))
-    core = [n for n, _ in MODULES if (p := _part(n)) is not None and LAYERS[p] <= CORE_MAX_LAYER]
+    core = [n for n, _ in MODULES if (p := _part(n)) is not None and p not in SHELLS]
     code = (
         "import sys\n"
         f"for m in {core!r}:\n"
@@ -134,3 +192,13 @@ def test_core_imports_no_io_at_runtime() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"core imported I/O modules: {out.stdout.strip()}"
+
+
+def test_every_registered_dialect_is_a_folder_with_a_spec() -> None:
+    from polystream.dialects import DIALECTS, REGISTERED
+
+    assert tuple(DIALECTS) == REGISTERED
+    for name in REGISTERED:
+        folder = SRC / "dialects" / name
+        assert (folder / "spec.py").is_file() and (folder / "binding.py").is_file(), name
+        assert DIALECTS[name].name == name

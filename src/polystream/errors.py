@@ -34,6 +34,7 @@ __all__ = [
     "PolystreamError",
     "ProtocolError",
     "RemoteProtocolError",
+    "RequestError",
     "StreamTruncated",
     "ToolArgumentsError",
     "TransportError",
@@ -124,6 +125,31 @@ class EventOrderError(RemoteProtocolError):
 class LocalProtocolError(ProtocolError):
     """The caller used the API wrongly (feed after close, an event the encoder
     cannot write in its current state, an unknown dialect name)."""
+
+
+class RequestError(PolystreamError):
+    """A request body is invalid for its dialect: the provider would refuse it.
+
+    Attributes:
+        message: What is wrong, worded as the provider words it.
+        param: The offending parameter path, when known (``messages[2].content``).
+        status: The HTTP status the provider answers with.
+        code: The provider's error code (OpenAI ``code``), when there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        status: int = 400,
+        code: str | None = None,
+    ) -> None:
+        self.message = message
+        self.param = param
+        self.status = status
+        self.code = code
+        super().__init__(f"{message} ({param})" if param else message)
 
 
 class ToolArgumentsError(PolystreamError):

@@ -44,6 +44,7 @@ import msgspec
 
 __all__ = [
     "RETRYABLE_KINDS",
+    "STATUS_KINDS",
     "BlockEnd",
     "BlockKind",
     "BlockStart",
@@ -73,6 +74,7 @@ __all__ = [
     "Warning",
     "dump_event",
     "event_to_builtins",
+    "kind_for_status",
     "load_event",
 ]
 
@@ -138,6 +140,36 @@ RETRYABLE_KINDS: Final[frozenset[str]] = frozenset(
     {"overloaded", "rate_limit", "server", "timeout"}
 )
 """Error kinds that are safe to retry (before any output was delivered)."""
+
+STATUS_KINDS: Final[dict[int, ErrorKind]] = {
+    400: "invalid_request",
+    401: "authentication",
+    402: "quota",
+    403: "permission",
+    404: "not_found",
+    408: "timeout",
+    409: "server",
+    413: "request_too_large",
+    422: "invalid_request",
+    429: "rate_limit",
+    499: "cancelled",
+    500: "server",
+    502: "server",
+    503: "overloaded",
+    504: "timeout",
+    529: "overloaded",
+}
+"""The error kind each HTTP status means, for every provider (a numeric ``code`` inside an
+error event means the same)."""
+
+
+def kind_for_status(status: int) -> ErrorKind:
+    """The unified error kind of an HTTP status (:data:`STATUS_KINDS`; any other 5xx is
+    ``server``, any other status ``unknown``)."""
+    kind = STATUS_KINDS.get(status)
+    if kind is not None:
+        return kind
+    return "server" if status >= 500 else "unknown"
 
 
 class FinishReason(msgspec.Struct, frozen=True, kw_only=True, gc=False):

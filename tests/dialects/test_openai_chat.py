@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from polystream import StreamDecoder, decode_events, get_dialect
 from polystream import accumulate_events as accumulate
+from polystream.dialects._chat import usage as _chat_usage
 from polystream.dialects._chat.finish_reason import map_finish_reason, to_wire_finish_reason
+from polystream.dialects._chat.quirks import OPENAI
 from polystream.dialects.openai_chat import Decoder, Encoder, rebuild
-from polystream.dialects.openai_chat.usage import convert_usage, usage_to_wire
 from polystream.errors import RemoteProtocolError
 from polystream.events import (
     BlockEnd,
@@ -38,6 +39,16 @@ from polystream.events import (
     Warning,
 )
 from tests.helpers import FIXTURES, assert_chunking_invariant, native_frames
+
+
+def convert_usage(raw: Any) -> Usage | None:
+    """The dialect's usage conversion (the shared Chat one with its quirks)."""
+    return _chat_usage.convert_usage(raw, OPENAI)
+
+
+def usage_to_wire(usage: Usage) -> dict[str, Any]:
+    return _chat_usage.usage_to_wire(usage, OPENAI)
+
 
 DIALECT = "openai_chat"
 HERE = FIXTURES / DIALECT

@@ -15,8 +15,9 @@ from polystream import StreamDecoder, decode, decode_events, get_dialect
 from polystream.accumulate import accumulate
 from polystream.dialects._responses.errors import error_info
 from polystream.dialects._responses.finish_reason import FINISH_REASONS, map_finish_reason
+from polystream.dialects._responses.quirks import OPENAI
+from polystream.dialects._responses.usage import to_usage as _to_usage
 from polystream.dialects.openai_responses import Decoder, Encoder, rebuild
-from polystream.dialects.openai_responses.usage import to_usage
 from polystream.errors import EventOrderError, RemoteProtocolError
 from polystream.events import (
     BlockEnd,
@@ -40,6 +41,12 @@ from polystream.events import (
     Warning,
 )
 from tests.helpers import FIXTURES, native_frames, stream_fixtures
+
+
+def to_usage(raw: Any) -> Usage | None:
+    """The dialect's usage conversion (the shared Responses one with its quirks)."""
+    return _to_usage(raw, reasoning_maybe_excluded=OPENAI.reasoning_maybe_excluded)
+
 
 D = "openai_responses"
 FIX = FIXTURES / D

@@ -11,8 +11,9 @@ import pytest
 
 from polystream import accumulate_events as accumulate
 from polystream import decode_events, get_dialect
+from polystream.dialects._chat import usage as _chat_usage
+from polystream.dialects._chat.quirks import XAI
 from polystream.dialects.xai_chat import Decoder, Encoder, rebuild
-from polystream.dialects.xai_chat.usage import convert_usage, usage_to_wire
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -29,6 +30,16 @@ from polystream.events import (
 )
 from tests.dialects.test_openai_chat import foreign_events
 from tests.helpers import FIXTURES, native_frames
+
+
+def convert_usage(raw: Any) -> Usage | None:
+    """The dialect's usage conversion (the shared Chat one with its quirks)."""
+    return _chat_usage.convert_usage(raw, XAI)
+
+
+def usage_to_wire(usage: Usage) -> dict[str, Any]:
+    return _chat_usage.usage_to_wire(usage, XAI)
+
 
 DIALECT = "xai_chat"
 HERE = FIXTURES / DIALECT

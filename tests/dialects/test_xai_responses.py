@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import Any
 
 import pytest
 
 from polystream import decode, decode_events
 from polystream.accumulate import accumulate
+from polystream.dialects._responses.quirks import XAI
+from polystream.dialects._responses.usage import to_usage as _to_usage
 from polystream.dialects.xai_responses import Decoder, Encoder, rebuild
-from polystream.dialects.xai_responses.usage import to_usage
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -25,6 +27,12 @@ from polystream.events import (
     Usage,
 )
 from tests.helpers import FIXTURES, native_frames
+
+
+def to_usage(raw: Any) -> Usage | None:
+    """The dialect's usage conversion (the shared Responses one with its quirks)."""
+    return _to_usage(raw, reasoning_maybe_excluded=XAI.reasoning_maybe_excluded)
+
 
 D = "xai_responses"
 FIX = FIXTURES / D

@@ -1,22 +1,24 @@
-"""The dialect registry: one entry per wire dialect, each a folder with the same modules.
+"""The dialect registry: one line per wire dialect, each a folder that owns it.
 
-Every dialect package ``polystream.dialects.<name>`` exposes:
+Every dialect package ``polystream.dialects.<name>`` has:
 
+* ``SPEC`` (``spec.py``) — its :class:`~polystream.dialects._spec.DialectSpec`: provider,
+  framings, routes, authentication, error shape, resume cursors, detection hints, stream
+  traits and reply shapes. The request codecs, the emulator, the gateway, the client and
+  the command line read these and keep no per-dialect table of their own.
 * ``Decoder`` — a :class:`~polystream.dialects._base.DialectDecoder` (bytes -> events);
 * ``Encoder`` — a :class:`~polystream.dialects._base.DialectEncoder` (events -> bytes);
 * ``rebuild(events) -> dict`` — the provider's own final object, as its non-streaming
   endpoint returns it, rebuilt from the dialect's unified events.
 
-Packages are imported lazily, on first use, so that ``import polystream`` stays fast.
+The code (``binding.py``) is imported on first use, so that ``import polystream`` reads
+only the data.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
-from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
+from typing import Final
 
 from polystream.dialects._base import (
     DialectDecoder,
@@ -26,101 +28,170 @@ from polystream.dialects._base import (
     Loss,
 )
 from polystream.dialects._detect import detect
+from polystream.dialects._spec import DialectSpec, ProviderSpec, RouteMatch, RouteSpec
 from polystream.errors import LocalProtocolError
-from polystream.events import Event
 
 __all__ = [
     "DIALECTS",
+    "PROVIDERS",
+    "REGISTERED",
     "SSE_DIALECTS",
     "DialectDecoder",
     "DialectEncoder",
     "DialectInfo",
+    "DialectSpec",
     "FramedDecoder",
     "Framing",
     "Loss",
+    "ProviderSpec",
+    "RouteMatch",
+    "RouteSpec",
     "detect",
     "get_dialect",
+    "match_route",
+    "provider_of",
+    "provider_of_path",
+    "routes_of",
 ]
 
 
-@dataclass(frozen=True)
-class DialectInfo:
-    """A registered dialect.
+REGISTERED: Final = (
+    "openai_responses",
+    "openai_chat",
+    "anthropic_messages",
+    "xai_responses",
+    "xai_chat",
+    "xai_messages",
+    "gemini_generate",
+    "gemini_interactions",
+)
+"""The registered dialects, one line each: adding a dialect is adding its folder and its
+name here."""
 
-    Attributes:
-        name: The dialect name used in the API, the CLI and fixture folders.
-        provider: ``openai``, ``anthropic``, ``xai`` or ``gemini``.
-        framings: The framings it streams in (the first is the default).
-        description: One line for humans.
-    """
-
-    name: str
-    provider: str
-    framings: tuple[Framing, ...]
-    description: str
-
-    def module(self) -> ModuleType:
-        """Import and return the dialect's package.
-
-        Raises:
-            LocalProtocolError: The dialect is registered but not available.
-        """
-        loaded = _LOADED.get(self.name)
-        if loaded is not None:
-            return loaded  # (each new decoder and encoder asks: a gateway, on every stream)
-        try:
-            loaded = _LOADED[self.name] = importlib.import_module(
-                f"polystream.dialects.{self.name}"
-            )
-            return loaded
-        except ModuleNotFoundError as exc:
-            if exc.name == f"polystream.dialects.{self.name}":
-                raise LocalProtocolError(
-                    f"dialect {self.name} is not available in this build", dialect=self.name
-                ) from None
-            raise
-
-    def decoder(self, **options: Any) -> DialectDecoder:
-        """A new decoder; options go to its constructor (``strict``, ``keep_raw``, ...)."""
-        decoder: DialectDecoder = self.module().Decoder(**options)
-        return decoder
-
-    def encoder(self, **options: Any) -> DialectEncoder:
-        """A new encoder; options go to its constructor."""
-        encoder: DialectEncoder = self.module().Encoder(**options)
-        return encoder
-
-    def rebuild(self, events: Iterable[Event]) -> dict[str, Any]:
-        """The provider's own final object, rebuilt from this dialect's unified events."""
-        result: dict[str, Any] = self.module().rebuild(events)
-        return result
-
-
-_LOADED: dict[str, ModuleType] = {}
-"""The dialects' packages imported so far, by name."""
-
-DIALECTS: dict[str, DialectInfo] = {
-    info.name: info
-    for info in (
-        DialectInfo("openai_responses", "openai", ("sse",), "OpenAI Responses API (SSE)"),
-        DialectInfo("openai_chat", "openai", ("sse",), "OpenAI Chat Completions (SSE)"),
-        DialectInfo("anthropic_messages", "anthropic", ("sse",), "Anthropic Messages (SSE)"),
-        DialectInfo("xai_responses", "xai", ("sse",), "xAI Responses API (SSE)"),
-        DialectInfo("xai_chat", "xai", ("sse",), "xAI Chat Completions (SSE)"),
-        DialectInfo("xai_messages", "xai", ("sse",), "xAI /v1/messages, deprecated (SSE)"),
-        DialectInfo(
-            "gemini_generate",
-            "gemini",
-            ("sse", "json_array"),
-            "Gemini streamGenerateContent (alt=sse, or the streamed JSON array)",
-        ),
-        DialectInfo("gemini_interactions", "gemini", ("sse",), "Gemini Interactions API (SSE)"),
-    )
+DIALECTS: dict[str, DialectSpec] = {
+    name: importlib.import_module(f"polystream.dialects.{name}.spec").SPEC for name in REGISTERED
 }
 """Every registered dialect, by name."""
 
+DialectInfo = DialectSpec
+"""The name a registered dialect's descriptor had before it held every fact about it."""
+
 SSE_DIALECTS: tuple[str, ...] = tuple(DIALECTS)
 """The eight text-streaming dialects."""
+
+_OPENAI_MODELS: Final = (
+    "gpt-",
+    "chatgpt-",
+    "codex-",
+    "computer-use-",
+    "omni-",
+    *(f"o{digit}" for digit in range(10)),
+)
+
+PROVIDERS: Final[dict[str, ProviderSpec]] = {
+    spec.name: spec
+    for spec in (
+        ProviderSpec(
+            "openai",
+            "https://api.openai.com/v1",
+            "OPENAI_API_KEY",
+            "x-request-id",
+            "/openai",
+            _OPENAI_MODELS,
+            "openai_responses",
+            "openai",
+        ),
+        ProviderSpec(
+            "anthropic",
+            "https://api.anthropic.com",
+            "ANTHROPIC_API_KEY",
+            "request-id",
+            "/anthropic",
+            ("claude-",),
+            "anthropic_messages",
+            "anthropic",
+        ),
+        ProviderSpec(
+            "xai",
+            "https://api.x.ai/v1",
+            "XAI_API_KEY",
+            "x-request-id",
+            "/xai",
+            ("grok-",),
+            "xai_responses",
+            "openai",
+        ),
+        ProviderSpec(
+            "gemini",
+            "https://generativelanguage.googleapis.com",
+            "GEMINI_API_KEY",
+            "x-request-id",
+            "/gemini",
+            ("gemini-", "gemma-", "learnlm-", "deep-research"),
+            "gemini_generate",
+            "google",
+        ),
+    )
+}
+"""Providers by name."""
+
+
+def provider_of(dialect: str) -> ProviderSpec:
+    """The provider that speaks ``dialect``."""
+    return PROVIDERS[get_dialect(dialect).provider]
+
+
+def provider_of_path(path: str) -> ProviderSpec | None:
+    """The provider under whose prefix ``path`` lies (``/openai/...``), or None."""
+    head = "/" + path.lstrip("/").split("/", 1)[0]
+    for provider in PROVIDERS.values():
+        if provider.prefix == head:
+            return provider
+    return None
+
+
+def _compile(spec: DialectSpec, route: RouteSpec) -> tuple[str, tuple[str, ...], RouteSpec, str]:
+    prefix = PROVIDERS[spec.provider].prefix
+    return (route.method, tuple((prefix + route.path).strip("/").split("/")), route, spec.name)
+
+
+_ROUTES: Final = tuple(_compile(spec, route) for spec in DIALECTS.values() for route in spec.routes)
+
+
+def match_route(method: str, path: str) -> RouteMatch | None:
+    """The dialect route a request's method and path (no query) match, or None.
+
+    A ``{name}`` segment of the template matches one non-empty path segment (and only a
+    listed version, for ``{version}``); ``{model}:verb`` matches a segment ending in
+    ``:verb``.
+    """
+    parts = path.strip("/").split("/")
+    for verb, template, route, dialect in _ROUTES:
+        if verb != method or len(template) != len(parts):
+            continue
+        params: dict[str, str] = {}
+        for pattern, part in zip(template, parts, strict=True):
+            if pattern[:1] != "{":
+                if pattern != part:
+                    break
+                continue
+            name, _, suffix = pattern[1:].partition("}")
+            if suffix:
+                if not part.endswith(suffix) or len(part) == len(suffix):
+                    break
+                part = part[: -len(suffix)]
+            if not part or (name == "version" and part not in route.versions):
+                break
+            params[name] = part
+        else:
+            return RouteMatch(dialect, route, params)
+    return None
+
+
+def routes_of(path: str) -> list[RouteMatch]:
+    """Every route whose path (any method) matches ``path``: for telling a wrong method
+    (405) from an unknown path (404)."""
+    return [found for method in ("GET", "POST") if (found := match_route(method, path)) is not None]
 
 
 def get_dialect(name: str) -> DialectInfo:

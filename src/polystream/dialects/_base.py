@@ -19,7 +19,6 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from polystream.dialects._detect import BLANK
 from polystream.dialects._usage_fold import BATCH as USAGE_BATCH
 from polystream.errors import (
     BufferLimitExceeded,
@@ -39,6 +38,7 @@ from polystream.events import (
     UsageUpdate,
     Warning,
 )
+from polystream.wire.framing import BLANK
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
 from polystream.wire.jsondepth import DEFAULT_MAX_DEPTH, DepthGuard, too_deep
 from polystream.wire.sse import (

@@ -28,7 +28,9 @@ from typing import Any, Final
 
 import msgspec
 
+from polystream.dialects._spec import DetectSpec
 from polystream.errors import RemoteProtocolError
+from polystream.wire.framing import BLANK
 from polystream.wire.jsondepth import too_deep
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
 
@@ -36,11 +38,6 @@ __all__ = ["BLANK", "MAX_DETECT_BYTES", "Detector", "detect"]
 
 MAX_DETECT_BYTES: Final = 1024 * 1024
 """Input read before giving up on detection (1 MiB)."""
-
-BLANK: Final = b" \t\r\n\xef\xbb\xbf"
-"""What may come before a stream's first byte, not read as any of it: whitespace and
-the bytes of a UTF-8 BOM (``bytes.lstrip(BLANK)``). The first other byte decides the
-framing (``[``: a JSON array) and the dialect."""
 
 
 def _model_of(obj: dict[str, Any], *path: str) -> str:
@@ -50,6 +47,32 @@ def _model_of(obj: dict[str, Any], *path: str) -> str:
             return ""
         node = node.get(key)
     return node if isinstance(node, str) else ""
+
+
+_RULES: list[tuple[str, DetectSpec]] = []
+"""The registered dialects' detection hints, in the order they are tried (read from the
+registry on first use: the registry imports this module)."""
+
+
+def _rules() -> list[tuple[str, DetectSpec]]:
+    if not _RULES:
+        from polystream.dialects import DIALECTS
+
+        _RULES.extend(
+            sorted(
+                ((spec.name, spec.detect) for spec in DIALECTS.values()), key=lambda r: r[1].order
+            )
+        )
+    return _RULES
+
+
+def _claims(rule: DetectSpec, tags: tuple[str, str], obj: dict[str, Any]) -> bool:
+    for tag in tags:
+        if tag and (tag in rule.names or (rule.prefixes and tag.startswith(rule.prefixes))):
+            return True
+    if any(key in obj for key in rule.keys):
+        return True
+    return bool(rule.objects) and obj.get("object") in rule.objects
 
 
 def _classify(event: ServerSentEvent) -> str | None:
@@ -63,22 +86,15 @@ def _classify(event: ServerSentEvent) -> str | None:
         return None
     if not isinstance(obj, dict):
         return None
-    name: str = event.event or ""
     raw_kind = obj.get("type")
-    kind: str = raw_kind if isinstance(raw_kind, str) else ""
-    tag: str = name or kind
-    if "event_type" in obj or tag.startswith(("interaction.", "step.", "content.")):
-        return "gemini_interactions"
-    if tag.startswith("response.") or kind.startswith("response."):
-        grok = _model_of(obj, "response", "model").startswith("grok")
-        return "xai_responses" if grok else "openai_responses"
-    if tag == "message_start" or kind == "message_start":
-        grok = _model_of(obj, "message", "model").startswith("grok")
-        return "xai_messages" if grok else "anthropic_messages"
-    if obj.get("object") == "chat.completion.chunk" or "choices" in obj:
-        return "xai_chat" if _model_of(obj, "model").startswith("grok") else "openai_chat"
-    if any(k in obj for k in ("candidates", "usageMetadata", "promptFeedback", "modelVersion")):
-        return "gemini_generate"
+    tags = (event.event or "", raw_kind if isinstance(raw_kind, str) else "")
+    for name, rule in _rules():
+        if not _claims(rule, tags, obj):
+            continue
+        if rule.model_prefix is None or _model_of(obj, *rule.model_path).startswith(
+            rule.model_prefix
+        ):
+            return name
     return None
 
 

@@ -27,10 +27,11 @@ from typing import Any, Final
 
 import msgspec
 
-from polystream.errors import PolystreamError
-from polystream.request.model import (
+from polystream.errors import RequestError
+from polystream.request_model import (
     ImagePart,
     Message,
+    NativeRequest,
     Part,
     ReasoningConfig,
     ReasoningPart,
@@ -51,34 +52,6 @@ __all__ = [
     "pass_through_body",
     "sent_extra",
 ]
-
-
-class RequestError(PolystreamError):
-    """A request body is malformed for its dialect.
-
-    Attributes:
-        message: What is wrong.
-        param: The offending parameter path, when known (``messages[2].content``).
-    """
-
-    def __init__(self, message: str, *, param: str | None = None) -> None:
-        self.message = message
-        self.param = param
-        super().__init__(f"{message} ({param})" if param else message)
-
-
-class NativeRequest(msgspec.Struct, kw_only=True):
-    """A native HTTP request, relative to the provider's base URL.
-
-    Fields:
-        path: Path under the base URL (``/responses``, ``/v1/messages``, ...).
-        query: Query parameters.
-        body: The JSON body.
-    """
-
-    path: str
-    body: dict[str, Any]
-    query: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 # -- small readers ------------------------------------------------------------------------

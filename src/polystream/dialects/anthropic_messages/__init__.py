@@ -1,37 +1,28 @@
-"""``anthropic_messages``: Anthropic Messages API streaming (``POST /v1/messages``, SSE).
+"""Anthropic Messages API streaming (``POST /v1/messages``, SSE).
 
-The implementation is shared with ``xai_messages`` in
-:mod:`polystream.dialects._messages`; this package binds the Anthropic quirks
-(indices count up and are never reused, ``ping`` keep-alives). See
-``docs/dialects/anthropic_messages.md``.
+The implementation is shared with ``xai_messages`` in :mod:`polystream.dialects._messages`;
+see ``docs/dialects/anthropic_messages.md``.
+
+Every dialect folder has the same face: ``SPEC`` (:mod:`.spec`, data: what the dialect is
+and where it is served) and, imported on first use, ``Decoder``, ``Encoder`` and
+``rebuild`` (:mod:`.binding`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from polystream.dialects._messages import ANTHROPIC, MessagesDecoder, MessagesEncoder, Quirks
-from polystream.dialects._messages import rebuild_with as _rebuild_with
-from polystream.events import Event
+from .spec import SPEC
 
-__all__ = ["Decoder", "Encoder", "rebuild"]
+if TYPE_CHECKING:
+    from .binding import Decoder, Encoder, rebuild
 
-
-class Decoder(MessagesDecoder):
-    """Anthropic Messages SSE -> unified events (see :class:`MessagesDecoder`)."""
-
-    dialect: ClassVar[str] = "anthropic_messages"
-    quirks: ClassVar[Quirks] = ANTHROPIC
+__all__ = ["SPEC", "Decoder", "Encoder", "rebuild"]
 
 
-class Encoder(MessagesEncoder):
-    """Unified events -> Anthropic Messages SSE (see :class:`MessagesEncoder`)."""
+def __getattr__(name: str) -> Any:
+    if name in ("Decoder", "Encoder", "rebuild"):
+        from . import binding
 
-    dialect: ClassVar[str] = "anthropic_messages"
-    quirks: ClassVar[Quirks] = ANTHROPIC
-
-
-def rebuild(events: Iterable[Event]) -> dict[str, Any]:
-    """The native ``Message`` object, as the non-streaming endpoint returns it."""
-    return _rebuild_with(Encoder(), events)
+        return getattr(binding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,8 +13,19 @@ See docs/dialects/gemini_generate.md for the coverage and finish-reason tables.
 
 from __future__ import annotations
 
-from .decode import GeminiGenerateDecoder as Decoder
-from .encode import GeminiGenerateEncoder as Encoder
-from .result import rebuild
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Decoder", "Encoder", "rebuild"]
+from .spec import SPEC
+
+if TYPE_CHECKING:
+    from .binding import Decoder, Encoder, rebuild
+
+__all__ = ["SPEC", "Decoder", "Encoder", "rebuild"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Decoder", "Encoder", "rebuild"):
+        from . import binding
+
+        return getattr(binding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

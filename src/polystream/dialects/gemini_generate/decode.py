@@ -106,7 +106,6 @@ import msgspec
 
 from polystream.dialects._base import FramedDecoder, Framing
 from polystream.dialects._carrier import unwrap_base64
-from polystream.dialects._detect import BLANK
 from polystream.errors import BufferLimitExceeded, RemoteProtocolError, StreamTruncated
 from polystream.events import (
     RETRYABLE_KINDS,
@@ -131,6 +130,7 @@ from polystream.events import (
     UsageUpdate,
 )
 from polystream.wire._pieces import PIECES, join_recent
+from polystream.wire.framing import BLANK
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
 from polystream.wire.jsondepth import too_deep
 from polystream.wire.sse import ServerSentEvent, SSEComment

@@ -11,37 +11,20 @@ Exports ``Decoder``, ``Encoder``, ``rebuild(events) -> dict`` (the final ``Inter
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from polystream.events import Event
+from .spec import SPEC
 
-from .decode import DIALECT, Decoder
-from .encode import Encoder
-from .result import build_steps, rebuild
+if TYPE_CHECKING:
+    from .binding import DIALECT, Decoder, Encoder, build_steps, rebuild, resume_cursor
 
-__all__ = ["DIALECT", "Decoder", "Encoder", "build_steps", "rebuild", "resume_cursor"]
+__all__ = ["DIALECT", "SPEC", "Decoder", "Encoder", "build_steps", "rebuild", "resume_cursor"]
+_LAZY = frozenset(__all__) - {"SPEC"}
 
 
-def resume_cursor(events: Iterable[Event]) -> str | None:
-    """The ``event_id`` to resume the stream after: the last cursor seen.
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import binding
 
-    Pass it as ``last_event_id`` to ``GET /v1beta/interactions/{id}?stream=true`` (spec
-    section 6, "Resume a stream"); the server then sends the events *after* that one.
-
-    Args:
-        events: The unified events received so far (from this dialect's decoder; every
-            event carries the ``event_id`` of the native event it came from as ``cursor``).
-
-    Returns:
-        The last ``event_id``, or None when no event carried one.
-
-    A live decoder knows better: :attr:`Decoder.last_cursor` also counts native events
-    that produced no unified event yet (a ``step.start`` whose BlockStart waits for its
-    first delta); resuming from an older cursor replays that event.
-    """
-    last: str | None = None
-    for event in events:
-        cursor = event.cursor
-        if cursor is not None:
-            last = str(cursor)
-    return last
+        return getattr(binding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

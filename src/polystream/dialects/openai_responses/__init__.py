@@ -1,14 +1,28 @@
-"""The ``openai_responses`` dialect: the OpenAI Responses API stream (SSE).
+"""OpenAI Responses API streaming (``POST /v1/responses``, SSE).
 
-Thin: the implementation is shared with the other Responses dialect in
-:mod:`polystream.dialects._responses`; this package binds the OpenAI quirks
-(:data:`polystream.dialects._responses.quirks.OPENAI`). See docs/dialects/openai_responses.md.
+The implementation is shared with ``xai_responses`` in :mod:`polystream.dialects._responses`;
+see ``docs/dialects/openai_responses.md``.
+
+Every dialect folder has the same face: ``SPEC`` (:mod:`.spec`, data: what the dialect is
+and where it is served) and, imported on first use, ``Decoder``, ``Encoder`` and
+``rebuild`` (:mod:`.binding`).
 """
 
 from __future__ import annotations
 
-from polystream.dialects.openai_responses.decode import Decoder
-from polystream.dialects.openai_responses.encode import Encoder
-from polystream.dialects.openai_responses.result import rebuild
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Decoder", "Encoder", "rebuild"]
+from .spec import SPEC
+
+if TYPE_CHECKING:
+    from .binding import Decoder, Encoder, rebuild
+
+__all__ = ["SPEC", "Decoder", "Encoder", "rebuild"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Decoder", "Encoder", "rebuild"):
+        from . import binding
+
+        return getattr(binding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

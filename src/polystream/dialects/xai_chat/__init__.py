@@ -1,14 +1,28 @@
-"""xAI Chat Completions: the ``xai_chat`` dialect (SSE ``data:`` chunks, ``data: [DONE]``).
+"""xAI Chat Completions streaming (``POST /v1/chat/completions`` on ``api.x.ai``, SSE).
 
-Exports :class:`Decoder`, :class:`Encoder` and :func:`rebuild`. The implementation is
-shared with the other Chat dialect in :mod:`polystream.dialects._chat`; this package
-binds the quirks in :mod:`.wire` (see docs/dialects/xai_chat.md).
+The implementation is shared with ``openai_chat`` in :mod:`polystream.dialects._chat`; see
+``docs/dialects/xai_chat.md``.
+
+Every dialect folder has the same face: ``SPEC`` (:mod:`.spec`, data: what the dialect is
+and where it is served) and, imported on first use, ``Decoder``, ``Encoder`` and
+``rebuild`` (:mod:`.binding`).
 """
 
 from __future__ import annotations
 
-from polystream.dialects.xai_chat.decode import Decoder
-from polystream.dialects.xai_chat.encode import Encoder
-from polystream.dialects.xai_chat.result import rebuild
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Decoder", "Encoder", "rebuild"]
+from .spec import SPEC
+
+if TYPE_CHECKING:
+    from .binding import Decoder, Encoder, rebuild
+
+__all__ = ["SPEC", "Decoder", "Encoder", "rebuild"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Decoder", "Encoder", "rebuild"):
+        from . import binding
+
+        return getattr(binding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,39 +1,28 @@
-"""``xai_messages``: xAI's Anthropic-compatible ``POST /v1/messages`` (deprecated, SSE).
+"""xAI's Anthropic-compatible ``POST /v1/messages`` (deprecated, SSE).
 
-Same protocol as ``anthropic_messages`` (shared in :mod:`polystream.dialects._messages`)
-with the xAI quirks (spec "Skeletons", xAI ``/v1/messages``): a new block takes the
-lowest index not held by an open block, so the ``text`` block after a stopped
-``thinking`` block at index 0 is at index 0 again — two distinct blocks, with distinct
-unified indices; and no ``ping``. The encoder reproduces the index reuse. See
-``docs/dialects/xai_messages.md``.
+The implementation is shared with ``anthropic_messages`` in
+:mod:`polystream.dialects._messages`; see ``docs/dialects/xai_messages.md``.
+
+Every dialect folder has the same face: ``SPEC`` (:mod:`.spec`, data: what the dialect is
+and where it is served) and, imported on first use, ``Decoder``, ``Encoder`` and
+``rebuild`` (:mod:`.binding`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from polystream.dialects._messages import XAI, MessagesDecoder, MessagesEncoder, Quirks
-from polystream.dialects._messages import rebuild_with as _rebuild_with
-from polystream.events import Event
+from .spec import SPEC
 
-__all__ = ["Decoder", "Encoder", "rebuild"]
+if TYPE_CHECKING:
+    from .binding import Decoder, Encoder, rebuild
 
-
-class Decoder(MessagesDecoder):
-    """xAI ``/v1/messages`` SSE -> unified events (see :class:`MessagesDecoder`)."""
-
-    dialect: ClassVar[str] = "xai_messages"
-    quirks: ClassVar[Quirks] = XAI
+__all__ = ["SPEC", "Decoder", "Encoder", "rebuild"]
 
 
-class Encoder(MessagesEncoder):
-    """Unified events -> xAI ``/v1/messages`` SSE, block indices reused as xAI does."""
+def __getattr__(name: str) -> Any:
+    if name in ("Decoder", "Encoder", "rebuild"):
+        from . import binding
 
-    dialect: ClassVar[str] = "xai_messages"
-    quirks: ClassVar[Quirks] = XAI
-
-
-def rebuild(events: Iterable[Event]) -> dict[str, Any]:
-    """The native ``Message`` object, as the non-streaming endpoint returns it."""
-    return _rebuild_with(Encoder(), events)
+        return getattr(binding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,14 +1,28 @@
-"""The ``xai_responses`` dialect: the xAI Responses API stream (SSE).
+"""xAI Responses API streaming (``POST /v1/responses`` on ``api.x.ai``, SSE).
 
-Thin: the implementation is shared with the other Responses dialect in
-:mod:`polystream.dialects._responses`; this package binds the xAI quirks
-(:data:`polystream.dialects._responses.quirks.XAI`). See docs/dialects/xai_responses.md.
+The implementation is shared with ``openai_responses`` in
+:mod:`polystream.dialects._responses`; see ``docs/dialects/xai_responses.md``.
+
+Every dialect folder has the same face: ``SPEC`` (:mod:`.spec`, data: what the dialect is
+and where it is served) and, imported on first use, ``Decoder``, ``Encoder`` and
+``rebuild`` (:mod:`.binding`).
 """
 
 from __future__ import annotations
 
-from polystream.dialects.xai_responses.decode import Decoder
-from polystream.dialects.xai_responses.encode import Encoder
-from polystream.dialects.xai_responses.result import rebuild
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Decoder", "Encoder", "rebuild"]
+from .spec import SPEC
+
+if TYPE_CHECKING:
+    from .binding import Decoder, Encoder, rebuild
+
+__all__ = ["SPEC", "Decoder", "Encoder", "rebuild"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Decoder", "Encoder", "rebuild"):
+        from . import binding
+
+        return getattr(binding, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,38 @@
+"""``openai_chat``'s code: the shared Chat implementation (:mod:`polystream.dialects._chat`)
+bound to the OpenAI quirks (:data:`polystream.dialects._chat.quirks.OPENAI`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from polystream.dialects._chat.decode import ChatDecoder
+from polystream.dialects._chat.encode import ChatEncoder
+from polystream.dialects._chat.quirks import OPENAI, Quirks
+from polystream.dialects._chat.result import rebuild_completion
+from polystream.events import Event
+
+__all__ = ["QUIRKS", "Decoder", "Encoder", "rebuild"]
+
+QUIRKS: Quirks = OPENAI
+
+
+class Decoder(ChatDecoder):
+    """OpenAI Chat Completions SSE -> unified events (see :class:`ChatDecoder`)."""
+
+    dialect: ClassVar[str] = "openai_chat"
+    quirks: ClassVar[Quirks] = OPENAI
+
+
+class Encoder(ChatEncoder):
+    """Unified events -> OpenAI Chat Completions SSE (see :class:`ChatEncoder`)."""
+
+    dialect: ClassVar[str] = "openai_chat"
+    quirks: ClassVar[Quirks] = OPENAI
+
+
+def rebuild(events: Iterable[Event]) -> dict[str, Any]:
+    """The ``ChatCompletion`` (``object: "chat.completion"``) a non-streaming call
+    would have returned, as plain JSON values (see
+    :func:`polystream.dialects._chat.result.rebuild_completion`)."""
+    return rebuild_completion(events, OPENAI, Encoder)

@@ -1,0 +1,37 @@
+"""``xai_responses``'s code: the shared Responses implementation
+(:mod:`polystream.dialects._responses`) bound to the xAI quirks
+(:data:`polystream.dialects._responses.quirks.XAI`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from polystream.dialects._responses.decode import ResponsesDecoder
+from polystream.dialects._responses.encode import ResponsesEncoder
+from polystream.dialects._responses.quirks import XAI, Quirks
+from polystream.dialects._responses.result import rebuild as _rebuild
+from polystream.events import Event
+
+__all__ = ["QUIRKS", "Decoder", "Encoder", "rebuild"]
+
+QUIRKS: Quirks = XAI
+
+
+class Decoder(ResponsesDecoder):
+    """xAI Responses SSE -> unified events (see :class:`ResponsesDecoder`)."""
+
+    dialect: ClassVar[str] = "xai_responses"
+    quirks: ClassVar[Quirks] = XAI
+
+
+class Encoder(ResponsesEncoder):
+    """Unified events -> xAI Responses SSE (see :class:`ResponsesEncoder`)."""
+
+    dialect: ClassVar[str] = "xai_responses"
+    quirks: ClassVar[Quirks] = XAI
+
+
+def rebuild(events: Iterable[Event], *, prefer_terminal: bool = True) -> dict[str, Any]:
+    """The ``Response`` object (see :func:`polystream.dialects._responses.result.rebuild`)."""
+    return _rebuild(events, XAI, prefer_terminal=prefer_terminal)
