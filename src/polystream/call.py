@@ -57,7 +57,6 @@ from polystream.wire.jsondepth import decode_bounded
 
 __all__ = ["HttpRequest", "StreamCall"]
 
-_RESUMABLE: Final = frozenset({"openai_responses", "gemini_interactions"})
 _OUTPUT: Final = frozenset({BlockStart, Finish})
 
 
@@ -202,16 +201,13 @@ class StreamCall:
         headers = {"accept": "text/event-stream"}
         headers.update(auth_headers(self.dialect, self._api_key))
         headers.update(self._headers)
-        if self.dialect == "openai_responses":
-            url = (
-                f"{self.base_url}/responses/{self.response_id}?stream=true"
-                f"&starting_after={self._cursor}"
-            )
-        else:
-            url = (
-                f"{self.base_url}/v1beta/interactions/{self.response_id}?stream=true"
-                f"&last_event_id={self._cursor}"
-            )
+        resume = get_dialect(self.dialect).resume
+        assert resume.request_path is not None and self.response_id is not None
+        url = (
+            self.base_url
+            + resume.request_path.format(id=self.response_id)
+            + f"?stream=true&{resume.cursor_param}={self._cursor}"
+        )
         return HttpRequest(method="GET", url=url, headers=headers)
 
     # -- responses ------------------------------------------------------------------------
@@ -285,7 +281,7 @@ class StreamCall:
         } or self.rate_limits
         if self._decoder is None:
             options: dict[str, Any] = {}
-            if self.dialect == "gemini_generate":
+            if len(get_dialect(self.dialect).framings) > 1:
                 options["framing"] = self.framing
             self._decoder = get_dialect(self.dialect).decoder(**options)
         # A resumed stream continues on the same decoder (see reset_framing).
@@ -336,22 +332,24 @@ class StreamCall:
         return self._process(events)
 
     def _can_resume(self) -> bool:
+        resume = get_dialect(self.dialect).resume
         return (
             self.resume_enabled
-            and self.dialect in _RESUMABLE
+            and resume.client_resume
             and self.response_id is not None
             and self._cursor is not None
             and self.resumes < self.max_resumes
-            and (self.dialect != "openai_responses" or self.request.background)
+            and (not resume.needs_background or self.request.background)
         )
 
     def _explain_truncation(self, event: Event, message: str | None) -> Event:
         if not isinstance(event, Finish) or event.status != "truncated" or event.error is None:
             return event
         why = message or event.error.message
-        if self.dialect in _RESUMABLE and self.dialect == "openai_responses":
+        resume = get_dialect(self.dialect).resume
+        if resume.client_resume and resume.needs_background:
             hint = "resume needs background=true" if not self.request.background else "no cursor"
-        elif self.dialect in _RESUMABLE:
+        elif resume.client_resume:
             hint = "no cursor to resume from"
         else:
             hint = f"{self.dialect} has no resume"

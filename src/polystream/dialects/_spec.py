@@ -159,8 +159,10 @@ class ResumeSpec:
         id_lines: With a counter cursor, the gateway writes it into each event as an
             SSE ``id:`` line (False where the client's reader rejects ``id:`` lines:
             google-genai).
-        cursor_param: The query parameter of the provider's own resume request
-            (``starting_after``, ``last_event_id``); None when the provider has none.
+        request_path: The path of the provider's own resume request, under its base URL
+            (``/responses/{id}``); None when the provider has none.
+        cursor_param: Its query parameter that takes the cursor (``starting_after``,
+            ``last_event_id``).
         client_resume: The client resumes a cut stream from the provider itself
             (verified against the provider's documentation).
         needs_background: The provider keeps a stream to resume only for a request
@@ -169,6 +171,7 @@ class ResumeSpec:
 
     cursor: CursorMode
     id_lines: bool = False
+    request_path: str | None = None
     cursor_param: str | None = None
     client_resume: bool = False
     needs_background: bool = False

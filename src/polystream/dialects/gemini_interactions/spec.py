@@ -29,7 +29,12 @@ SPEC = DialectSpec(
     ),
     auth=AuthSpec("x-goog-api-key", accepts=("x-goog-api-key", "?key")),
     errors=ErrorSpec("google", param_field=False),
-    resume=ResumeSpec("event_id", cursor_param="last_event_id", client_resume=True),
+    resume=ResumeSpec(
+        "event_id",
+        request_path="/v1beta/interactions/{id}",
+        cursor_param="last_event_id",
+        client_resume=True,
+    ),
     detect=DetectSpec(0, keys=("event_type",), prefixes=("interaction.", "step.", "content.")),
     stream=StreamSpec(relays_upstream_keepalive=True),
     reply=ReplySpec("v1_", "", demo_model="gemini-3.8-flash"),

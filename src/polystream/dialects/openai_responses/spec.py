@@ -28,7 +28,11 @@ SPEC = DialectSpec(
     auth=OPENAI_AUTH,
     errors=ErrorSpec("openai", param_field=True),
     resume=ResumeSpec(
-        "sequence_number", cursor_param="starting_after", client_resume=True, needs_background=True
+        "sequence_number",
+        request_path="/responses/{id}",
+        cursor_param="starting_after",
+        client_resume=True,
+        needs_background=True,
     ),
     detect=DetectSpec(20, prefixes=("response.",), model_path=("response", "model")),
     reply=ReplySpec("resp_", "call_", item_ids=True, demo_model="gpt-5.4-mini"),

@@ -28,7 +28,9 @@ SPEC = DialectSpec(
     auth=OPENAI_AUTH,
     errors=ErrorSpec("openai", param_field=True),
     # xAI documents no resume of a cut stream: the client does not try one.
-    resume=ResumeSpec("sequence_number", cursor_param="starting_after"),
+    resume=ResumeSpec(
+        "sequence_number", request_path="/responses/{id}", cursor_param="starting_after"
+    ),
     detect=DetectSpec(
         10, prefixes=("response.",), model_path=("response", "model"), model_prefix="grok"
     ),
