@@ -6,10 +6,12 @@ to call, with which key, and what each outbound event's resume cursor is, is dec
 here.
 
 Routing: with one upstream every request goes there. With several, the first route
-whose pattern matches the request's model wins; with no configured routes the default
-routes send ``gpt-*``, ``o<digit>*``, ``chatgpt-*`` to ``openai``, ``claude-*`` to
-``anthropic``, ``grok-*`` to ``xai`` and ``gemini-*`` to ``gemini`` (whichever of those
-upstreams exist). A model that matches no route is a 404 in the inbound dialect's shape.
+whose pattern matches the request's model wins; with no configured routes a model goes to
+the upstream named after the provider that serves it (its
+:attr:`~polystream.dialects.ProviderSpec.model_prefixes`: ``gpt-*``, ``o<digit>*``,
+``chatgpt-*``, ... to ``openai``; ``claude-*`` to ``anthropic``; ``grok-*`` to ``xai``;
+``gemini-*``, ``gemma-*``, ... to ``gemini``), when that upstream exists.
+A model that matches no route is a 404 in the inbound dialect's shape.
 """
 
 from __future__ import annotations
@@ -26,8 +28,7 @@ from typing import Any, Final
 
 import msgspec
 
-from polystream.dialects import DIALECTS
-from polystream.request import PROVIDERS
+from polystream.dialects import DIALECTS, PROVIDERS
 from polystream.scrub import Scrubber
 
 __all__ = [
@@ -50,22 +51,9 @@ __all__ = [
     "scrub",
 ]
 
-DEFAULT_DIALECT: Final = {
-    "openai": "openai_responses",
-    "anthropic": "anthropic_messages",
-    "xai": "xai_responses",
-    "gemini": "gemini_generate",
-}
-"""The dialect a bare provider name means in ``--upstream``."""
-
-_DEFAULT_ROUTES: Final = (
-    ("gpt-*", "openai"),
-    ("o[0-9]*", "openai"),
-    ("chatgpt-*", "openai"),
-    ("claude-*", "anthropic"),
-    ("grok-*", "xai"),
-    ("gemini-*", "gemini"),
-)
+DEFAULT_DIALECT: Final = {name: provider.default_dialect for name, provider in PROVIDERS.items()}
+"""The dialect a bare provider name means in ``--upstream`` (each provider's
+:attr:`~polystream.dialects.ProviderSpec.default_dialect`)."""
 
 
 class Upstream(msgspec.Struct, frozen=True, kw_only=True):
@@ -273,8 +261,8 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
         for route in self.routes:
             if fnmatch.fnmatchcase(model, route.model) and route.upstream in self.upstreams:
                 return self.upstreams[route.upstream], route.rewrite or model
-        for pattern, name in _DEFAULT_ROUTES:
-            if fnmatch.fnmatchcase(model, pattern) and name in self.upstreams:
+        for name, provider in PROVIDERS.items():
+            if name in self.upstreams and provider.serves(model):
                 return self.upstreams[name], model
         return None
 
@@ -335,21 +323,13 @@ def load_config(data: bytes) -> GatewayConfig:
 
 
 def presented_key(dialect: str, headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
-    """The key a client presented, in its dialect's usual place.
-
-    OpenAI/xAI: ``Authorization: Bearer``. Anthropic: ``x-api-key`` (or a bearer
-    token). Gemini: ``x-goog-api-key`` or ``?key=``.
+    """The key a client presented, in its dialect's usual places (the dialect's
+    :class:`~polystream.dialects.AuthSpec`): OpenAI/xAI ``Authorization: Bearer`` (or
+    ``x-api-key``), Anthropic ``x-api-key`` (or a bearer token), Gemini
+    ``x-goog-api-key`` or ``?key=``.
     """
     lower = {k.lower(): v for k, v in headers.items()}
-    provider = _provider(dialect)
-    if provider == "gemini":
-        return lower.get("x-goog-api-key") or query.get("key")
-    if provider == "anthropic" and "x-api-key" in lower:
-        return lower["x-api-key"]
-    auth = lower.get("authorization", "")
-    if auth[:7].lower() == "bearer ":
-        return auth[7:].strip()
-    return lower.get("x-api-key")
+    return DIALECTS[dialect].auth.presented(lower, query)
 
 
 def check_key(expected: str | None, presented: str | None) -> bool:
