@@ -65,6 +65,7 @@ __all__ = [
     "SignatureDelta",
     "StatusUpdate",
     "StreamStart",
+    "StreamWarning",
     "TextDelta",
     "ToolInputDelta",
     "UnifiedFinishReason",
@@ -597,9 +598,10 @@ class KeepAlive(EventBase, frozen=True, kw_only=True, tag="keep-alive"):
     name: str | None = None
 
 
-class Warning(EventBase, frozen=True, kw_only=True, tag="warning"):
+class StreamWarning(EventBase, frozen=True, kw_only=True, tag="warning"):
     """Something odd that did not stop decoding (a sequence-number gap, a repeated
-    event). Strict mode raises instead.
+    event). Strict mode raises instead. (Its wire tag is ``warning``; ``Warning`` is
+    kept as an alias, though it shadows the builtin where imported.)
 
     Fields:
         code: A stable machine-readable code (``sequence_gap``, ...).
@@ -612,6 +614,10 @@ class Warning(EventBase, frozen=True, kw_only=True, tag="warning"):
     message: str
     event_index: int | None = None
     byte_offset: int | None = None
+
+
+Warning = StreamWarning
+"""The older name of :class:`StreamWarning`."""
 
 
 class Unknown(EventBase, frozen=True, kw_only=True, tag="unknown"):
@@ -656,7 +662,7 @@ Event: TypeAlias = (
     | ErrorEvent
     | Finish
     | KeepAlive
-    | Warning
+    | StreamWarning
     | Unknown
     | Raw
 )
