@@ -154,7 +154,7 @@ def test_the_error_bodies_are_each_client_dialect_s_own(stack: Callable[..., Any
             "message": "upstream: Overloaded",
             "type": "server_error",
             "param": None,
-            "code": None,
+            "code": "service_unavailable",
         }
     }
     gemini_body = {
@@ -190,7 +190,7 @@ def test_the_openai_sdk_raises_status_errors(stack: Callable[..., Any]) -> None:
         "message": "upstream: Overloaded",
         "type": "server_error",
         "param": None,
-        "code": None,
+        "code": "service_unavailable",
     }
     dropped = _openai(_gateway(stack, "openai_chat", {"drop_at_event": 1}))
     with pytest.raises(openai.InternalServerError) as responses:

@@ -282,9 +282,9 @@ def test_another_tenants_stream_is_the_404_of_an_unknown_id(
     assert json.loads(expected[2]) == {
         "error": {
             "message": "cannot resume: no stream with this id (unknown or expired)",
-            "type": "not_found_error",
+            "type": "invalid_request_error",
             "param": None,
-            "code": None,
+            "code": "not_found",
         }
     }
     assert _shape(_resume_responses(gateway, TEAM_B, minted, after)) == expected

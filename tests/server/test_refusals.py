@@ -71,10 +71,20 @@ def _split(response: bytes) -> tuple[bytes, dict[bytes, bytes], bytes]:
 # path: the error body (the message: the server's own, or the gateway's under uvicorn)
 SHAPES: dict[str, Any] = {
     "/openai/v1/chat/completions": lambda message: {
-        "error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "request_too_large",
+        }
     },
     "/xai/v1/responses": lambda message: {
-        "error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "request_too_large",
+        }
     },
     "/anthropic/v1/messages": lambda message: {
         "type": "error",

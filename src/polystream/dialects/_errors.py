@@ -11,7 +11,8 @@ the gateway alike:
   ``google.rpc.Code`` name.
 
 The names per status follow each provider's error documentation (OpenAI "Error codes",
-Anthropic "Errors", Google AIP-193); a status missing from a table is named by its kind.
+Anthropic "Errors", Google AIP-193): by the status, but for the few kinds a status does not
+tell apart (an exhausted quota and a rate limit are both 429).
 """
 
 from __future__ import annotations
@@ -43,14 +44,9 @@ _OPENAI_BY_STATUS: Final[dict[int, tuple[str, str | None]]] = {
     504: ("server_error", "timeout"),
     529: ("server_error", "overloaded"),
 }
-_OPENAI_BY_KIND: Final[dict[str, str]] = {
-    "invalid_request": "invalid_request_error",
-    "authentication": "invalid_request_error",
-    "permission": "invalid_request_error",
-    "not_found": "invalid_request_error",
-    "rate_limit": "requests",
-    "quota": "insufficient_quota",
-    "request_too_large": "invalid_request_error",
+_OPENAI_BY_KIND: Final[dict[str, tuple[str, str | None]]] = {
+    # A kind the status does not tell apart (429 is a rate limit or an exhausted quota).
+    "quota": ("insufficient_quota", "insufficient_quota"),
 }
 _ANTHROPIC_BY_STATUS: Final[dict[int, str]] = {
     400: "invalid_request_error",
@@ -68,14 +64,9 @@ _ANTHROPIC_BY_STATUS: Final[dict[int, str]] = {
     529: "overloaded_error",
 }
 _ANTHROPIC_BY_KIND: Final[dict[str, str]] = {
-    "invalid_request": "invalid_request_error",
-    "authentication": "authentication_error",
-    "permission": "permission_error",
-    "not_found": "not_found_error",
-    "rate_limit": "rate_limit_error",
-    "quota": "billing_error",
-    "request_too_large": "request_too_large",
+    # Kinds that name the error better than any status (an overload answered with 503).
     "overloaded": "overloaded_error",
+    "quota": "billing_error",
     "timeout": "timeout_error",
 }
 _GOOGLE_BY_STATUS: Final[dict[int, str]] = {
@@ -96,18 +87,10 @@ _GOOGLE_BY_STATUS: Final[dict[int, str]] = {
     529: "UNAVAILABLE",
 }
 _GOOGLE_BY_KIND: Final[dict[str, str]] = {
-    "invalid_request": "INVALID_ARGUMENT",
-    "authentication": "UNAUTHENTICATED",
-    "permission": "PERMISSION_DENIED",
-    "not_found": "NOT_FOUND",
-    "rate_limit": "RESOURCE_EXHAUSTED",
-    "quota": "RESOURCE_EXHAUSTED",
-    "request_too_large": "INVALID_ARGUMENT",
     "overloaded": "UNAVAILABLE",
-    "timeout": "DEADLINE_EXCEEDED",
+    "quota": "RESOURCE_EXHAUSTED",
     "cancelled": "CANCELLED",
 }
-
 DEFAULT_MESSAGES: Final[dict[int, str]] = {
     400: "Invalid request.",
     401: "Invalid API key.",
@@ -174,26 +157,21 @@ def error_body(
     if param and not spec.param_field:
         text = f"{text} ({param})"
     if spec.shape == "anthropic":
-        name = _ANTHROPIC_BY_STATUS.get(status) or _ANTHROPIC_BY_KIND.get(
-            kind or "", "api_error" if status >= 500 else "invalid_request_error"
+        name = _ANTHROPIC_BY_KIND.get(kind or "") or _ANTHROPIC_BY_STATUS.get(
+            status, "api_error" if status >= 500 else "invalid_request_error"
         )
         body: dict[str, Any] = {"type": "error", "error": {"type": name, "message": text}}
         if request_id is not None:
             body["request_id"] = request_id
         return body
     if spec.shape == "google":
-        state = _GOOGLE_BY_STATUS.get(status) or _GOOGLE_BY_KIND.get(
-            kind or "", "INTERNAL" if status >= 500 else "INVALID_ARGUMENT"
+        state = _GOOGLE_BY_KIND.get(kind or "") or _GOOGLE_BY_STATUS.get(
+            status, "INTERNAL" if status >= 500 else "INVALID_ARGUMENT"
         )
         return {"error": {"code": status, "message": text, "status": state}}
-    by_status = _OPENAI_BY_STATUS.get(status)
-    if by_status is not None:
-        name, default_code = by_status
-    else:
-        name = _OPENAI_BY_KIND.get(
-            kind or "", "server_error" if status >= 500 else "invalid_request_error"
-        )
-        default_code = None
+    name, default_code = _OPENAI_BY_KIND.get(kind or "") or _OPENAI_BY_STATUS.get(
+        status, ("server_error" if status >= 500 else "invalid_request_error", None)
+    )
     return {
         "error": {
             "message": text,
