@@ -30,7 +30,6 @@ from typing import Any
 import msgspec
 
 from polystream.dialects import DIALECTS, get_dialect
-from polystream.dialects._request_common import _obj
 from polystream.dialects._spec import RequestCodec
 from polystream.errors import LocalProtocolError, RequestError
 from polystream.request_model import NativeRequest, Request
@@ -70,7 +69,8 @@ def parse_request(dialect: str, body: Any, *, model: str | None = None) -> Reque
     Raises:
         RequestError: The body is malformed for the dialect.
     """
-    body = _obj(body, "body")
+    if not isinstance(body, dict):
+        raise RequestError("expected an object", param="body")
     codec = _codec(dialect)
     request = codec.parse(body, model=model)
     extra = _unread(body, codec)
