@@ -377,11 +377,16 @@ class RequestCodec(Protocol):
         settings: The family's names of the unified generation settings.
     """
 
-    family: str
-    read_fields: frozenset[str]
-    config_read: tuple[str, frozenset[str]] | None
-    decided: tuple[str, ...]
-    settings: Mapping[str, str]
+    @property
+    def family(self) -> str: ...
+    @property
+    def read_fields(self) -> frozenset[str]: ...
+    @property
+    def config_read(self) -> tuple[str, frozenset[str]] | None: ...
+    @property
+    def decided(self) -> tuple[str, ...]: ...
+    @property
+    def settings(self) -> Mapping[str, str]: ...
 
     def parse(self, body: dict[str, Any], *, model: str | None = None) -> Request:
         """The unified request of a native ``body`` (an object); ``model`` is the one

@@ -27,6 +27,7 @@ from polystream.dialects._request_common import (
     _str,
     _text_of,
 )
+from polystream.dialects._spec import RequestCodec
 from polystream.errors import RequestError
 from polystream.request_model import (
     ImagePart,
@@ -256,5 +257,5 @@ class ChatCodec(FamilyCodec):
         return _build_chat(request)
 
 
-CHAT: Final = ChatCodec()
+CHAT: Final[RequestCodec] = ChatCodec()
 """The Chat Completions request codec (``openai_chat``, ``xai_chat``)."""

@@ -28,6 +28,7 @@ from polystream.dialects._request_common import (
     _str,
     _text_of,
 )
+from polystream.dialects._spec import RequestCodec
 from polystream.errors import RequestError
 from polystream.request_model import (
     ImagePart,
@@ -260,5 +261,5 @@ class ResponsesCodec(FamilyCodec):
             del extra["include"]  # what the builder asks for with any reasoning
 
 
-RESPONSES: Final = ResponsesCodec()
+RESPONSES: Final[RequestCodec] = ResponsesCodec()
 """The Responses request codec (``openai_responses``, ``xai_responses``)."""

@@ -14,11 +14,12 @@ from typing import Any, ClassVar
 from polystream.dialects._messages import ANTHROPIC, MessagesDecoder, MessagesEncoder, Quirks
 from polystream.dialects._messages import rebuild_with as _rebuild_with
 from polystream.dialects._messages.request import MessagesCodec
+from polystream.dialects._spec import RequestCodec
 from polystream.events import Event
 
 __all__ = ["Decoder", "Encoder", "rebuild", "request"]
 
-request = MessagesCodec("/v1/messages")
+request: RequestCodec = MessagesCodec("/v1/messages")
 """The Messages request codec, sending to ``/v1/messages``."""
 
 

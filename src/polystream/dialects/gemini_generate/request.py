@@ -23,6 +23,7 @@ from polystream.dialects._request_common import (
     _str,
     _text_of,
 )
+from polystream.dialects._spec import RequestCodec
 from polystream.errors import RequestError
 from polystream.request_model import (
     ImagePart,
@@ -287,5 +288,5 @@ class GenerateCodec(FamilyCodec):
             del extra["toolConfig"]  # read whole: it is the tool choice
 
 
-GENERATE: Final = GenerateCodec()
+GENERATE: Final[RequestCodec] = GenerateCodec()
 """The ``gemini_generate`` request codec."""

@@ -26,6 +26,7 @@ from polystream.dialects._request_common import (
     _str,
     _text_of,
 )
+from polystream.dialects._spec import RequestCodec
 from polystream.errors import RequestError
 from polystream.request_model import (
     ImagePart,
@@ -225,5 +226,5 @@ class InteractionsCodec(FamilyCodec):
         return _build_interactions(request)
 
 
-INTERACTIONS: Final = InteractionsCodec()
+INTERACTIONS: Final[RequestCodec] = InteractionsCodec()
 """The ``gemini_interactions`` request codec."""
