@@ -74,6 +74,7 @@ DIALECT_TIERS = {
     "_cursors": 1,
     "_errors": 1,
     "_free_form": 1,
+    "_request_common": 1,
     "_google": 1,
     "_usage_fold": 1,
     "_responses": 2,  # the families shared by sibling dialects

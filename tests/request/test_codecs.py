@@ -756,3 +756,39 @@ def test_a_pass_through_body_is_the_clients_but_for_what_the_caller_decides() ->
     assert pass_through_body("gemini_generate", gemini, built.body) == gemini
     with pytest.raises(RequestError, match="no request codec"):
         pass_through_body("nope", {}, {})
+
+
+def test_each_dialect_binds_the_codec_of_its_family() -> None:
+    """Every registered dialect's binding names a request codec of its own family, and
+    the Messages dialects send to their provider's path."""
+    from polystream.dialects import DIALECTS
+
+    for name, spec in DIALECTS.items():
+        assert spec.request_codec().family == spec.family, name
+    request = parse_request(
+        "anthropic_messages",
+        {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
+    )
+    assert build_request("anthropic_messages", request).path == "/v1/messages"
+    assert build_request("xai_messages", request).path == "/messages"
+
+
+def test_the_family_codecs_load_with_the_first_request_not_with_the_package() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, polystream, polystream.request\n"
+        "loaded = lambda: sorted(m for m in sys.modules if m.endswith(('.request', "
+        "'_request_common')) and m.startswith('polystream.dialects'))\n"
+        "print(loaded())\n"
+        "polystream.request.parse_request('openai_chat', {'model': 'm', 'messages': []})\n"
+        "print(loaded())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == [
+        "[]",
+        "['polystream.dialects._chat.request', 'polystream.dialects._request_common']",
+    ]

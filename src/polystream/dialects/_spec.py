@@ -5,8 +5,9 @@ A dialect folder ``polystream/dialects/<name>/`` holds two modules besides its c
 * ``spec.py`` — one :class:`DialectSpec`, ``SPEC``: its provider, framings, routes,
   authentication, error shape, resume cursors, detection hints, stream traits and reply
   shapes. Data only, so that reading the registry imports no decoder.
-* ``binding.py`` — the code: ``Decoder``, ``Encoder`` and ``rebuild``, imported on first
-  use through :meth:`DialectSpec.binding`.
+* ``binding.py`` — the code: ``Decoder``, ``Encoder``, ``rebuild`` and ``request`` (its
+  family's :class:`RequestCodec`), imported on first use through
+  :meth:`DialectSpec.binding`.
 
 The registry (:mod:`polystream.dialects`) lists the folders, one line each. The request
 codecs, the emulator, the gateway, the client and the command line ask the registry and
@@ -21,13 +22,14 @@ import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from polystream.errors import LocalProtocolError
 
 if TYPE_CHECKING:
     from polystream.dialects._base import DialectDecoder, DialectEncoder
     from polystream.events import Event
+    from polystream.request_model import NativeRequest, Request
 
 __all__ = [
     "Action",
@@ -39,6 +41,7 @@ __all__ = [
     "ErrorSpec",
     "ProviderSpec",
     "ReplySpec",
+    "RequestCodec",
     "ResumeSpec",
     "RouteMatch",
     "RouteSpec",
@@ -349,8 +352,63 @@ class DialectSpec:
         result: dict[str, Any] = self.module().rebuild(events)
         return result
 
+    def request_codec(self) -> RequestCodec:
+        """The request codec of the dialect's family (its binding's ``request``)."""
+        codec: RequestCodec = self.module().request
+        return codec
+
 
 OPENAI_AUTH: Final = AuthSpec("authorization", bearer=True, accepts=("bearer", "x-api-key"))
 """``Authorization: Bearer <key>`` (OpenAI, and every xAI dialect)."""
 GOOGLE_VERSIONS: Final = frozenset({"v1beta", "v1", "v1alpha"})
 """The API versions under which Gemini's endpoints are served."""
+
+
+class RequestCodec(Protocol):
+    """A request family's codec: native request bodies <-> the unified
+    :class:`~polystream.request_model.Request` (one per family, in the family's folder;
+    each dialect's binding names it as ``request``).
+
+    Attributes:
+        family: The family (:attr:`DialectSpec.family`).
+        read_fields: The top-level fields of a body that :meth:`parse` reads; the
+            others are kept as :attr:`Request.extra`.
+        config_read: The family's generation config object and the fields of it that
+            :meth:`parse` reads (None: the family has none).
+        decided: The top-level fields of a built body that the builder's caller decides
+            (the model, streaming): a pass-through body takes them from the built one.
+        settings: The family's names of the unified generation settings.
+    """
+
+    @property
+    def family(self) -> str: ...
+    @property
+    def read_fields(self) -> frozenset[str]: ...
+    @property
+    def config_read(self) -> tuple[str, frozenset[str]] | None: ...
+    @property
+    def decided(self) -> tuple[str, ...]: ...
+    @property
+    def settings(self) -> Mapping[str, str]: ...
+
+    def parse(self, body: dict[str, Any], *, model: str | None = None) -> Request:
+        """The unified request of a native ``body`` (an object); ``model`` is the one
+        the URL names, for a family whose body has none.
+
+        Raises:
+            RequestError: The body is malformed for the family.
+        """
+        ...
+
+    def build(self, request: Request, *, framing: str = "sse") -> NativeRequest:
+        """The native request of ``request``.
+
+        Raises:
+            RequestError: The request holds something the family cannot express.
+        """
+        ...
+
+    def read_whole(self, request: Request, extra: dict[str, Any]) -> None:
+        """Remove from ``extra`` (the fields :meth:`parse` did not read field by field)
+        what ``request`` states whole all the same."""
+        ...

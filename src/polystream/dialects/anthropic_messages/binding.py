@@ -13,9 +13,14 @@ from typing import Any, ClassVar
 
 from polystream.dialects._messages import ANTHROPIC, MessagesDecoder, MessagesEncoder, Quirks
 from polystream.dialects._messages import rebuild_with as _rebuild_with
+from polystream.dialects._messages.request import MessagesCodec
+from polystream.dialects._spec import RequestCodec
 from polystream.events import Event
 
-__all__ = ["Decoder", "Encoder", "rebuild"]
+__all__ = ["Decoder", "Encoder", "rebuild", "request"]
+
+request: RequestCodec = MessagesCodec("/v1/messages")
+"""The Messages request codec, sending to ``/v1/messages``."""
 
 
 class Decoder(MessagesDecoder):

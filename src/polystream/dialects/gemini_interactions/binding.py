@@ -9,9 +9,10 @@ from polystream.events import Event
 
 from .decode import DIALECT, Decoder
 from .encode import Encoder
+from .request import INTERACTIONS as request
 from .result import build_steps, rebuild
 
-__all__ = ["DIALECT", "Decoder", "Encoder", "build_steps", "rebuild", "resume_cursor"]
+__all__ = ["DIALECT", "Decoder", "Encoder", "build_steps", "rebuild", "request", "resume_cursor"]
 
 
 def resume_cursor(events: Iterable[Event]) -> str | None:

@@ -9,10 +9,11 @@ from typing import Any, ClassVar
 from polystream.dialects._chat.decode import ChatDecoder
 from polystream.dialects._chat.encode import ChatEncoder
 from polystream.dialects._chat.quirks import OPENAI, Quirks
+from polystream.dialects._chat.request import CHAT as request
 from polystream.dialects._chat.result import rebuild_completion
 from polystream.events import Event
 
-__all__ = ["QUIRKS", "Decoder", "Encoder", "rebuild"]
+__all__ = ["QUIRKS", "Decoder", "Encoder", "rebuild", "request"]
 
 QUIRKS: Quirks = OPENAI
 

@@ -10,10 +10,11 @@ from typing import Any, ClassVar
 from polystream.dialects._responses.decode import ResponsesDecoder
 from polystream.dialects._responses.encode import ResponsesEncoder
 from polystream.dialects._responses.quirks import OPENAI, Quirks
+from polystream.dialects._responses.request import RESPONSES as request
 from polystream.dialects._responses.result import rebuild as _rebuild
 from polystream.events import Event
 
-__all__ = ["QUIRKS", "Decoder", "Encoder", "rebuild"]
+__all__ = ["QUIRKS", "Decoder", "Encoder", "rebuild", "request"]
 
 QUIRKS: Quirks = OPENAI
 

@@ -15,9 +15,15 @@ from typing import Any, ClassVar
 
 from polystream.dialects._messages import XAI, MessagesDecoder, MessagesEncoder, Quirks
 from polystream.dialects._messages import rebuild_with as _rebuild_with
+from polystream.dialects._messages.request import MessagesCodec
+from polystream.dialects._spec import RequestCodec
 from polystream.events import Event
 
-__all__ = ["Decoder", "Encoder", "rebuild"]
+__all__ = ["Decoder", "Encoder", "rebuild", "request"]
+
+# xAI's base URL already ends in /v1 (https://api.x.ai/v1).
+request: RequestCodec = MessagesCodec("/messages")
+"""The Messages request codec, sending to ``/messages``."""
 
 
 class Decoder(MessagesDecoder):
