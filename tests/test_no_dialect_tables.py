@@ -17,6 +17,7 @@ SRC = Path(polystream.__file__).parent
 
 CHECKED = [
     "request",
+    "call.py",
 ]
 """The packages and modules (relative to ``polystream/``, a module with its ``.py``)
 that keep no dialect knowledge of their own."""
