@@ -13,6 +13,7 @@ from typing import Any, Final
 
 import msgspec
 
+from polystream.dialects import DIALECTS, PROVIDERS
 from polystream.scenario._format import Scenario, parse_scenarios
 
 __all__ = [
@@ -40,16 +41,10 @@ DEMO_REASONING: Final = (
 )
 """The reasoning text of step 1 and of step 2."""
 
-DEMO_MODELS: Final = {
-    "openai_responses": "gpt-5.4-mini",
-    "openai_chat": "gpt-5.4-mini",
-    "anthropic_messages": "claude-sonnet-5-5",
-    "xai_responses": "grok-4.3",
-    "xai_chat": "grok-4.3",
-    "xai_messages": "grok-4.3",
-    "gemini_generate": "gemini-3.8-flash",
-    "gemini_interactions": "gemini-3.8-flash",
+DEMO_MODELS: Final[dict[str, str]] = {
+    name: spec.reply.demo_model for name, spec in DIALECTS.items() if spec.reply.demo_model
 }
+"""The model the demo asks each dialect for (its ``reply.demo_model``)."""
 
 _SCHEMA: Final = {
     "type": "object",
@@ -113,6 +108,20 @@ def _result_text() -> str:
     return msgspec.json.encode(DEMO_RESULT).decode()
 
 
+_DEMO_VERSION: Final = "v1beta"
+"""The API version of a demo path whose route has a ``{version}`` segment."""
+
+
+def _demo_path(dialect: str, model: str) -> str:
+    """The path of the dialect's streaming create route under its provider's prefix."""
+    spec = DIALECTS[dialect]
+    route = next(r for r in spec.routes if r.action != "resume" and r.stream is not False)
+    path = PROVIDERS[spec.provider].prefix + route.path
+    path = path.replace("{version}", _DEMO_VERSION).replace("{model}", model)
+    # A route that always streams (Gemini's streamGenerateContent) is asked for SSE.
+    return path + "?alt=sse" if route.stream else path
+
+
 def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoRequest:
     """The native streaming request of a demo step.
 
@@ -123,9 +132,10 @@ def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoReq
     """
     model = DEMO_MODELS[dialect]
     call = call_id or "call_demo"
-    provider = dialect.split("_", 1)[0]
+    family = DIALECTS[dialect].family
+    path = _demo_path(dialect, model)
     tools: list[dict[str, Any]]
-    if dialect.endswith("_responses"):
+    if family == "responses":
         items: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
         if step == 2:
             items += [
@@ -146,10 +156,10 @@ def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoReq
             }
         ]
         return DemoRequest(
-            path=f"/{provider}/v1/responses",
+            path=path,
             body={"model": model, "input": items, "tools": tools, "stream": True},
         )
-    if dialect.endswith("_chat"):
+    if family == "chat":
         messages: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
         if step == 2:
             messages += [
@@ -173,7 +183,7 @@ def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoReq
             }
         ]
         return DemoRequest(
-            path=f"/{provider}/v1/chat/completions",
+            path=path,
             body={
                 "model": model,
                 "messages": messages,
@@ -182,7 +192,7 @@ def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoReq
                 "stream_options": {"include_usage": True},
             },
         )
-    if dialect.endswith("_messages"):
+    if family == "messages":
         turns: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
         if step == 2:
             turns += [
@@ -201,7 +211,7 @@ def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoReq
             ]
         tools = [{"name": DEMO_TOOL, "description": _DESCRIPTION, "input_schema": _SCHEMA}]
         return DemoRequest(
-            path=f"/{provider}/v1/messages",
+            path=path,
             body={
                 "model": model,
                 "max_tokens": 1024,
@@ -210,7 +220,7 @@ def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoReq
                 "stream": True,
             },
         )
-    if dialect == "gemini_generate":
+    if family == "generate":
         contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": DEMO_QUESTION}]}]
         if step == 2:
             contents += [
@@ -231,7 +241,7 @@ def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoReq
             }
         ]
         return DemoRequest(
-            path=f"/gemini/v1beta/models/{model}:streamGenerateContent?alt=sse",
+            path=path,
             body={"contents": contents, "tools": tools},
         )
     steps: list[dict[str, Any]] = [
@@ -251,6 +261,6 @@ def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoReq
         {"type": "function", "name": DEMO_TOOL, "description": _DESCRIPTION, "parameters": _SCHEMA}
     ]
     return DemoRequest(
-        path="/gemini/v1beta/interactions",
+        path=path,
         body={"model": model, "input": steps, "tools": tools, "stream": True},
     )
