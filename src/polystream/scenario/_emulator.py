@@ -23,7 +23,13 @@ from polystream.dialects import DIALECTS, PROVIDERS, Loss, get_dialect
 from polystream.dialects._errors import status_for
 from polystream.errors import PolystreamError
 from polystream.events import Event
-from polystream.scenario._errors import ErrorAnswer, error_answer, provider_of_path
+from polystream.scenario._errors import (
+    ANTHROPIC_SHAPE,
+    GOOGLE_SHAPE,
+    ErrorAnswer,
+    error_answer,
+    provider_of_path,
+)
 from polystream.scenario._format import Faults, Scenario, ScenarioError, Timing
 from polystream.scenario._plan import (
     RESUMABLE,
@@ -330,9 +336,9 @@ class Emulator:
             )
         shape = PROVIDERS[provider].error_shape if provider is not None else None
         message = f"Unknown request URL: {method} {path}. Please check the URL and the method."
-        if shape == "anthropic":
+        if shape == ANTHROPIC_SHAPE:
             message = "Not Found"
-        elif shape == "google":
+        elif shape == GOOGLE_SHAPE:
             message = f"The requested URL {path} was not found on this server."
         return error_to_answer(error_answer(provider, 404, message, code="unknown_url"))
 
@@ -533,9 +539,9 @@ def _decode_capture(data: bytes, name: str) -> list[Event]:
 
 def _bad_json(dialect: str) -> str:
     shape = DIALECTS[dialect].errors.shape
-    if shape == "google":
+    if shape == GOOGLE_SHAPE:
         return "Invalid JSON payload received. Unexpected token."
-    if shape == "anthropic":
+    if shape == ANTHROPIC_SHAPE:
         return "There was an error parsing the body of your request: invalid JSON."
     return (
         "We could not parse the JSON body of your request. (HINT: This likely means you "
@@ -546,11 +552,11 @@ def _bad_json(dialect: str) -> str:
 
 def _unknown_model(dialect: str, model: str) -> str:
     shape = DIALECTS[dialect].errors.shape
-    if shape == "google":
+    if shape == GOOGLE_SHAPE:
         return (
             f"models/{model} is not found for API version v1beta, or is not supported for "
             "this method."
         )
-    if shape == "anthropic":
+    if shape == ANTHROPIC_SHAPE:
         return f"model: {model}"
     return f"The model `{model}` does not exist or you do not have access to it."

@@ -9,18 +9,34 @@ the headers: ``Retry-After`` and the request id.
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 import msgspec
 
 from polystream.dialects import DIALECTS, PROVIDERS
 from polystream.dialects import provider_of_path as _provider_spec_of_path
 from polystream.dialects._errors import DEFAULT_MESSAGES, error_body
-from polystream.dialects._spec import ErrorSpec
+from polystream.dialects._spec import ErrorShape, ErrorSpec
 
-__all__ = ["DEFAULT_MESSAGES", "ErrorAnswer", "error_answer", "provider_of_path"]
+__all__ = [
+    "ANTHROPIC_SHAPE",
+    "DEFAULT_MESSAGES",
+    "GOOGLE_SHAPE",
+    "OPENAI_SHAPE",
+    "ErrorAnswer",
+    "error_answer",
+    "provider_of_path",
+]
 
-_REQUEST_ID_HEADERS: Final[dict[str, str]] = {"openai": "x-request-id", "anthropic": "request-id"}
+OPENAI_SHAPE, ANTHROPIC_SHAPE, GOOGLE_SHAPE = get_args(ErrorShape)
+"""The three error-body shapes, as :data:`~polystream.dialects._spec.ErrorShape` lists
+them: the emulator words some refusals per shape (an Anthropic-shaped endpoint words a
+missing field as Anthropic's API does)."""
+
+_REQUEST_ID_HEADERS: Final[dict[str, str]] = {
+    OPENAI_SHAPE: "x-request-id",
+    ANTHROPIC_SHAPE: "request-id",
+}
 """The request-id header each error shape's SDK reads (Google's carries none)."""
 
 _encoder: Final = msgspec.json.Encoder()
@@ -46,7 +62,7 @@ def _errors_of(provider: str | None, dialect: str | None) -> ErrorSpec | None:
         return DIALECTS[dialect].errors
     if provider is not None and provider in PROVIDERS:
         shape = PROVIDERS[provider].error_shape
-        return ErrorSpec(shape, param_field=shape == "openai")
+        return ErrorSpec(shape, param_field=shape == OPENAI_SHAPE)
     return None
 
 
@@ -101,6 +117,6 @@ def error_answer(
         # message: their SDK tests pin the provider's own wording.
         param=param if errors.param_field else None,
         code=code,
-        request_id=request_id if errors.shape == "anthropic" else None,
+        request_id=request_id if errors.shape == ANTHROPIC_SHAPE else None,
     )
     return ErrorAnswer(status=status, body=_encoder.encode(body), headers=headers)

@@ -20,6 +20,7 @@ import msgspec
 
 from polystream.dialects import DIALECTS, PROVIDERS
 from polystream.errors import RequestError
+from polystream.scenario._errors import ANTHROPIC_SHAPE, GOOGLE_SHAPE
 
 __all__ = ["MODEL_PATTERNS", "RequestError", "RequestSummary", "summarize"]
 
@@ -92,9 +93,9 @@ def summarize(
 
 def _not_object(dialect: str) -> str:
     shape = DIALECTS[dialect].errors.shape
-    if shape == "google":
+    if shape == GOOGLE_SHAPE:
         return "Invalid JSON payload received. Request body must be a JSON object."
-    if shape == "anthropic":
+    if shape == ANTHROPIC_SHAPE:
         return "Request body must be a JSON object."
     return (
         "We could not parse the JSON body of your request. The OpenAI API expects a JSON "
@@ -103,7 +104,7 @@ def _not_object(dialect: str) -> str:
 
 
 def _missing(param: str, dialect: str) -> RequestError:
-    if DIALECTS[dialect].errors.shape == "anthropic":
+    if DIALECTS[dialect].errors.shape == ANTHROPIC_SHAPE:
         return RequestError(f"{param}: Field required", param=param)
     return RequestError(
         f"Missing required parameter: '{param}'.",
