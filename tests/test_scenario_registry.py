@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 
-from polystream.dialects import DIALECTS, PROVIDERS
+import pytest
+
+from polystream.dialects import DIALECTS, PROVIDERS, match_route
 from polystream.scenario import (
     MODEL_PATTERNS,
     RESUMABLE,
     Emulator,
     error_answer,
     parse_scenarios,
+    summarize,
 )
-from polystream.scenario._demo import DEMO_MODELS
+from polystream.scenario._demo import DEMO_MODELS, DEMO_QUESTION, demo_request
 from polystream.scenario._errors import ANTHROPIC_SHAPE, GOOGLE_SHAPE, OPENAI_SHAPE
 from polystream.scenario._reply import ID_PREFIXES
 
@@ -65,3 +68,32 @@ def test_tables_come_from_the_registry() -> None:
     assert {"openai_responses", "xai_responses", "gemini_interactions"} == RESUMABLE
     assert {name: spec.reply.demo_model for name, spec in DIALECTS.items()} == DEMO_MODELS
     assert ID_PREFIXES["gemini_interactions"] == "v1_" and ID_PREFIXES["xai_chat"] == "chatcmpl-"
+
+
+def test_an_interactions_user_turn_with_only_a_function_result_has_no_text() -> None:
+    summary = summarize(
+        "gemini_interactions",
+        {
+            "model": "gemini-3.8-flash",
+            "input": [
+                {"role": "user", "content": [{"type": "text", "text": "weather?"}]},
+                {"role": "model", "content": [{"type": "function_call", "id": "c", "name": "w"}]},
+                {"role": "user", "content": [{"type": "function_result", "call_id": "c"}]},
+            ],
+        },
+    )
+    assert summary.user_text == "weather?" and summary.has_tool_result
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_each_demo_step_is_a_request_the_emulator_reads_as_the_turn(dialect: str) -> None:
+    first = demo_request(dialect, 1)
+    second = demo_request(dialect, 2, "call_x")
+    route = match_route("POST", first.path.partition("?")[0])
+    assert route is not None and route.dialect == dialect
+    model = route.params.get("model")
+    one = summarize(dialect, first.body, model=model, stream=route.route.stream)
+    two = summarize(dialect, second.body, model=model, stream=route.route.stream)
+    assert (one.user_text, one.has_tools, one.has_tool_result) == (DEMO_QUESTION, True, False)
+    assert (two.user_text, two.has_tools, two.has_tool_result) == (DEMO_QUESTION, True, True)
+    assert one.model == DEMO_MODELS[dialect] and one.stream

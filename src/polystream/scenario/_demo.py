@@ -4,7 +4,7 @@ One agent turn, the same in every dialect: the user asks for the weather; the mo
 reasons and calls ``get_weather`` (step 1); the client sends the tool result back; the
 model reasons again and answers (step 2). :data:`DEMO_SCENARIOS` make the emulator
 answer it; :func:`demo_request` builds each step's request body in the dialect's own
-native shape, the way the official SDKs send it.
+native shape, from one unified request.
 """
 
 from __future__ import annotations
@@ -14,6 +14,15 @@ from typing import Any, Final
 import msgspec
 
 from polystream.dialects import DIALECTS, PROVIDERS
+from polystream.request import (
+    Message,
+    Request,
+    TextPart,
+    Tool,
+    ToolCallPart,
+    ToolResultPart,
+    build_request,
+)
 from polystream.scenario._format import Scenario, parse_scenarios
 
 __all__ = [
@@ -100,10 +109,6 @@ class DemoRequest(msgspec.Struct, frozen=True, kw_only=True):
     body: dict[str, Any]
 
 
-def _arguments_text() -> str:
-    return msgspec.json.encode(DEMO_ARGUMENTS).decode()
-
-
 def _result_text() -> str:
     return msgspec.json.encode(DEMO_RESULT).decode()
 
@@ -125,6 +130,10 @@ def _demo_path(dialect: str, model: str) -> str:
 def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoRequest:
     """The native streaming request of a demo step.
 
+    One unified :class:`~polystream.request.Request` of the turn, built for the dialect
+    by :func:`~polystream.request.build_request` (the same request codecs the gateway
+    and the client use).
+
     Args:
         dialect: The dialect.
         step: 1 (ask; the model calls the tool) or 2 (send the tool result back).
@@ -132,135 +141,23 @@ def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoReq
     """
     model = DEMO_MODELS[dialect]
     call = call_id or "call_demo"
-    family = DIALECTS[dialect].family
-    path = _demo_path(dialect, model)
-    tools: list[dict[str, Any]]
-    if family == "responses":
-        items: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
-        if step == 2:
-            items += [
-                {
-                    "type": "function_call",
-                    "call_id": call,
-                    "name": DEMO_TOOL,
-                    "arguments": _arguments_text(),
-                },
-                {"type": "function_call_output", "call_id": call, "output": _result_text()},
-            ]
-        tools = [
-            {
-                "type": "function",
-                "name": DEMO_TOOL,
-                "description": _DESCRIPTION,
-                "parameters": _SCHEMA,
-            }
-        ]
-        return DemoRequest(
-            path=path,
-            body={"model": model, "input": items, "tools": tools, "stream": True},
-        )
-    if family == "chat":
-        messages: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
-        if step == 2:
-            messages += [
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": call,
-                            "type": "function",
-                            "function": {"name": DEMO_TOOL, "arguments": _arguments_text()},
-                        }
-                    ],
-                },
-                {"role": "tool", "tool_call_id": call, "content": _result_text()},
-            ]
-        tools = [
-            {
-                "type": "function",
-                "function": {"name": DEMO_TOOL, "description": _DESCRIPTION, "parameters": _SCHEMA},
-            }
-        ]
-        return DemoRequest(
-            path=path,
-            body={
-                "model": model,
-                "messages": messages,
-                "tools": tools,
-                "stream": True,
-                "stream_options": {"include_usage": True},
-            },
-        )
-    if family == "messages":
-        turns: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
-        if step == 2:
-            turns += [
-                {
-                    "role": "assistant",
-                    "content": [
-                        {"type": "tool_use", "id": call, "name": DEMO_TOOL, "input": DEMO_ARGUMENTS}
-                    ],
-                },
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "tool_result", "tool_use_id": call, "content": _result_text()}
-                    ],
-                },
-            ]
-        tools = [{"name": DEMO_TOOL, "description": _DESCRIPTION, "input_schema": _SCHEMA}]
-        return DemoRequest(
-            path=path,
-            body={
-                "model": model,
-                "max_tokens": 1024,
-                "messages": turns,
-                "tools": tools,
-                "stream": True,
-            },
-        )
-    if family == "generate":
-        contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": DEMO_QUESTION}]}]
-        if step == 2:
-            contents += [
-                {
-                    "role": "model",
-                    "parts": [{"functionCall": {"name": DEMO_TOOL, "args": DEMO_ARGUMENTS}}],
-                },
-                {
-                    "role": "user",
-                    "parts": [{"functionResponse": {"name": DEMO_TOOL, "response": DEMO_RESULT}}],
-                },
-            ]
-        tools = [
-            {
-                "functionDeclarations": [
-                    {"name": DEMO_TOOL, "description": _DESCRIPTION, "parameters": _SCHEMA}
-                ]
-            }
-        ]
-        return DemoRequest(
-            path=path,
-            body={"contents": contents, "tools": tools},
-        )
-    steps: list[dict[str, Any]] = [
-        {"type": "user_input", "content": [{"type": "text", "text": DEMO_QUESTION}]}
-    ]
+    messages = [Message(role="user", content=[TextPart(text=DEMO_QUESTION)])]
     if step == 2:
-        steps += [
-            {"type": "function_call", "id": call, "name": DEMO_TOOL, "arguments": DEMO_ARGUMENTS},
-            {
-                "type": "function_result",
-                "call_id": call,
-                "name": DEMO_TOOL,
-                "result": _result_text(),
-            },
+        messages += [
+            Message(
+                role="assistant",
+                content=[ToolCallPart(id=call, name=DEMO_TOOL, arguments=DEMO_ARGUMENTS)],
+            ),
+            Message(
+                role="tool",
+                content=[ToolResultPart(call_id=call, name=DEMO_TOOL, content=_result_text())],
+            ),
         ]
-    tools = [
-        {"type": "function", "name": DEMO_TOOL, "description": _DESCRIPTION, "parameters": _SCHEMA}
-    ]
-    return DemoRequest(
-        path=path,
-        body={"model": model, "input": steps, "tools": tools, "stream": True},
+    request = Request(
+        model=model,
+        messages=messages,
+        tools=[Tool(name=DEMO_TOOL, description=_DESCRIPTION, parameters=_SCHEMA)],
+        max_tokens=1024,
     )
+    native = build_request(dialect, request)
+    return DemoRequest(path=_demo_path(dialect, model), body=native.body)

@@ -384,11 +384,14 @@ def _interactions(dialect: str, provider: str, body: dict[str, Any]) -> RequestS
             raise RequestError("Invalid value at 'input': expected a list of objects.")
         # Input is a list of steps (``user_input``, ``function_result``, ...), of turns
         # (``{role, content}``), or of content objects (``text``, ``function_result``).
-        for item in reversed(items):
-            if item.get("type") == "user_input" or item.get("role") == "user":
-                user_text = _text_of(item.get("content"), _INTERACTION_TEXT)
+        # A user turn that carries only a function result has no text: the text is the
+        # last user turn's that has some.
+        turns = [i for i in items if i.get("type") == "user_input" or i.get("role") == "user"]
+        for item in reversed(turns):
+            user_text = _text_of(item.get("content"), _INTERACTION_TEXT)
+            if user_text:
                 break
-        else:
+        if not turns:
             user_text = _text_of(items, _INTERACTION_TEXT)
         if items:
             last = items[-1]
