@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -227,9 +226,6 @@ def emulator_refusal(
         (name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers.items()
     ]
     return headers, answer.body
-
-
-Handler = Callable[[Request], Awaitable[Response]]
 
 
 def create_app(emulator: Emulator | None = None) -> Starlette:
