@@ -68,24 +68,23 @@ def _split(response: bytes) -> tuple[bytes, dict[bytes, bytes], bytes]:
     return status, headers, body
 
 
-# path: the error body (the message: the server's own, or the gateway's under uvicorn)
+# path: the error body (the message: the server's own, or the gateway's under uvicorn).
+# The OpenAI shape's 413 carries OpenAI's code `request_too_large`: the gateway and the
+# emulator answer from the registry's one error table (the gateway's own had no code).
+def _openai_413(message: str) -> dict[str, Any]:
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "request_too_large",
+        }
+    }
+
+
 SHAPES: dict[str, Any] = {
-    "/openai/v1/chat/completions": lambda message: {
-        "error": {
-            "message": message,
-            "type": "invalid_request_error",
-            "param": None,
-            "code": "request_too_large",
-        }
-    },
-    "/xai/v1/responses": lambda message: {
-        "error": {
-            "message": message,
-            "type": "invalid_request_error",
-            "param": None,
-            "code": "request_too_large",
-        }
-    },
+    "/openai/v1/chat/completions": _openai_413,
+    "/xai/v1/responses": _openai_413,
     "/anthropic/v1/messages": lambda message: {
         "type": "error",
         "error": {"type": "request_too_large", "message": message},

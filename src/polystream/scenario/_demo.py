@@ -4,7 +4,7 @@ One agent turn, the same in every dialect: the user asks for the weather; the mo
 reasons and calls ``get_weather`` (step 1); the client sends the tool result back; the
 model reasons again and answers (step 2). :data:`DEMO_SCENARIOS` make the emulator
 answer it; :func:`demo_request` builds each step's request body in the dialect's own
-native shape, the way the official SDKs send it.
+native shape, from one unified request.
 """
 
 from __future__ import annotations
@@ -13,6 +13,16 @@ from typing import Any, Final
 
 import msgspec
 
+from polystream.dialects import DIALECTS, PROVIDERS
+from polystream.request import (
+    Message,
+    Request,
+    TextPart,
+    Tool,
+    ToolCallPart,
+    ToolResultPart,
+    build_request,
+)
 from polystream.scenario._format import Scenario, parse_scenarios
 
 __all__ = [
@@ -40,16 +50,10 @@ DEMO_REASONING: Final = (
 )
 """The reasoning text of step 1 and of step 2."""
 
-DEMO_MODELS: Final = {
-    "openai_responses": "gpt-5.4-mini",
-    "openai_chat": "gpt-5.4-mini",
-    "anthropic_messages": "claude-sonnet-5-5",
-    "xai_responses": "grok-4.3",
-    "xai_chat": "grok-4.3",
-    "xai_messages": "grok-4.3",
-    "gemini_generate": "gemini-3.8-flash",
-    "gemini_interactions": "gemini-3.8-flash",
+DEMO_MODELS: Final[dict[str, str]] = {
+    name: spec.reply.demo_model for name, spec in DIALECTS.items() if spec.reply.demo_model
 }
+"""The model the demo asks each dialect for (its ``reply.demo_model``)."""
 
 _SCHEMA: Final = {
     "type": "object",
@@ -105,16 +109,30 @@ class DemoRequest(msgspec.Struct, frozen=True, kw_only=True):
     body: dict[str, Any]
 
 
-def _arguments_text() -> str:
-    return msgspec.json.encode(DEMO_ARGUMENTS).decode()
-
-
 def _result_text() -> str:
     return msgspec.json.encode(DEMO_RESULT).decode()
 
 
+_DEMO_VERSION: Final = "v1beta"
+"""The API version of a demo path whose route has a ``{version}`` segment."""
+
+
+def _demo_path(dialect: str, model: str) -> str:
+    """The path of the dialect's streaming create route under its provider's prefix."""
+    spec = DIALECTS[dialect]
+    route = next(r for r in spec.routes if r.action != "resume" and r.stream is not False)
+    path = PROVIDERS[spec.provider].prefix + route.path
+    path = path.replace("{version}", _DEMO_VERSION).replace("{model}", model)
+    # A route that always streams (Gemini's streamGenerateContent) is asked for SSE.
+    return path + "?alt=sse" if route.stream else path
+
+
 def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoRequest:
     """The native streaming request of a demo step.
+
+    One unified :class:`~polystream.request.Request` of the turn, built for the dialect
+    by :func:`~polystream.request.build_request` (the same request codecs the gateway
+    and the client use).
 
     Args:
         dialect: The dialect.
@@ -123,134 +141,23 @@ def demo_request(dialect: str, step: int, call_id: str | None = None) -> DemoReq
     """
     model = DEMO_MODELS[dialect]
     call = call_id or "call_demo"
-    provider = dialect.split("_", 1)[0]
-    tools: list[dict[str, Any]]
-    if dialect.endswith("_responses"):
-        items: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
-        if step == 2:
-            items += [
-                {
-                    "type": "function_call",
-                    "call_id": call,
-                    "name": DEMO_TOOL,
-                    "arguments": _arguments_text(),
-                },
-                {"type": "function_call_output", "call_id": call, "output": _result_text()},
-            ]
-        tools = [
-            {
-                "type": "function",
-                "name": DEMO_TOOL,
-                "description": _DESCRIPTION,
-                "parameters": _SCHEMA,
-            }
-        ]
-        return DemoRequest(
-            path=f"/{provider}/v1/responses",
-            body={"model": model, "input": items, "tools": tools, "stream": True},
-        )
-    if dialect.endswith("_chat"):
-        messages: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
-        if step == 2:
-            messages += [
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": call,
-                            "type": "function",
-                            "function": {"name": DEMO_TOOL, "arguments": _arguments_text()},
-                        }
-                    ],
-                },
-                {"role": "tool", "tool_call_id": call, "content": _result_text()},
-            ]
-        tools = [
-            {
-                "type": "function",
-                "function": {"name": DEMO_TOOL, "description": _DESCRIPTION, "parameters": _SCHEMA},
-            }
-        ]
-        return DemoRequest(
-            path=f"/{provider}/v1/chat/completions",
-            body={
-                "model": model,
-                "messages": messages,
-                "tools": tools,
-                "stream": True,
-                "stream_options": {"include_usage": True},
-            },
-        )
-    if dialect.endswith("_messages"):
-        turns: list[dict[str, Any]] = [{"role": "user", "content": DEMO_QUESTION}]
-        if step == 2:
-            turns += [
-                {
-                    "role": "assistant",
-                    "content": [
-                        {"type": "tool_use", "id": call, "name": DEMO_TOOL, "input": DEMO_ARGUMENTS}
-                    ],
-                },
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "tool_result", "tool_use_id": call, "content": _result_text()}
-                    ],
-                },
-            ]
-        tools = [{"name": DEMO_TOOL, "description": _DESCRIPTION, "input_schema": _SCHEMA}]
-        return DemoRequest(
-            path=f"/{provider}/v1/messages",
-            body={
-                "model": model,
-                "max_tokens": 1024,
-                "messages": turns,
-                "tools": tools,
-                "stream": True,
-            },
-        )
-    if dialect == "gemini_generate":
-        contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": DEMO_QUESTION}]}]
-        if step == 2:
-            contents += [
-                {
-                    "role": "model",
-                    "parts": [{"functionCall": {"name": DEMO_TOOL, "args": DEMO_ARGUMENTS}}],
-                },
-                {
-                    "role": "user",
-                    "parts": [{"functionResponse": {"name": DEMO_TOOL, "response": DEMO_RESULT}}],
-                },
-            ]
-        tools = [
-            {
-                "functionDeclarations": [
-                    {"name": DEMO_TOOL, "description": _DESCRIPTION, "parameters": _SCHEMA}
-                ]
-            }
-        ]
-        return DemoRequest(
-            path=f"/gemini/v1beta/models/{model}:streamGenerateContent?alt=sse",
-            body={"contents": contents, "tools": tools},
-        )
-    steps: list[dict[str, Any]] = [
-        {"type": "user_input", "content": [{"type": "text", "text": DEMO_QUESTION}]}
-    ]
+    messages = [Message(role="user", content=[TextPart(text=DEMO_QUESTION)])]
     if step == 2:
-        steps += [
-            {"type": "function_call", "id": call, "name": DEMO_TOOL, "arguments": DEMO_ARGUMENTS},
-            {
-                "type": "function_result",
-                "call_id": call,
-                "name": DEMO_TOOL,
-                "result": _result_text(),
-            },
+        messages += [
+            Message(
+                role="assistant",
+                content=[ToolCallPart(id=call, name=DEMO_TOOL, arguments=DEMO_ARGUMENTS)],
+            ),
+            Message(
+                role="tool",
+                content=[ToolResultPart(call_id=call, name=DEMO_TOOL, content=_result_text())],
+            ),
         ]
-    tools = [
-        {"type": "function", "name": DEMO_TOOL, "description": _DESCRIPTION, "parameters": _SCHEMA}
-    ]
-    return DemoRequest(
-        path="/gemini/v1beta/interactions",
-        body={"model": model, "input": steps, "tools": tools, "stream": True},
+    request = Request(
+        model=model,
+        messages=messages,
+        tools=[Tool(name=DEMO_TOOL, description=_DESCRIPTION, parameters=_SCHEMA)],
+        max_tokens=1024,
     )
+    native = build_request(dialect, request)
+    return DemoRequest(path=_demo_path(dialect, model), body=native.body)

@@ -19,10 +19,17 @@ from typing import Any, Final
 import msgspec
 
 from polystream.api import StreamDecoder
-from polystream.dialects import DIALECTS, Loss, get_dialect
+from polystream.dialects import DIALECTS, PROVIDERS, Loss, get_dialect
+from polystream.dialects._errors import status_for
 from polystream.errors import PolystreamError
 from polystream.events import Event
-from polystream.scenario._errors import ErrorAnswer, error_answer, provider_of_path
+from polystream.scenario._errors import (
+    ANTHROPIC_SHAPE,
+    GOOGLE_SHAPE,
+    ErrorAnswer,
+    error_answer,
+    provider_of_path,
+)
 from polystream.scenario._format import Faults, Scenario, ScenarioError, Timing
 from polystream.scenario._plan import (
     RESUMABLE,
@@ -34,7 +41,7 @@ from polystream.scenario._plan import (
     render_frames,
 )
 from polystream.scenario._reply import reply_events, reply_id, retarget, strip_usage
-from polystream.scenario._request import MODEL_PATTERNS, RequestError, RequestSummary, summarize
+from polystream.scenario._request import RequestError, RequestSummary, summarize
 from polystream.wire.jsondepth import decode_body
 
 __all__ = [
@@ -61,18 +68,6 @@ LOSS_HEADER: Final = "x-polystream-losses"
 (the encoder's loss report, e.g. ``citation, block:server_tool_call``)."""
 
 _LOSS_HEADER_MAX: Final = 1024
-_KIND_STATUS: Final = {
-    "rate_limit": 429,
-    "quota": 429,
-    "server": 500,
-    "invalid_request": 400,
-    "authentication": 401,
-    "permission": 403,
-    "not_found": 404,
-    "request_too_large": 413,
-    "timeout": 504,
-    "content_filter": 400,
-}
 _encode_json: Final = msgspec.json.Encoder()
 _SSE_HEADERS: Final = {
     # Every event must leave at once: no caching, and no buffering by a proxy in
@@ -259,7 +254,7 @@ class Emulator:
                 timing=timing,
                 headers=headers,
             )
-        if dialect.endswith("_chat") and not summary.include_usage:
+        if DIALECTS[dialect].family == "chat" and not summary.include_usage:
             # Chat Completions sends the usage chunk only when asked
             # (stream_options.include_usage); the non-streaming body always has usage.
             events = strip_usage(events)
@@ -311,7 +306,7 @@ class Emulator:
         provider = DIALECTS[dialect].provider
         stored = self._store.get(response_id)
         if stored is None or stored.dialect != dialect:
-            noun = "Interaction" if dialect == "gemini_interactions" else "Response"
+            noun = "Interaction" if DIALECTS[dialect].family == "interactions" else "Response"
             return self._error(
                 provider, dialect, 404, f"{noun} with id '{response_id}' not found.", "req_retrieve"
             )
@@ -339,10 +334,11 @@ class Emulator:
             return error_to_answer(
                 error_answer(provider, 405, f"Method {method} not allowed for {path}.")
             )
+        shape = PROVIDERS[provider].error_shape if provider is not None else None
         message = f"Unknown request URL: {method} {path}. Please check the URL and the method."
-        if provider == "anthropic":
+        if shape == ANTHROPIC_SHAPE:
             message = "Not Found"
-        elif provider == "gemini":
+        elif shape == GOOGLE_SHAPE:
             message = f"The requested URL {path} was not found on this server."
         return error_to_answer(error_answer(provider, 404, message, code="unknown_url"))
 
@@ -391,7 +387,7 @@ class Emulator:
     def _model_known(self, model: str, provider: str) -> bool:
         if self.any_model or self._replays:
             return True
-        if model.startswith(MODEL_PATTERNS.get(provider, ())):
+        if provider in PROVIDERS and PROVIDERS[provider].serves(model):
             return True
         return any(
             s.match.model is not None and fnmatch.fnmatchcase(model, s.match.model)
@@ -431,11 +427,20 @@ class Emulator:
         if faults.error is not None:
             # A non-streaming call cannot fail after its 200: it fails with the
             # status the provider uses for that cause.
-            status = _KIND_STATUS.get(faults.error.kind, 500)
-            if faults.error.kind == "overloaded":
-                status = 529 if summary.provider == "anthropic" else 503
+            errors = DIALECTS[dialect].errors
+            status = status_for(faults.error.kind, errors)
+            if status in (499, 502):
+                # A cancellation, or a cause with no status of its own (a malformed or
+                # cut stream): a non-streaming call reports it as the server's failure.
+                status = status_for("server", errors)
             return error_to_answer(
-                error_answer(summary.provider, status, faults.error.message, dialect=dialect)
+                error_answer(
+                    summary.provider,
+                    status,
+                    faults.error.message,
+                    dialect=dialect,
+                    kind=faults.error.kind,
+                )
             )
         losses: list[Loss] = []
         native = _rebuild(dialect, events, losses=losses)
@@ -510,7 +515,7 @@ def _native(dialect: str, frames: list[Frame]) -> dict[str, Any]:
 def _pending(native: dict[str, Any], dialect: str) -> dict[str, Any]:
     """The object a ``background: true`` create returns before the reply exists."""
     pending = dict(native)
-    if dialect == "gemini_interactions":
+    if DIALECTS[dialect].family == "interactions":
         pending["status"] = "in_progress"
         for key in ("outputs", "steps", "usage"):
             pending.pop(key, None)
@@ -533,9 +538,10 @@ def _decode_capture(data: bytes, name: str) -> list[Event]:
 
 
 def _bad_json(dialect: str) -> str:
-    if dialect.startswith("gemini"):
+    shape = DIALECTS[dialect].errors.shape
+    if shape == GOOGLE_SHAPE:
         return "Invalid JSON payload received. Unexpected token."
-    if dialect.endswith("_messages"):
+    if shape == ANTHROPIC_SHAPE:
         return "There was an error parsing the body of your request: invalid JSON."
     return (
         "We could not parse the JSON body of your request. (HINT: This likely means you "
@@ -545,11 +551,12 @@ def _bad_json(dialect: str) -> str:
 
 
 def _unknown_model(dialect: str, model: str) -> str:
-    if dialect.startswith("gemini"):
+    shape = DIALECTS[dialect].errors.shape
+    if shape == GOOGLE_SHAPE:
         return (
             f"models/{model} is not found for API version v1beta, or is not supported for "
             "this method."
         )
-    if dialect.endswith("_messages"):
+    if shape == ANTHROPIC_SHAPE:
         return f"model: {model}"
     return f"The model `{model}` does not exist or you do not have access to it."

@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from polystream.dialects import DialectEncoder, Loss, get_dialect
+from polystream.dialects import DIALECTS, DialectEncoder, Loss, get_dialect
 from polystream.events import (
     RETRYABLE_KINDS,
     ErrorEvent,
@@ -43,8 +43,9 @@ __all__ = [
     "schedule",
 ]
 
-RESUMABLE: Final = frozenset({"openai_responses", "xai_responses", "gemini_interactions"})
-"""Dialects whose events carry a resume cursor the emulator honours."""
+RESUMABLE: Final = frozenset(name for name, spec in DIALECTS.items() if spec.retrievable)
+"""Dialects whose events carry a resume cursor the emulator honours (those with a
+``resume`` route)."""
 
 KEEPALIVE: Final = b": keep-alive\n\n"
 """The keep-alive comment (WHATWG SSE: a line starting with a colon is ignored)."""

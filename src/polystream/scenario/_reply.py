@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import msgspec
 
+from polystream.dialects import DIALECTS
+from polystream.dialects._spec import ReplySpec
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -56,27 +58,18 @@ __all__ = [
     "strip_usage",
 ]
 
-ID_PREFIXES: Final = {
-    # The shape of each dialect's reply id, so that SDKs and logs see familiar ids.
-    "openai_responses": "resp_",
-    "xai_responses": "resp_",
-    "openai_chat": "chatcmpl-",
-    "xai_chat": "chatcmpl-",
-    "anthropic_messages": "msg_",
-    "xai_messages": "msg_",
-    "gemini_generate": "",
-    "gemini_interactions": "v1_",
-}
-_ITEM_ID_DIALECTS: Final = frozenset({"openai_responses", "xai_responses"})
-"""Dialects whose reasoning and message blocks have ids (output items)."""
-_NO_STATE_DIALECTS: Final = frozenset({"openai_chat", "xai_chat"})
-"""Dialects with no place for a reasoning signature."""
-_CALL_PREFIXES: Final = {
-    "anthropic_messages": "toolu_",
-    "xai_messages": "toolu_",
-    "gemini_generate": "",
-    "gemini_interactions": "",
-}
+ID_PREFIXES: Final[dict[str, str]] = {name: spec.reply.id_prefix for name, spec in DIALECTS.items()}
+"""The shape of each dialect's reply id, so that SDKs and logs see familiar ids (from
+each dialect's :class:`~polystream.dialects._spec.ReplySpec`)."""
+_NO_REPLY_SPEC: Final = ReplySpec("", "call_", item_ids=False, signature_state=True)
+"""The reply shape of a dialect the registry does not know."""
+
+
+def _reply_spec(dialect: str) -> ReplySpec:
+    spec = DIALECTS.get(dialect)
+    return spec.reply if spec is not None else _NO_REPLY_SPEC
+
+
 SCENARIO_SOURCE: Final = "scenario"
 """``StreamStart.dialect`` of synthetic streams: no wire dialect produced them."""
 _WORDS: Final = re.compile(r"\s*\S+|\s+$")
@@ -153,14 +146,15 @@ def reply_events(
     # Item ids exist in Responses only, and Chat has no place for opaque state: in a
     # dialect without them they would be written as polystream carriers, which no
     # provider sends.
-    item_ids = summary.dialect in _ITEM_ID_DIALECTS
+    shape = _reply_spec(summary.dialect)
+    item_ids = shape.item_ids
     if reasoning is not None:
         events.append(
             BlockStart(index=index, kind="reasoning", id=f"rs_{response_id}" if item_ids else None)
         )
         for piece in split_text(reasoning.text, size):
             events.append(ReasoningDelta(index=index, delta=piece, summary=reasoning.summary))
-        if reasoning.signature is not None and summary.dialect not in _NO_STATE_DIALECTS:
+        if reasoning.signature is not None and shape.signature_state:
             # A scenario's opaque state is the answering provider's own: its origin is
             # the dialect being answered, so every encoder writes it natively.
             events.append(
@@ -208,7 +202,7 @@ def reply_events(
         events.append(BlockEnd(index=index))
         generated.extend(texts)
         index += 1
-    call_prefix = _CALL_PREFIXES.get(summary.dialect, "call_")
+    call_prefix = shape.call_id_prefix
     for number, call in enumerate(reply.tool_calls):
         call_id = call.id or f"{call_prefix}{_digest(response_id, number)}"
         arguments = (

@@ -18,39 +18,17 @@ from typing import Any, Final
 
 import msgspec
 
-from polystream.dialects import DIALECTS
-from polystream.errors import PolystreamError
+from polystream.dialects import DIALECTS, PROVIDERS
+from polystream.errors import RequestError
+from polystream.scenario._errors import ANTHROPIC_SHAPE, GOOGLE_SHAPE
 
 __all__ = ["MODEL_PATTERNS", "RequestError", "RequestSummary", "summarize"]
 
 MODEL_PATTERNS: Final[dict[str, tuple[str, ...]]] = {
-    # Model-name families each provider serves; a model outside them is "unknown"
-    # (404 in the provider's shape) unless a scenario names it. Checked as prefixes.
-    "openai": ("gpt-", "o1", "o3", "o4", "chatgpt-", "codex-", "computer-use-", "omni-"),
-    "xai": ("grok-",),
-    "anthropic": ("claude-",),
-    "gemini": ("gemini-", "gemma-", "learnlm-", "deep-research"),  # + Interactions agents
+    name: provider.model_prefixes for name, provider in PROVIDERS.items()
 }
-
-
-class RequestError(PolystreamError):
-    """The request is invalid for the dialect: answer with the provider's error.
-
-    Attributes:
-        status: The HTTP status the provider would use.
-        message: The message, worded as the provider words it.
-        param: The offending parameter (OpenAI ``param``), when there is one.
-        code: The provider's error code (OpenAI ``code``), when there is one.
-    """
-
-    def __init__(
-        self, status: int, message: str, *, param: str | None = None, code: str | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.param = param
-        self.code = code
+"""The model names each provider serves, as prefixes (its ``model_prefixes``); a model
+outside them is "unknown" (404 in the provider's shape) unless a scenario names it."""
 
 
 class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
@@ -98,24 +76,26 @@ def summarize(
     Raises:
         RequestError: The body is not a valid request for the dialect.
     """
+    spec = DIALECTS[dialect]
     if not isinstance(body, dict):
-        raise RequestError(400, _not_object(dialect))
-    provider = DIALECTS[dialect].provider
-    if dialect.endswith("_responses"):
+        raise RequestError(_not_object(dialect))
+    provider = spec.provider
+    if spec.family == "responses":
         return _responses(dialect, provider, body)
-    if dialect.endswith("_chat"):
+    if spec.family == "chat":
         return _chat(dialect, provider, body)
-    if dialect.endswith("_messages"):
+    if spec.family == "messages":
         return _messages(dialect, provider, body)
-    if dialect == "gemini_generate":
+    if spec.family == "generate":
         return _generate(dialect, provider, body, model or "", bool(stream))
     return _interactions(dialect, provider, body)
 
 
 def _not_object(dialect: str) -> str:
-    if dialect.startswith("gemini"):
+    shape = DIALECTS[dialect].errors.shape
+    if shape == GOOGLE_SHAPE:
         return "Invalid JSON payload received. Request body must be a JSON object."
-    if dialect.endswith("_messages"):
+    if shape == ANTHROPIC_SHAPE:
         return "Request body must be a JSON object."
     return (
         "We could not parse the JSON body of your request. The OpenAI API expects a JSON "
@@ -124,10 +104,9 @@ def _not_object(dialect: str) -> str:
 
 
 def _missing(param: str, dialect: str) -> RequestError:
-    if dialect.endswith("_messages"):
-        return RequestError(400, f"{param}: Field required", param=param)
+    if DIALECTS[dialect].errors.shape == ANTHROPIC_SHAPE:
+        return RequestError(f"{param}: Field required", param=param)
     return RequestError(
-        400,
         f"Missing required parameter: '{param}'.",
         param=param,
         code="missing_required_parameter",
@@ -135,7 +114,7 @@ def _missing(param: str, dialect: str) -> RequestError:
 
 
 def _invalid(param: str, message: str) -> RequestError:
-    return RequestError(400, message, param=param, code="invalid_type")
+    return RequestError(message, param=param, code="invalid_type")
 
 
 def _model(body: dict[str, Any], dialect: str) -> str:
@@ -252,7 +231,6 @@ def _chat(dialect: str, provider: str, body: dict[str, Any]) -> RequestSummary:
         raise _invalid("messages", "Invalid type for 'messages': expected an array of objects.")
     if not messages:
         raise RequestError(
-            400,
             "Invalid 'messages': empty array. Expected an array with minimum length 1, "
             "but got an empty array instead.",
             param="messages",
@@ -294,17 +272,15 @@ def _messages(dialect: str, provider: str, body: dict[str, Any]) -> RequestSumma
     max_tokens = body["max_tokens"]
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise RequestError(
-            400, "max_tokens: Input should be a valid integer greater than 0", param="max_tokens"
+            "max_tokens: Input should be a valid integer greater than 0", param="max_tokens"
         )
     messages = body.get("messages")
     if messages is None:
         raise _missing("messages", dialect)
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-        raise RequestError(
-            400, "messages: Input should be a valid list of objects", param="messages"
-        )
+        raise RequestError("messages: Input should be a valid list of objects", param="messages")
     if not messages:
-        raise RequestError(400, "messages: at least one message is required", param="messages")
+        raise RequestError("messages: at least one message is required", param="messages")
     user_text = ""
     for message in reversed(messages):
         if message.get("role") != "user":
@@ -354,10 +330,9 @@ def _generate(
 ) -> RequestSummary:
     contents = body.get("contents")
     if contents is None or contents == []:
-        raise RequestError(400, "* GenerateContentRequest.contents: contents is not specified")
+        raise RequestError("* GenerateContentRequest.contents: contents is not specified")
     if not isinstance(contents, list) or not all(isinstance(c, dict) for c in contents):
         raise RequestError(
-            400,
             'Invalid JSON payload received. Unknown name "contents": expected a list '
             "of Content objects.",
         )
@@ -394,9 +369,9 @@ _INTERACTION_TEXT: Final = frozenset({"text"})
 def _interactions(dialect: str, provider: str, body: dict[str, Any]) -> RequestSummary:
     model = body.get("model")
     if model is None and body.get("agent") is None:
-        raise RequestError(400, "Either 'model' or 'agent' must be specified.")
+        raise RequestError("Either 'model' or 'agent' must be specified.")
     if model is not None and (not isinstance(model, str) or not model):
-        raise RequestError(400, "Invalid value at 'model': expected a non-empty string.")
+        raise RequestError("Invalid value at 'model': expected a non-empty string.")
     items = body.get("input")
     user_text = ""
     tool_result = False
@@ -406,14 +381,17 @@ def _interactions(dialect: str, provider: str, body: dict[str, Any]) -> RequestS
         user_text = items
     elif isinstance(items, list):
         if not all(isinstance(i, dict) for i in items):
-            raise RequestError(400, "Invalid value at 'input': expected a list of objects.")
+            raise RequestError("Invalid value at 'input': expected a list of objects.")
         # Input is a list of steps (``user_input``, ``function_result``, ...), of turns
         # (``{role, content}``), or of content objects (``text``, ``function_result``).
-        for item in reversed(items):
-            if item.get("type") == "user_input" or item.get("role") == "user":
-                user_text = _text_of(item.get("content"), _INTERACTION_TEXT)
+        # A user turn that carries only a function result has no text: the text is the
+        # last user turn's that has some.
+        turns = [i for i in items if i.get("type") == "user_input" or i.get("role") == "user"]
+        for item in reversed(turns):
+            user_text = _text_of(item.get("content"), _INTERACTION_TEXT)
+            if user_text:
                 break
-        else:
+        if not turns:
             user_text = _text_of(items, _INTERACTION_TEXT)
         if items:
             last = items[-1]
@@ -423,7 +401,7 @@ def _interactions(dialect: str, provider: str, body: dict[str, Any]) -> RequestS
                 and any(isinstance(c, dict) and c.get("type") == "function_result" for c in content)
             )
     elif items is not None:
-        raise RequestError(400, "Invalid value at 'input': expected a string or a list.")
+        raise RequestError("Invalid value at 'input': expected a string or a list.")
     tools = body.get("tools")
     return RequestSummary(
         dialect=dialect,

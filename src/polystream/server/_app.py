@@ -22,8 +22,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -31,6 +31,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from polystream.dialects import DIALECTS, PROVIDERS, RouteMatch, match_route, routes_of
 from polystream.scenario import (
     MAX_BODY_SIZE,
     Answer,
@@ -52,27 +53,37 @@ __all__ = [
 
 logger = logging.getLogger("polystream.server")
 
-ENDPOINTS: Final = (
-    ("POST", "/openai/v1/responses", "openai_responses"),
-    ("GET", "/openai/v1/responses/{id}", "openai_responses"),
-    ("POST", "/openai/v1/chat/completions", "openai_chat"),
-    ("POST", "/xai/v1/responses", "xai_responses"),
-    ("GET", "/xai/v1/responses/{id}", "xai_responses"),
-    ("POST", "/xai/v1/chat/completions", "xai_chat"),
-    ("POST", "/xai/v1/messages", "xai_messages"),
-    ("POST", "/anthropic/v1/messages", "anthropic_messages"),
-    ("POST", "/gemini/{version}/models/{model}:streamGenerateContent", "gemini_generate"),
-    ("POST", "/gemini/{version}/models/{model}:generateContent", "gemini_generate"),
-    ("POST", "/gemini/{version}/interactions", "gemini_interactions"),
-    ("GET", "/gemini/{version}/interactions/{id}", "gemini_interactions"),
+ENDPOINTS: Final[tuple[tuple[str, str, str], ...]] = tuple(
+    (route.method, PROVIDERS[spec.provider].prefix + route.path, name)
+    for name, spec in DIALECTS.items()
+    for route in spec.routes
 )
-"""Every emulated endpoint: method, path, dialect."""
+"""Every emulated endpoint: method, path, dialect (each dialect's routes, under its
+provider's prefix, as the registry lists them)."""
 
-_GEMINI_VERSIONS: Final = frozenset({"v1beta", "v1", "v1alpha"})
-_GEMINI_METHODS: Final = {"streamGenerateContent": True, "generateContent": False}
-# Every route takes every method, so a wrong method gets 405 in the provider's shape
-# (Starlette would answer a plain-text 405).
-_ALL_METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+def _base_urls() -> dict[str, str]:
+    """Where each provider's SDK points its ``base_url``: the provider's prefix plus the
+    base path of the SDK that speaks the dialect's request family (the SDK of the first
+    registered dialect of that family). A dialect whose base differs from its provider's
+    (xAI's Messages endpoint, called with the Anthropic SDK) is listed by its own name."""
+    sdk_base: dict[str, str] = {}
+    for spec in DIALECTS.values():
+        sdk_base.setdefault(spec.family, urlsplit(PROVIDERS[spec.provider].base_url).path)
+    urls: dict[str, str] = {}
+    for name, spec in DIALECTS.items():
+        provider = PROVIDERS[spec.provider]
+        url = provider.prefix + sdk_base[spec.family].rstrip("/")
+        own = DIALECTS[provider.default_dialect]
+        if url == provider.prefix + sdk_base[own.family].rstrip("/"):
+            urls.setdefault(provider.name, url)
+        else:
+            urls.setdefault(name, url)
+    return urls
+
+
+_ALL_METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
+"""The methods the one route takes (a Starlette route needs its list)."""
 _DROP_MESSAGE: Final = "ASGI callable returned without completing response."
 
 
@@ -206,7 +217,8 @@ def emulator_refusal(
     ``path`` (its ``refusal`` hook when it serves the emulator): the provider's error
     shape, as the app answers; a 413 with the app's own message."""
     provider = provider_of_path(path)
-    dialect = "xai_messages" if provider == "xai" and path.endswith("/v1/messages") else None
+    endpoints = routes_of(path) if _canonical(path) else []
+    dialect = endpoints[0].dialect if endpoints else None
     if status == 413:
         message = f"Request too large: the body exceeds the limit of {MAX_BODY_SIZE} bytes."
     answer = error_answer(provider, status, message, dialect=dialect)
@@ -214,9 +226,6 @@ def emulator_refusal(
         (name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers.items()
     ]
     return headers, answer.body
-
-
-Handler = Callable[[Request], Awaitable[Response]]
 
 
 def create_app(emulator: Emulator | None = None) -> Starlette:
@@ -234,107 +243,86 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
             stats.streams += 1
         return _PlanResponse(answer, stats)
 
-    def guard(method: str, handler: Handler) -> Handler:
-        async def endpoint(request: Request) -> Response:
-            if request.method != method:
-                return respond(emu.unknown_path(request.url.path, request.method, allowed=True))
-            try:
-                return await handler(request)
-            except Exception as exc:  # the server keeps serving; the client gets a 500
-                logger.error("internal error on %s %s: %r", request.method, request.url.path, exc)
-                return respond(_internal(request.url.path))
+    async def generate(request: Request, found: RouteMatch) -> Response:
+        model = found.params.get("model")
+        stream = found.route.stream
+        framing: str | None = None
+        if stream:
+            # google-genai calls {base}/v1beta/models/{model}:streamGenerateContent[?alt=sse]
+            # (google/genai/models.py): the path decides streaming, alt the framing.
+            framing = "sse" if request.query_params.get("alt") == "sse" else "json_array"
+        body = await _read_body(request)
+        if body is None:
+            return respond(emu.too_large(provider_of_path(request.url.path), found.dialect))
+        answer = emu.answer(
+            found.dialect,
+            body,
+            content_type=request.headers.get("content-type"),
+            model=model,
+            stream=stream,
+            framing=framing,
+            created=int(time.time()),
+        )
+        return respond(answer)
 
-        return endpoint
-
-    def generate(dialect: str) -> Handler:
-        async def handler(request: Request) -> Response:
-            model: str | None = None
-            stream: bool | None = None
-            framing: str | None = None
-            if dialect == "gemini_generate":
-                # google-genai calls {base}/v1beta/models/{model}:{method}[?alt=sse]
-                # (google/genai/models.py); the path decides streaming, alt the framing.
-                model, _, method = request.path_params["target"].rpartition(":")
-                stream = _GEMINI_METHODS.get(method)
-                if request.path_params["version"] not in _GEMINI_VERSIONS or stream is None:
-                    return respond(emu.unknown_path(request.url.path, request.method))
-                if stream:
-                    framing = "sse" if request.query_params.get("alt") == "sse" else "json_array"
-            elif "version" in request.path_params and (
-                request.path_params["version"] not in _GEMINI_VERSIONS
-            ):
-                return respond(emu.unknown_path(request.url.path, request.method))
-            body = await _read_body(request)
-            if body is None:
-                return respond(emu.too_large(provider_of_path(request.url.path), dialect))
-            answer = emu.answer(
-                dialect,
-                body,
-                content_type=request.headers.get("content-type"),
-                model=model,
-                stream=stream,
-                framing=framing,
-                created=int(time.time()),
-            )
-            return respond(answer)
-
-        return handler
-
-    def retrieve(dialect: str) -> Handler:
-        async def handler(request: Request) -> Response:
-            query = request.query_params
-            stream = query.get("stream", "false").lower() == "true"
-            cursor: int | str | None = None
-            if dialect == "gemini_interactions":
-                if request.path_params["version"] not in _GEMINI_VERSIONS:
-                    return respond(emu.unknown_path(request.url.path, request.method))
-                cursor = query.get("last_event_id") or None
-            elif query.get("starting_after") is not None:
-                raw = query["starting_after"]
-                if not raw.lstrip("-").isdigit():
-                    return respond(_bad_param(request.url.path, "starting_after", raw))
-                cursor = int(raw)
-            return respond(
-                emu.retrieve(dialect, request.path_params["id"], stream=stream, cursor=cursor)
-            )
-
-        return handler
+    async def retrieve(request: Request, found: RouteMatch) -> Response:
+        query = request.query_params
+        stream = query.get("stream", "false").lower() == "true"
+        resume = DIALECTS[found.dialect].resume
+        cursor: int | str | None = None
+        name = resume.cursor_param
+        if name is not None and resume.cursor == "event_id":
+            cursor = query.get(name) or None
+        elif name is not None and query.get(name) is not None:
+            raw = query[name]
+            if not raw.lstrip("-").isdigit():
+                return respond(_bad_param(request.url.path, name, raw))
+            cursor = int(raw)
+        return respond(
+            emu.retrieve(found.dialect, found.params["id"], stream=stream, cursor=cursor)
+        )
 
     async def index(request: Request) -> Response:
         listing = {
             "service": "polystream provider emulator",
-            "base_urls": {
-                "openai": "/openai/v1",
-                "xai": "/xai/v1",
-                "xai_messages": "/xai",
-                "anthropic": "/anthropic",
-                "gemini": "/gemini",
-            },
+            "base_urls": _base_urls(),
             "endpoints": [{"method": m, "path": p, "dialect": d} for m, p, d in ENDPOINTS],
         }
         return respond(json_answer(listing))
 
-    async def unknown(request: Request) -> Response:
-        return respond(emu.unknown_path(request.url.path, request.method))
+    async def dispatch(request: Request) -> Response:
+        # One route takes every path and method: the registry's routes decide, so a
+        # known path with a wrong method gets 405 in the provider's shape (Starlette
+        # would answer a plain-text 405).
+        path = request.url.path
+        method = request.method
+        if path == "/":
+            if method != "GET":
+                return respond(emu.unknown_path(path, method, allowed=True))
+            return await index(request)
+        found = match_route(method, path) if _canonical(path) else None
+        if found is None:
+            allowed = _canonical(path) and bool(routes_of(path))
+            return respond(emu.unknown_path(path, method, allowed=allowed))
+        try:
+            if found.route.action == "resume":
+                return await retrieve(request, found)
+            return await generate(request, found)
+        except Exception as exc:  # the server keeps serving; the client gets a 500
+            logger.error("internal error on %s %s: %r", method, path, exc)
+            return respond(_internal(path))
 
-    routes = [Route("/", guard("GET", index), methods=_ALL_METHODS)]
-    for method, path, dialect in ENDPOINTS:
-        if ":" in path:
-            continue  # Gemini's model:method paths share the route below
-        handler = retrieve(dialect) if method == "GET" else generate(dialect)
-        routes.append(Route(path, guard(method, handler), methods=_ALL_METHODS))
-    routes.append(
-        Route(
-            "/gemini/{version}/models/{target:path}",
-            guard("POST", generate("gemini_generate")),
-            methods=_ALL_METHODS,
-        )
-    )
-    routes.append(Route("/{rest:path}", unknown, methods=_ALL_METHODS))
+    routes = [Route("/{rest:path}", dispatch, methods=_ALL_METHODS)]
     app = Starlette(routes=routes)
     app.state.emulator = emu
     app.state.stats = stats
     return app
+
+
+def _canonical(path: str) -> bool:
+    """The path has no empty segment (no trailing or doubled slash): only such a path
+    is an endpoint's."""
+    return path[:1] == "/" and "//" not in path and path[-1:] != "/"
 
 
 def _internal(path: str) -> Answer:
