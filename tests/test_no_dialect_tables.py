@@ -18,6 +18,9 @@ SRC = Path(polystream.__file__).parent
 CHECKED = [
     "request",
     "call.py",
+    "scenario",
+    "server/_app.py",
+    "cli/_demo.py",
 ]
 """The packages and modules (relative to ``polystream/``, a module with its ``.py``)
 that keep no dialect knowledge of their own."""
