@@ -23,6 +23,7 @@ from polystream.events import (
     Finish,
     FinishReason,
     KeepAlive,
+    MediaInfo,
     Metadata,
     Raw,
     ReasoningDelta,
@@ -31,6 +32,7 @@ from polystream.events import (
     StreamStart,
     TextDelta,
     ToolInputDelta,
+    TranscriptSegment,
     Unknown,
     Usage,
     UsageUpdate,
@@ -58,6 +60,7 @@ DOCUMENTED_TAGS = {
     Finish: "finish",
     KeepAlive: "keep-alive",
     Warning: "warning",
+    TranscriptSegment: "transcript-segment",
     Unknown: "unknown",
     Raw: "raw",
 }
@@ -120,6 +123,16 @@ EXAMPLES: list[Event] = [
     ),
     KeepAlive(comment="ping", name="ping", **COMMON),
     Warning(code="sequence_gap", message="gap", event_index=4, byte_offset=99, **COMMON),
+    TranscriptSegment(
+        index=0, text="Hello there.", start=0.0, end=1.25, speaker="A", id="seg_0", **COMMON
+    ),
+    BlockStart(
+        index=3,
+        kind="audio",
+        media=MediaInfo(mime_type="audio/pcm", format="pcm", sample_rate=24000, channels=1),
+        **COMMON,
+    ),
+    DataDelta(index=4, delta="iVBORw0KGgo=", mime_type="image/png", replace=True, partial=1),
     Unknown(data='{"type":"response.new"}', name="response.new", **COMMON),
     Raw(dialect="openai_chat", data={"choices": []}, name="chunk", **COMMON),
 ]
@@ -171,6 +184,7 @@ def test_minimal_round_trip(cls: type) -> None:
         Finish: {"status": "completed", "reason": FinishReason(unified="stop")},
         KeepAlive: {},
         Warning: {"code": "c", "message": "m"},
+        TranscriptSegment: {"index": 0, "text": ""},
         Unknown: {"data": ""},
         Raw: {"dialect": "d", "data": None},
     }[cls]

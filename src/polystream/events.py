@@ -59,6 +59,7 @@ __all__ = [
     "FinishReason",
     "FinishStatus",
     "KeepAlive",
+    "MediaInfo",
     "Metadata",
     "Raw",
     "ReasoningDelta",
@@ -68,6 +69,7 @@ __all__ = [
     "StreamWarning",
     "TextDelta",
     "ToolInputDelta",
+    "TranscriptSegment",
     "UnifiedFinishReason",
     "Unknown",
     "Usage",
@@ -85,8 +87,10 @@ BlockKind: TypeAlias = Literal[
     "tool_call",  # a client-side function or custom tool call
     "server_tool_call",  # a provider-executed tool call (web search, code execution, MCP, ...)
     "server_tool_result",  # the result of a provider-executed tool
-    "image",  # image output (base64 data deltas)
-    "audio",  # audio output (base64 data deltas)
+    "image",  # image output (base64 data deltas; partial images replace each other)
+    "audio",  # audio output (base64 data deltas; its format in ``BlockStart.media``)
+    "transcript",  # a transcription of audio (text deltas, segments)
+    "tool_result",  # the result of a client-side tool, sent by the client (agent sessions)
     "refusal",  # a refusal message
     "compaction",  # a context-compaction block
     "code",  # executable code produced by the model
@@ -328,6 +332,29 @@ class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, g
 # --------------------------------------------------------------------------------------
 
 
+class MediaInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """What an ``audio`` or ``image`` block holds, as far as the provider says.
+
+    Fields:
+        mime_type: The media type (``audio/pcm``, ``audio/mpeg``, ``image/png``).
+        format: The provider's own format name (``pcm``, ``mp3``, ``wav``, ``png``).
+        sample_rate: Audio samples per second (Gemini states it in the MIME type:
+            ``audio/L16;rate=24000``; OpenAI's PCM is 24 kHz).
+        channels: Audio channels.
+        size: An image's size as the provider writes it (``1024x1024``).
+        quality: An image's quality (``low``, ``medium``, ``high``).
+        background: An image's background (``transparent``, ``opaque``).
+    """
+
+    mime_type: str | None = None
+    format: str | None = None
+    sample_rate: int | None = None
+    channels: int | None = None
+    size: str | None = None
+    quality: str | None = None
+    background: str | None = None
+
+
 class EventBase(
     msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type", gc=False
 ):
@@ -388,6 +415,7 @@ class BlockStart(EventBase, frozen=True, kw_only=True, tag="block-start"):
         value: The block's initial content when the provider sends it whole at the
             start (a server tool result, ``redacted_thinking`` data, complete
             function-call arguments as an object).
+        media: For ``audio`` and ``image`` blocks: the format, as far as stated.
     """
 
     index: int
@@ -397,6 +425,7 @@ class BlockStart(EventBase, frozen=True, kw_only=True, tag="block-start"):
     name: str | None = None
     candidate: int = 0
     value: Any = None
+    media: MediaInfo | None = None
 
 
 class TextDelta(EventBase, frozen=True, kw_only=True, tag="text-delta"):
@@ -454,12 +483,15 @@ class DataDelta(EventBase, frozen=True, kw_only=True, tag="data-delta"):
         mime_type: The media type, when the provider states it.
         replace: True when this chunk *replaces* earlier data (a partial image
             refined by a later one) rather than extending it.
+        partial: For a partial image: its 0-based index among the partial images
+            (OpenAI ``partial_image_index``); None for final data.
     """
 
     index: int
     delta: str
     mime_type: str | None = None
     replace: bool = False
+    partial: int | None = None
 
 
 class SignatureDelta(EventBase, frozen=True, kw_only=True, tag="signature-delta"):
@@ -512,6 +544,26 @@ class Citation(EventBase, frozen=True, kw_only=True, tag="citation"):
     citation: Any
     index: int | None = None
     part: int | None = None
+
+
+class TranscriptSegment(EventBase, frozen=True, kw_only=True, tag="transcript-segment"):
+    """A timed segment of a ``transcript`` block (diarized transcription), whole.
+
+    Fields:
+        index: The block index.
+        text: The segment's text.
+        start: Its start, in seconds from the audio's beginning.
+        end: Its end, in seconds.
+        speaker: The speaker's label, when the transcription is diarized.
+        id: The provider's id for the segment.
+    """
+
+    index: int
+    text: str
+    start: float | None = None
+    end: float | None = None
+    speaker: str | None = None
+    id: str | None = None
 
 
 class Metadata(EventBase, frozen=True, kw_only=True, tag="metadata"):
@@ -663,6 +715,7 @@ Event: TypeAlias = (
     | Finish
     | KeepAlive
     | StreamWarning
+    | TranscriptSegment
     | Unknown
     | Raw
 )
