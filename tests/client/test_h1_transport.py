@@ -795,7 +795,7 @@ def test_reading_pauses_past_the_read_ahead_bound_until_the_reader_takes_it() ->
     and resumes it."""
 
     class _Pool:
-        _quickack = False
+        tcp_quickack = False
 
     connection = _h1._Connection(_Pool(), ("http", "upstream", 80))  # type: ignore[arg-type]
     transport = _PausingTransport()
