@@ -185,6 +185,7 @@ class Body(httpx.AsyncByteStream):
             self._transport.release(conn, self._keep and not self._reply.extra)
 
     def close(self) -> None:
+        """Give the connection back unread: it is closed, not kept for reuse."""
         conn = self._conn
         self._conn = None
         if conn is not None:
