@@ -379,7 +379,7 @@ def test_decode_framing_the_dialect_lacks_exits_2(
 def _commands() -> list[str]:
     parser = _parser()
     subparsers = next(a for a in parser._actions if a.dest == "command")
-    return sorted(subparsers.choices)  # type: ignore[arg-type]
+    return sorted(subparsers.choices)
 
 
 def test_frames_and_decode_are_commands() -> None:

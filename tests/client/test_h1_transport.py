@@ -772,14 +772,15 @@ def test_chunked_bodies_in_any_split(
     assert parser.ended
 
 
-class _PausingTransport:
+class _PausingTransport(asyncio.Transport):
     """What a connection's flow control calls on its transport, counted."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.pauses = 0
         self.resumes = 0
 
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
+    def get_extra_info(self, name: Any, default: Any = None) -> Any:
         return default
 
     def pause_reading(self) -> None:
@@ -794,12 +795,9 @@ def test_reading_pauses_past_the_read_ahead_bound_until_the_reader_takes_it() ->
     ``_HIGH_WATER`` bytes wait, reading pauses (once), and the next read takes them all
     and resumes it."""
 
-    class _Pool:
-        _quickack = False
-
-    connection = _h1._Connection(_Pool(), ("http", "upstream", 80))  # type: ignore[arg-type]
+    connection = _h1._Connection(AsyncH1Transport(trust_env=False), ("http", "upstream", 80))
     transport = _PausingTransport()
-    connection.connection_made(transport)  # type: ignore[arg-type]
+    connection.connection_made(transport)
     piece = b"x" * 4096
     for _ in range(_h1._HIGH_WATER // len(piece)):
         connection.data_received(piece)

@@ -1004,7 +1004,7 @@ def test_a_slow_reader_holds_the_app_back() -> None:
 
     async def scenario(server: H1Server) -> tuple[int, int]:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port, limit=1 << 16)
-        writer.transport.set_write_buffer_limits(0)  # type: ignore[attr-defined]
+        writer.transport.set_write_buffer_limits(0)
         writer.write(GET)
         await asyncio.sleep(0.3)
         stalled = len(progress)

@@ -8,13 +8,13 @@ from typing import Any
 
 import msgspec
 
+from polystream.cli._io import fail, read_chunks
 from polystream.errors import PolystreamError
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    from polystream.cli._main import _fail, _read_chunks
     from polystream.transcode import Transcoder
 
     source_options: dict[str, Any] = {}
@@ -32,13 +32,13 @@ def _run(args: argparse.Namespace) -> int:
             source_options=source_options,
             target_options=target_options,
         )
-        for chunk in _read_chunks(args.file):
+        for chunk in read_chunks(args.file):
             out.write(transcoder.feed(chunk))
             out.flush()
         out.write(transcoder.close())
         out.flush()
     except PolystreamError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if args.loss_report:
         report = {
             "source": transcoder.source,

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Iterator
-from typing import IO, Any
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
+from polystream.cli._io import (
+    CHUNK_SIZE,
+    EXIT_OK,
+    EXIT_USAGE,
+    fail,
+    read_chunks,
+    write_json_line,
+)
 from polystream.errors import (
     LocalProtocolError,
     PolystreamError,
@@ -17,47 +25,25 @@ from polystream.errors import (
     RemoteProtocolError,
 )
 
-__all__ = ["main"]
-
-CHUNK_SIZE = 64 * 1024
-EXIT_OK = 0
-EXIT_INVALID = 1
-EXIT_USAGE = 2
-
-_json = msgspec.json.Encoder()
-
-
-def _read_chunks(path: str) -> Iterator[bytes]:
-    """Yield the input in chunks, so that huge inputs fail fast and stay bounded."""
-    if path == "-":
-        stream: IO[bytes] = sys.stdin.buffer
-        while (
-            chunk := stream.read1(CHUNK_SIZE)
-            if hasattr(stream, "read1")
-            else stream.read(CHUNK_SIZE)
-        ):
-            yield chunk
-        return
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK_SIZE):
-            yield chunk
-
-
-def _write(out: IO[bytes], value: Any) -> None:
-    out.write(_json.encode(value) + b"\n")
-
-
-def _fail(message: str) -> int:
-    sys.stdout.flush()
-    print(f"polystream: error: {message}", file=sys.stderr)
-    return EXIT_INVALID
+__all__ = ["CHUNK_SIZE", "main"]
 
 
 # -- frames -----------------------------------------------------------------------------
 
 
-def _cmd_frames(args: argparse.Namespace) -> int:
+def detect_framing(chunk: bytes) -> str | None:
+    """The framing of a stream whose first bytes (after blank ones) are in ``chunk``:
+    ``json_array`` when its first non-blank byte is ``[``, else ``sse``; None when
+    ``chunk`` is blank (the next chunk decides)."""
     from polystream.dialects._detect import BLANK
+
+    stripped = chunk.lstrip(BLANK)
+    if not stripped:
+        return None
+    return "json_array" if stripped[:1] == b"[" else "sse"
+
+
+def _cmd_frames(args: argparse.Namespace) -> int:
     from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
     from polystream.wire.sse import SSEComment, SSEDecoder
 
@@ -73,7 +59,7 @@ def _cmd_frames(args: argparse.Namespace) -> int:
         # error are printed before the error message.
         for frame in frames:
             if isinstance(frame, SSEComment):
-                _write(out, {"comment": frame.text})
+                write_json_line(out, {"comment": frame.text})
             elif isinstance(frame, JSONElement):
                 try:
                     value = msgspec.json.decode(frame.data)
@@ -84,9 +70,9 @@ def _cmd_frames(args: argparse.Namespace) -> int:
                         event_index=frame.index,
                         byte_offset=frame.offset,
                     ) from None
-                _write(out, {"element": value})
+                write_json_line(out, {"element": value})
             else:
-                _write(
+                write_json_line(
                     out,
                     {
                         "event": frame.event,
@@ -99,15 +85,15 @@ def _cmd_frames(args: argparse.Namespace) -> int:
     if args.framing != "auto":
         decoder = start(args.framing)
     try:
-        for chunk in _read_chunks(args.file):
+        for chunk in read_chunks(args.file):
             if decoder is None:
-                # auto: the first non-blank byte decides ("[" is a JSON array). The
-                # blank chunks before it are joined once, with the chunk that holds it.
+                # auto: the blank chunks before the framing is known are joined once,
+                # with the chunk that decides it.
                 pending.append(chunk)
-                stripped = chunk.lstrip(BLANK)
-                if not stripped:
+                framing = detect_framing(chunk)
+                if framing is None:
                     continue
-                decoder = start("json_array" if stripped[:1] == b"[" else "sse")
+                decoder = start(framing)
                 chunk = b"".join(pending)
                 pending = []
             emit(decoder.feed(chunk))
@@ -117,7 +103,7 @@ def _cmd_frames(args: argparse.Namespace) -> int:
             emit(decoder.feed(b"".join(pending)))
         emit(decoder.close())
     except ProtocolError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     return EXIT_OK
 
 
@@ -143,7 +129,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     show_events = not args.result
     try:
-        for chunk in _read_chunks(args.file):
+        for chunk in read_chunks(args.file):
             events = decoder.feed(chunk)
             if show_events:
                 for event in events:
@@ -154,9 +140,9 @@ def _cmd_decode(args: argparse.Namespace) -> int:
                 out.write(dump_event(event) + b"\n")
         if args.result:
             result = decoder.result()
-            out.write(_json.encode(result.to_dict()) + b"\n")
+            write_json_line(out, result.to_dict())
     except PolystreamError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     return EXIT_OK
 
 

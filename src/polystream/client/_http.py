@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import httpx
@@ -143,7 +143,7 @@ class EventStream:
     def __init__(self, http: httpx.Client, call: StreamCall) -> None:
         self._http = http
         self.call = call
-        self._iterator: Iterator[Event] | None = None
+        self._iterator: Generator[Event, None, None] | None = None
 
     def __iter__(self) -> Iterator[Event]:
         if self._iterator is None:
@@ -156,7 +156,7 @@ class EventStream:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self) -> Iterator[Event]:
+    def _run(self) -> Generator[Event, None, None]:
         call = self.call
         request = call.next_request()
         while request is not None:
@@ -200,7 +200,7 @@ class EventStream:
     def close(self) -> None:
         """Stop now: close the upstream connection; the result says ``cancelled``."""
         if self._iterator is not None:
-            self._iterator.close()  # type: ignore[attr-defined]
+            self._iterator.close()
         self.call.cancelled()
 
     def until_done(self) -> EventStream:
@@ -280,7 +280,7 @@ class AsyncEventStream:
     def __init__(self, http: httpx.AsyncClient | DirectClient, call: StreamCall) -> None:
         self._http = http
         self.call = call
-        self._iterator: AsyncIterator[Any] | None = None
+        self._iterator: AsyncGenerator[Any, None] | None = None
         self._batched = False
         # The reply that may push: set while the batches' generator waits between two
         # whole reads of it (see push).
@@ -326,7 +326,7 @@ class AsyncEventStream:
     # does not): otherwise the inner one would be closed by the event loop's finalizer
     # hook, later, from a task of its own, which a wake-up of the loop starts.
 
-    async def _events(self) -> AsyncIterator[Event]:
+    async def _events(self) -> AsyncGenerator[Event, None]:
         batches = self._batches()
         try:
             async for batch in batches:
@@ -475,7 +475,7 @@ class AsyncEventStream:
         """Stop now: close the upstream connection; the result says ``cancelled``."""
         self.stop_push()
         if self._iterator is not None:
-            await self._iterator.aclose()  # type: ignore[attr-defined]
+            await self._iterator.aclose()
         self.call.cancelled()
 
     async def until_done(self) -> AsyncEventStream:
