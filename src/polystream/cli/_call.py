@@ -83,6 +83,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add the ``call`` subcommand."""
+    from polystream.dialects import PROVIDERS
+
     parser = sub.add_parser(
         "call",
         help="stream a live reply from a provider",
@@ -90,7 +92,7 @@ def register(sub: Any) -> None:
         "then a line with usage and timings. Keys from OPENAI_API_KEY, ANTHROPIC_API_KEY, "
         "XAI_API_KEY, GEMINI_API_KEY or --api-key.",
     )
-    parser.add_argument("provider", choices=["openai", "anthropic", "xai", "gemini"])
+    parser.add_argument("provider", choices=list(PROVIDERS))
     parser.add_argument("prompt")
     parser.add_argument("--model", required=True)
     parser.add_argument("--dialect", help="override the provider's default dialect")

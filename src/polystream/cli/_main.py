@@ -35,12 +35,9 @@ def detect_framing(chunk: bytes) -> str | None:
     """The framing of a stream whose first bytes (after blank ones) are in ``chunk``:
     ``json_array`` when its first non-blank byte is ``[``, else ``sse``; None when
     ``chunk`` is blank (the next chunk decides)."""
-    from polystream.dialects._detect import BLANK
+    from polystream.wire.framing import sniff_framing
 
-    stripped = chunk.lstrip(BLANK)
-    if not stripped:
-        return None
-    return "json_array" if stripped[:1] == b"[" else "sse"
+    return sniff_framing(chunk)
 
 
 def _cmd_frames(args: argparse.Namespace) -> int:
