@@ -88,7 +88,11 @@ def summarize(
         return _messages(dialect, provider, body)
     if spec.family == "generate":
         return _generate(dialect, provider, body, model or "", bool(stream))
-    return _interactions(dialect, provider, body)
+    if spec.family == "interactions":
+        return _interactions(dialect, provider, body)
+    raise RequestError(
+        f"the emulator does not answer {dialect} requests yet", status=501, code="not_implemented"
+    )
 
 
 def _not_object(dialect: str) -> str:
