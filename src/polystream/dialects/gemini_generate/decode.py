@@ -100,11 +100,11 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Callable
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, get_args
 
 import msgspec
 
-from polystream.dialects._base import FramedDecoder, Framing
+from polystream.dialects._base import Coalesce, FramedDecoder, Framing, UsageRun, UsageTexts
 from polystream.dialects._carrier import unwrap_base64
 from polystream.dialects._detect import BLANK
 from polystream.errors import BufferLimitExceeded, RemoteProtocolError, StreamTruncated
@@ -456,7 +456,7 @@ class _Template:
         self.block_usage = _NO_USAGE
         self.block_usage_size = len(_NO_USAGE)
         self.block_meta: Any = None
-        # (_coalesce) The last usage text's digits made 1s, and its shape, or None (see
+        # (coalesced) The last usage text's digits made 1s, and its shape, or None (see
         # usage_shape).
         self.ones = _NO_USAGE
         self.shape: bytes | None = None
@@ -681,6 +681,7 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     dialect = DIALECT
     framings = ("sse", "json_array")
+    coalesce_modes = frozenset(get_args(Coalesce))
     # Off: every chunk takes the general path and JSON-array elements are parsed by
     # ``_chunk`` (the tests compare both ways).
     _fast_paths = True
@@ -749,6 +750,8 @@ class GeminiGenerateDecoder(FramedDecoder):
         Raises:
             RemoteProtocolError: Framing errors; dialect errors in strict mode.
         """
+        if self._runs:
+            self._runs = []  # (the last call's, not taken: see take_runs)
         framing = self._framing
         array = framing == "json_array"
         if framing is None and not self._closed:
@@ -943,6 +946,8 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     def close(self) -> list[Event]:
         """End of input: the events left, ending with the Finish (see the class)."""
+        if self._runs:
+            self._runs = []
         out: list[Event] = []
         if self._held and not self._closed:
             held, self._held = self._held, b""
@@ -1061,22 +1066,23 @@ class GeminiGenerateDecoder(FramedDecoder):
         append = out.append
         comma = True  # (array) what was read ends after a comma, not after an element
         taken = pos  # where the last chunk read began
-        # With _coalesce, the chunks read inline give their events at the end, as one
-        # run: once a chunk is read inline, so is every chunk after it that fits (what
+        # With coalesce "result", the chunks read inline give their events at the end,
+        # as one run: once a chunk is read inline, so is every chunk after it that fits (what
         # that depends on, the extra and the block state, does not change inline).
         # Their usage texts are checked and kept (usages, all of one shape: see
         # usage_shape), and only the last of a shape is read, when the shape changes
         # or the run ends (_settle). (What is kept is less than the events those
         # chunks would have given.)
-        # With _coalesce_usage instead (until an error was given: _gave_error), only
-        # their usage updates are given as one, at the end of the run, and noted in
-        # _usage_runs; their texts are given as usual.
-        # With _usage_texts besides, each of their usage texts is kept for the encoder
+        # With "usage" instead (until an error was given: _gave_error), only their
+        # usage updates are given as one, at the end of the run, and noted as a
+        # UsageRun; their texts are given as usual.
+        # With "usage_texts", each of their usage texts is kept for the encoder too
         # (chunk_usages, and its shape's digits made 1s in chunk_ones, one object while
-        # they do not change), noted in _usage_texts_runs.
-        coalesce = self._coalesce or (self._coalesce_usage and not self._gave_error)
-        join = self._coalesce
-        keep_texts = self._usage_texts and coalesce
+        # they do not change), in the UsageRun.
+        mode = self._coalesce
+        join = mode == "result"
+        coalesce = join or (mode != "off" and not self._gave_error)
+        keep_texts = coalesce and mode == "usage_texts"
         chunk_usages: list[bytes] = []
         chunk_ones: list[bytes] = []
         run: list[str] = []  # the texts of those chunks (when joined)
@@ -1161,7 +1167,7 @@ class GeminiGenerateDecoder(FramedDecoder):
                 try:
                     text = _TEXT_DECODER.decode(data[start : close + 1])
                     if coalesce and inline:
-                        # A chunk read inline below, with _coalesce on.
+                        # A chunk read inline below, coalesced.
                         if sse is not None and (10 in usage_text or 13 in usage_text):
                             break  # LF, CR: SSE line ends
                         ones = usage_text.translate(_ONES)
@@ -1249,9 +1255,15 @@ class GeminiGenerateDecoder(FramedDecoder):
             if run_extra is not None:
                 self._coalesced(run, run_index, run_extra, out)
                 if not join:
-                    self._usage_runs.append((len(out) - 1, count - counted - general))
-                    if keep_texts:
-                        self._usage_texts_runs.append((chunk_usages, chunk_ones))
+                    self._runs.append(
+                        UsageRun(
+                            len(out) - 1,
+                            count - counted - general,
+                            UsageTexts(chunk_usages, chunk_ones, self._usage_text_update)
+                            if keep_texts
+                            else None,
+                        )
+                    )
             if count > counted:
                 self.frame_index = count - 1
                 self.frame_offset = base + taken
@@ -1266,12 +1278,12 @@ class GeminiGenerateDecoder(FramedDecoder):
 
     def _usage_text_update(self, text: bytes, extra: dict[str, Any] | None) -> UsageUpdate:
         """The usage update a chunk read inline gives for its ``usageMetadata`` text
-        (what a kept usage text stands for, see ``_usage_texts``): the text converted,
-        with the chunk's ``extra``."""
+        (what a kept usage text stands for, see :class:`UsageTexts`): the text
+        converted, with the chunk's ``extra``."""
         return UsageUpdate(usage=convert_usage(_OBJECT_DECODER.decode(text))[0], extra=extra)
 
     def _settle(self, template: _Template, usages: list[bytes]) -> None:
-        """Read the usage texts of chunks read inline with ``_coalesce`` on, all of one
+        """Read the usage texts of chunks read inline and coalesced, all of one
         shape (see :func:`usage_shape`) and checked: merged, they give what the last
         one gives, unless that one reports no count (then each is read, in order)."""
         last = usages[-1]
@@ -1288,12 +1300,12 @@ class GeminiGenerateDecoder(FramedDecoder):
     def _coalesced(
         self, texts: list[str], index: int, extra: dict[str, Any] | None, out: list[Event]
     ) -> None:
-        """The events of a run of chunks read inline with ``_coalesce`` on (see
-        :class:`~polystream.dialects._base.DialectDecoder`): one TextDelta of their
-        texts joined, and one UsageUpdate of the usage merged so far (every count of
-        the stream: an accumulator's usage after it is the one it would have after
-        each chunk's own). With ``_coalesce_usage`` (no ``texts``: each was given as
-        its chunk was read), only the UsageUpdate."""
+        """The events of a run of chunks read inline and coalesced (see
+        :data:`~polystream.dialects._base.Coalesce`): with ``"result"``, one TextDelta
+        of their texts joined, and one UsageUpdate of the usage merged so far (every
+        count of the stream: an accumulator's usage after it is the one it would have
+        after each chunk's own); with ``"usage"`` (no ``texts``: each was given as its
+        chunk was read), only the UsageUpdate."""
         if texts:
             joined = texts[0] if len(texts) == 1 else "".join(texts)
             out.append(TextDelta(index=index, delta=joined))

@@ -48,12 +48,11 @@ not ``data:`` as JSON).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, Final, Literal
 
 import msgspec
 
-from polystream.dialects._base import DialectEncoder
+from polystream.dialects._base import DialectEncoder, UsageTexts
 from polystream.dialects._carrier import origin, wrap_base64
 from polystream.dialects._usage_fold import BATCH, fold
 from polystream.events import (
@@ -400,15 +399,10 @@ class GeminiGenerateEncoder(DialectEncoder):
         return source == DIALECT
 
     def _encode_usage_texts(
-        self,
-        deltas: list[Event],
-        usages: list[bytes],
-        shapes: list[bytes],
-        extra: dict[str, Any] | None,
-        update: Callable[[bytes, dict[str, Any] | None], UsageUpdate],
+        self, deltas: list[Event], texts: UsageTexts, extra: dict[str, Any] | None
     ) -> bytes:
         """Each delta, then the usage update of its chunk's ``usageMetadata`` text
-        (``update``: the decoder's), encoded.
+        (``texts.update``: the decoder's), encoded.
 
         A chunk is written from the template of :meth:`encode`'s held text, with the
         usage text as it came or reformatted (:meth:`_learn_usage_form`, once per
@@ -420,7 +414,8 @@ class GeminiGenerateEncoder(DialectEncoder):
         cache = self._run_template(deltas[0], extra) if deltas else None
         seen: bytes | None = None  # the form key of the chunk before
         form = 0
-        for delta, usage, ones in zip(deltas, usages, shapes, strict=True):
+        update = texts.update
+        for delta, usage, ones in zip(deltas, texts.texts, texts.shapes, strict=True):
             if cache is not None and type(delta) is TextDelta and delta.extra is None:
                 if ones is not seen:
                     found = forms.get(ones)
