@@ -9,9 +9,7 @@ from typing import Any, Final
 
 from polystream.dialects._detect import BLANK
 from polystream.errors import BufferLimitExceeded, RemoteProtocolError
-from polystream.events import (
-    Event,
-)
+from polystream.events import Event
 from polystream.wire._pieces import PIECES, join_recent
 from polystream.wire.jsondepth import too_deep
 

@@ -11,11 +11,7 @@ import msgspec
 
 from polystream.dialects._base import UsageRun, UsageTexts
 from polystream.errors import RemoteProtocolError
-from polystream.events import (
-    Event,
-    TextDelta,
-    UsageUpdate,
-)
+from polystream.events import Event, TextDelta, UsageUpdate
 
 from ._bare import BareTextDecoder
 from ._template import (
@@ -29,9 +25,7 @@ from ._template import (
     templates_for,
 )
 from .usage import convert as convert_usage
-from .wire import (
-    usage_shape,
-)
+from .wire import usage_shape
 
 # Failed attempts to find a template before a decoder stops trying.
 _TEMPLATE_TRIES: Final = 4

@@ -9,9 +9,7 @@ from typing import Any, Final
 
 import msgspec
 
-from polystream.events import (
-    Usage,
-)
+from polystream.events import Usage
 
 ENCODE: Final = msgspec.json.Encoder()
 # JSONPath segments of partialArgs: .name, ['name'] / ["name"], [0] (RFC 9535 subset).

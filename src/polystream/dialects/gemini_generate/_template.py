@@ -9,10 +9,7 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from ._state import ENCODE, Candidate
-from .wire import (
-    dumps_pretty,
-    dumps_sse,
-)
+from .wire import dumps_pretty, dumps_sse
 
 # The keys of the usual chunk, in Google's order (see ``_usual_chunk``).
 USUAL_KEYS: Final = ("candidates", "usageMetadata", "modelVersion", "responseId")
