@@ -8,7 +8,7 @@ detecting the dialect from the first bytes when asked to (``dialect="auto"``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from polystream.accumulate import Accumulator, Result
 from polystream.dialects import DialectDecoder, get_dialect
@@ -46,6 +46,9 @@ class StreamDecoder:
             events); ``"usage"`` / ``"usage_texts"`` for an encoder, with
             :meth:`take_runs`. A dialect without that fast path decodes as ``"off"``.
 
+    Raises:
+        LocalProtocolError: ``coalesce`` is not a mode.
+
     Usage::
 
         decoder = StreamDecoder("anthropic_messages")
@@ -71,6 +74,10 @@ class StreamDecoder:
         self._options: dict[str, Any] = {"strict": strict, "keep_raw": keep_raw, **options}
         if framing != AUTO:
             self._options["framing"] = framing
+        if coalesce not in get_args(Coalesce):
+            raise LocalProtocolError(
+                f"coalesce must be one of {', '.join(get_args(Coalesce))} (got {coalesce!r})"
+            )
         self._coalesce: Coalesce = coalesce
         self._dialect_name: str | None = None
         self._decoder: DialectDecoder | None = None
@@ -204,7 +211,8 @@ class _ResultDecoder(StreamDecoder):
     accumulator: the dialect decoder may coalesce them (``coalesce="result"``)."""
 
     def __init__(self, dialect: str = AUTO, **options: Any) -> None:
-        super().__init__(dialect, coalesce="result", **options)
+        options.setdefault("coalesce", "result")
+        super().__init__(dialect, **options)
 
 
 def decode_events(data: bytes, dialect: str = AUTO, **options: Any) -> list[Event]:

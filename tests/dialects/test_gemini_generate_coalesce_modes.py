@@ -12,6 +12,7 @@ from typing import Any, get_args
 import msgspec
 import pytest
 
+import polystream
 from polystream.accumulate import accumulate
 from polystream.api import StreamDecoder
 from polystream.dialects import DIALECTS, get_dialect
@@ -124,3 +125,17 @@ def test_an_unknown_mode_is_refused() -> None:
     assert caught.value.dialect == "gemini_generate"
     with pytest.raises(LocalProtocolError):
         get_dialect("openai_chat").decoder(coalesce=True)
+
+
+def test_a_stream_decoder_refuses_an_unknown_mode_at_once() -> None:
+    # (Before the dialect is known: the mode is checked when the decoder is made.)
+    with pytest.raises(LocalProtocolError) as caught:
+        StreamDecoder(coalesce="all")  # type: ignore[arg-type]
+    assert caught.value.message == (
+        "coalesce must be one of off, result, usage, usage_texts (got 'all')"
+    )
+
+
+def test_decode_may_be_asked_for_every_event() -> None:
+    data = long_stream("sse")
+    assert polystream.decode(data, coalesce="off") == polystream.decode(data)

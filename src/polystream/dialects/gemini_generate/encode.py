@@ -52,7 +52,7 @@ the general path of :mod:`._general`; :mod:`._blocks` holds what is gathered of 
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -109,8 +109,10 @@ class GeminiGenerateEncoder(GeneralEncoder):
             # This dialect's chunk of one text part: the text is held, then the chunk
             # is written from a template when its usage comes (see _held_template).
             if kind is UsageUpdate:
+                if TYPE_CHECKING:  # (the branches test ``kind``: this tells mypy)
+                    assert isinstance(event, UsageUpdate)
                 held = self._held
-                raw = event.usage.raw  # type: ignore[union-attr]
+                raw = event.usage.raw
                 if held is not None and type(raw) is dict and not self._chunk_fields:
                     extra = event.extra
                     owner, text, thought = held
@@ -151,30 +153,36 @@ class GeminiGenerateEncoder(GeneralEncoder):
                                 usage = dumps_sse(raw)
                             return b"".join((cache[3], value, cache[4], usage, cache[5]))
             elif kind is TextDelta or kind is ReasoningDelta:
+                if TYPE_CHECKING:
+                    assert isinstance(event, TextDelta | ReasoningDelta)
                 held = self._held
                 if held is None and not self._candidates and event.extra is None:
                     # (_text_block, inlined: this runs on every chunk's text.)
-                    block = self._blocks.get(event.index)  # type: ignore[union-attr,arg-type]
+                    block = self._blocks.get(event.index)
                     if block is not None:
                         thought = kind is ReasoningDelta or block.kind == "reasoning"
                         if thought or block.kind == "text":
-                            self._held = (block, event.delta, thought)  # type: ignore[union-attr]
+                            self._held = (block, event.delta, thought)
                             self.event_index += 1
                             return b""
                 if held is not None:
                     self._unhold()
-                if self._fast_same_part(event):  # type: ignore[arg-type]
+                if self._fast_same_part(event):
                     self.event_index += 1
                     return b""
         elif self._fast and not self._same:
             # Another dialect's stream.
             data: bytes | None = None
             if kind is TextDelta or kind is ReasoningDelta:
+                if TYPE_CHECKING:
+                    assert isinstance(event, TextDelta | ReasoningDelta)
                 if not self._buffering and not self._candidates and not self._chunk_fields:
-                    data = self._fast_foreign(event)  # type: ignore[arg-type]
+                    data = self._fast_foreign(event)
             elif kind is ToolInputDelta:
+                if TYPE_CHECKING:
+                    assert isinstance(event, ToolInputDelta)
                 # Another dialect's tool input: buffered until the call is whole.
-                block = self._blocks.get(event.index)  # type: ignore[union-attr,arg-type]
+                block = self._blocks.get(event.index)
                 if (
                     block is not None
                     and block.args is not None
@@ -185,14 +193,17 @@ class GeminiGenerateEncoder(GeneralEncoder):
                         and isinstance(event.extra.get("functionCall"), dict)
                     )
                 ):
-                    block.args.append(event.delta)  # type: ignore[union-attr]
+                    block.args.append(event.delta)
                     data = b""
-            elif kind is UsageUpdate and not event.usage.cache_write_tokens:  # type: ignore[union-attr]
-                # Another dialect's usage: kept for the last chunk.
-                self._usage_batch.append(event.usage)  # type: ignore[union-attr,arg-type]
-                if len(self._usage_batch) >= BATCH:
-                    self._fold_usage()
-                data = b""
+            elif kind is UsageUpdate:
+                if TYPE_CHECKING:
+                    assert isinstance(event, UsageUpdate)
+                if not event.usage.cache_write_tokens:  # (else lost: the general path)
+                    # Another dialect's usage: kept for the last chunk.
+                    self._usage_batch.append(event.usage)
+                    if len(self._usage_batch) >= BATCH:
+                        self._fold_usage()
+                    data = b""
             if data is not None:
                 self.event_index += 1
                 return data
@@ -373,8 +384,8 @@ class GeminiGenerateEncoder(GeneralEncoder):
             chunk["responseId"] = self._id
         try:
             if self._array is not None:  # framed per element (the array's own state)
-                return _split(dumps_pretty(ordered(chunk, CHUNK_RANK)), 2)  # type: ignore[return-value]
-            return _split(self._frame(ordered(chunk, CHUNK_RANK)), 2)  # type: ignore[return-value]
+                return _split2(dumps_pretty(ordered(chunk, CHUNK_RANK)))
+            return _split2(self._frame(ordered(chunk, CHUNK_RANK)))
         except Exception:
             return None
 
@@ -432,7 +443,7 @@ class GeminiGenerateEncoder(GeneralEncoder):
 
 _JSON: Final = msgspec.json.Encoder().encode
 _MARK: Final = "\x00polystream-text\x00"
-"""Placeholder text when a byte template is made (see :func:`_split`)."""
+"""Placeholder text when a byte template is made (see :func:`_split2`)."""
 _MARK_JSON: Final = _JSON(_MARK)
 _MARK_USAGE: Final = "\x00polystream-usage\x00"
 """Placeholder for ``usageMetadata`` in a template of this dialect's chunk."""
@@ -441,17 +452,24 @@ _DIGITS: Final = b"0123456789"
 _FORMAT: Final = msgspec.json.format
 
 
-def _split(data: bytes, pieces: int) -> tuple[bytes, ...] | None:
-    """``data`` around the placeholders, in order (None unless each occurs once)."""
+def _split2(data: bytes) -> tuple[bytes, bytes] | None:
+    """``data`` around the text's placeholder (None unless it occurs once)."""
     parts = data.split(_MARK_JSON)
     if len(parts) != 2:
         return None
-    if pieces == 2:
-        return parts[0], parts[1]
-    tail = parts[1].split(_MARK_USAGE_JSON)
+    return parts[0], parts[1]
+
+
+def _split3(data: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """``data`` around the text's and the usage's placeholders, in order (None unless
+    each occurs once)."""
+    around = _split2(data)
+    if around is None:
+        return None
+    tail = around[1].split(_MARK_USAGE_JSON)
     if len(tail) != 2:
         return None
-    return parts[0], tail[0], tail[1]
+    return around[0], tail[0], tail[1]
 
 
 def _same_template(
@@ -475,7 +493,7 @@ def _same_template(
             data = b"data: " + dumps_sse(ordered(chunk, CHUNK_RANK)) + b"\r\n\r\n"
     except Exception:
         return None
-    return _split(data, 3)  # type: ignore[return-value]
+    return _split3(data)
 
 
 def _usage_way(shape: bytes) -> int:
