@@ -280,16 +280,15 @@ def transcode(
     paired as :class:`polystream.transcode.Transcoder` pairs them (runs of usage updates given as
     one when the target only merges them); what a transcoder adds to them, detecting
     the source and accumulating its result, is left out."""
-    from polystream.transcode import _encode_feed, _pair
-
-    decoder = source.decoder(**options)
     encoder = target.encoder(**(target_options or {}))
-    coalescing = _pair(decoder, source.name, encoder)
+    decoder = source.decoder(coalesce=encoder.coalesce_for(source.name), **options)
     feed = decoder.feed
+    take_runs = decoder.take_runs
+    encode = encoder.encode_batch
     parts: list[bytes] = []
     for at in range(0, len(body), CHUNK):
-        parts.append(_encode_feed(encoder, feed(body[at : at + CHUNK]), coalescing))
-    parts.append(_encode_feed(encoder, decoder.close(), coalescing))
+        parts.append(encode(feed(body[at : at + CHUNK]), take_runs()))
+    parts.append(encode(decoder.close(), take_runs()))
     parts.append(encoder.close())
     return b"".join(parts)
 

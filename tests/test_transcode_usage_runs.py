@@ -1,16 +1,17 @@
-"""A transcoder's runs of usage updates given as one (``_coalesce_usage``).
+"""A transcoder's runs of usage updates given as one (``coalesce="usage"``).
 
 When the target encoder only merges the source's usage updates into the usage it writes
 at the end (``DialectEncoder.folds_usage``), a :class:`~polystream.transcode.Transcoder`
-lets the source decoder give a run of chunks' usage updates as one. Gemini's decoder
-does so for the usual text chunks it reads inline. Into Gemini's own dialect, whose
-encoder writes each chunk's usage, the decoder keeps each chunk's usage text besides
-(``_usage_texts``), and the encoder writes the run from the texts
-(``DialectEncoder.writes_usage_texts``). Here: which pairs do, the exact events and
-texts of such a run, and, on generated streams and on every Gemini fixture, in every
-chunking, lenient and strict, into every target (both of Gemini's framings), that the
-transcoder writes the same bytes feed by feed, reports the same losses (event indices
-included) and the same result as a transcoder that gives every update.
+makes the source decoder with ``coalesce="usage"``: it may give a run of chunks' usage
+updates as one. Gemini's decoder does so for the usual text chunks it reads inline.
+Into Gemini's own dialect, whose encoder writes each chunk's usage, the decoder is made
+with ``coalesce="usage_texts"``: it keeps each chunk's usage text besides, and the
+encoder writes the run from the texts (``DialectEncoder.writes_usage_texts``). Here:
+which pairs do, the exact events and texts of such a run, and, on generated streams and
+on every Gemini fixture, in every chunking, lenient and strict, into every target (both
+of Gemini's framings), that the transcoder writes the same bytes feed by feed, reports
+the same losses (event indices included) and the same result as a transcoder that gives
+every update.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ import msgspec
 import pytest
 from hypothesis import settings
 
+from polystream.api import StreamDecoder
 from polystream.dialects import DIALECTS, get_dialect
+from polystream.dialects._base import UsageRun, UsageTexts
 from polystream.dialects.gemini_generate import Decoder
 from polystream.errors import LocalProtocolError, PolystreamError
 from polystream.events import TextDelta, UsageUpdate, dump_event
@@ -71,41 +74,71 @@ def test_which_targets_write_usage_texts() -> None:
             for source in DIALECTS:
                 expected = target == source == "gemini_generate"
                 assert encoder.writes_usage_texts(source) is expected, (target, source)
-    # Only Gemini's decoder can make the update a usage text stands for.
+    # Only Gemini's decoder has the modes' fast paths (and can make the update a
+    # usage text stands for).
     for name in DIALECTS:
-        update = get_dialect(name).decoder()._usage_text_update
-        assert (update is not None) is (name == "gemini_generate"), name
+        modes = get_dialect(name).decoder().coalesce_modes
+        if name == "gemini_generate":
+            assert modes == {"off", "result", "usage", "usage_texts"}
+        else:
+            assert modes == {"off"}, name
+
+
+def test_which_modes_the_encoders_name() -> None:
+    for target in DIALECTS:
+        encoder = get_dialect(target).encoder()
+        for source in DIALECTS:
+            expected = (
+                "usage"
+                if encoder.folds_usage(source)
+                else "usage_texts"
+                if target == source == "gemini_generate"
+                else "off"
+            )
+            assert encoder.coalesce_for(source) == expected, (target, source)
 
 
 def test_a_decoder_without_usage_updates_of_texts_keeps_none() -> None:
-    # An encoder that would write usage texts, from a source whose decoder cannot make
-    # their updates: every update is given.
+    # A decoder asked to keep usage texts, of a dialect without that fast path: it
+    # decodes as "off" (every update given, no run noted).
     chat = sse([usual(f" w{i}", i) for i in range(1, 30)] + [last(30)])
     chat = convert(chat, "openai_chat")[0]
-    transcoder = Transcoder("gemini_generate", source="openai_chat")
-    transcoder._encoder.writes_usage_texts = lambda source: True  # type: ignore[method-assign]
-    assert transcoder.feed(chat)
-    assert transcoder._decoder.coalescing is None
-    assert transcoder._decoder._decoder is not None
-    assert transcoder._decoder._decoder._usage_texts is False
+    decoder = get_dialect("openai_chat").decoder(coalesce="usage_texts")
+    assert decoder.coalesce == "off"
+    events = decoder.feed(chat)
+    assert sum(type(e) is UsageUpdate for e in events) >= 1
+    assert decoder.take_runs() == []
+    plain = get_dialect("openai_chat").decoder()
+    assert [dump_event(e) for e in plain.feed(chat)] == [dump_event(e) for e in events]
+
+
+def _update() -> Callable[[bytes, dict[str, Any] | None], UsageUpdate]:
+    """The usage update Gemini's decoder gives for a usage text (from a run it noted)."""
+    decoder = Decoder(coalesce="usage_texts")
+    decoder.feed(sse([usual(f" w{i}", i) for i in range(1, 80)]))
+    [run] = decoder.take_runs()
+    assert run.texts is not None
+    return run.texts.update
 
 
 def test_the_usual_encoder_writes_usage_texts_as_their_updates() -> None:
-    # DialectEncoder's own _encode_usage_texts: each delta, then the update its text
-    # stands for, encoded as events (here into Chat, from a Gemini stream's events).
+    # DialectEncoder's own encode_batch of a run with its texts: each delta, then the
+    # update its text stands for, encoded as events (here into Chat, from a Gemini
+    # stream's events).
     data = sse([usual(f" w{i}", i) for i in range(1, 6)])
     decoder = Decoder()
     events = decoder.feed(data)
     first = next(i for i, e in enumerate(events) if type(e) is UsageUpdate)
-    head, extra = events[: first - 1], events[first].extra
+    head, update_event = events[: first - 1], events[first]
+    extra = update_event.extra
     texts = [b'{"promptTokenCount": 7,"candidatesTokenCount": %d}' % n for n in (1, 2, 30)]
     deltas = [TextDelta(index=0, delta=f" t{n}") for n in range(3)]
-    update = decoder._usage_text_update
-    assert update is not None
+    update = _update()
     one, other = (get_dialect("openai_chat").encoder(id_factory=lambda: "c") for _ in "ab")
     for event in head:
         assert one.encode(event) == other.encode(event)
-    written = one._encode_usage_texts(deltas, texts, [_ones(t) for t in texts], extra, update)
+    run = UsageRun(3, 3, UsageTexts(texts, [_ones(t) for t in texts], update))
+    written = one.encode_batch([*deltas, update_event], [run])
     expected = b"".join(
         other.encode(delta) + other.encode(update(text, extra))
         for delta, text in zip(deltas, texts, strict=True)
@@ -121,8 +154,7 @@ def test_a_run_gives_its_texts_and_one_usage_update() -> None:
     data = array(chunks)
     full = Decoder()
     every = full.feed(data)
-    one = Decoder()
-    one._coalesce_usage = True
+    one = Decoder(coalesce="usage")
     fewer = one.feed(data)
     usages = [e for e in every if type(e) is UsageUpdate]
     # The chunks in the feed's first 2 KiB are read by the framing's parser, each with
@@ -145,28 +177,29 @@ def test_a_run_gives_its_texts_and_one_usage_update() -> None:
     assert [dump_event(e) for e in fewer] == [
         dump_event(e) for e in every[:begin] + run + every[end:]
     ]
-    assert one._usage_runs == [(begin + 3, 3)]
-    assert one._usage_texts_runs == []
-    assert full._usage_runs == []
+    assert one.take_runs() == [UsageRun(begin + 3, 3, None)]
+    assert one.take_runs() == []  # (taken once)
+    assert full.take_runs() == []
     assert [dump_event(e) for e in one.close()] == [dump_event(e) for e in full.close()]
+    assert one.take_runs() == []
 
 
 @pytest.mark.parametrize("framing", ["array", "sse"])
 def test_a_run_keeps_each_usage_text(framing: str) -> None:
     chunks = [usual(f" w{i}", i) for i in range(1, 21)] + [last(21)]
     data = array(chunks) if framing == "array" else sse(chunks)
-    one = Decoder()
-    one._coalesce_usage = True
+    one = Decoder(coalesce="usage")
     fewer = one.feed(data)
-    texts = Decoder()
-    texts._coalesce_usage = texts._usage_texts = True
+    texts = Decoder(coalesce="usage_texts")
     assert [dump_event(e) for e in texts.feed(data)] == [dump_event(e) for e in fewer]
-    assert texts._usage_runs == one._usage_runs
-    [(index, size)] = texts._usage_runs
+    runs = texts.take_runs()
+    [(index, size, kept)] = runs
+    assert [(run.event, run.updates) for run in one.take_runs()] == [(index, size)]
     # The run's chunks' usageMetadata texts as they came (the array's indented, with
     # CRLF line ends), and each one's digits made 1s: one object while they are the
     # same (the texts differ in the value of one count, its digits fewer than 3).
-    [(usages, shapes)] = texts._usage_texts_runs
+    assert kept is not None
+    usages, shapes, update = kept
     written = [
         piece[: piece.index(b'"modelVersion"')].rstrip(b" \r\n,")
         for piece in data.split(b'"usageMetadata": ')[1:]
@@ -182,8 +215,6 @@ def test_a_run_keeps_each_usage_text(framing: str) -> None:
     # Each text stands for the update the decoder that gives every update gives.
     every = Decoder().feed(data)
     updates = [e for e in every if type(e) is UsageUpdate][20 - size : 20]
-    update = texts._usage_text_update
-    assert update is not None
     assert [dump_event(update(text, fewer[index].extra)) for text in usages] == [
         dump_event(e) for e in updates
     ]
@@ -193,21 +224,20 @@ def test_a_transcoder_coalesces_only_for_a_folding_target() -> None:
     chunks = [usual(f" w{i}", i) for i in range(1, 40)] + [last(40)]
     data = array(chunks)
     folding = Transcoder("openai_chat")
+    assert folding.coalesce is None  # (not detected yet)
     out = folding.feed(data)
-    assert folding._decoder.coalescing is not None
-    assert folding._decoder.coalescing._usage_runs == []  # read after each feed
-    assert folding._decoder.coalescing._usage_texts is False
+    assert folding.coalesce == "usage"
     own = Transcoder("gemini_generate", source="gemini_generate", target_options={"framing": "sse"})
-    own.feed(data)
     # Into Gemini's own dialect: the usage updates of a run come as one, with each
     # chunk's usage text.
-    assert own._decoder.coalescing is not None
-    assert own._decoder.coalescing._usage_texts is True
-    assert own._decoder.coalescing._usage_texts_runs == []  # read after each feed
-    # A source whose decoder has no runs to give: the switch is set, nothing changes.
+    assert own.coalesce == "usage_texts"
+    own.feed(data)
+    # A source whose decoder has no runs to give: its decoder takes "off".
     chat = Transcoder("openai_responses", source="openai_chat")
-    assert chat._decoder.coalescing is not None
-    assert chat.feed(out + folding.close()) and chat._decoder.coalescing._usage_runs == []
+    assert chat.coalesce == "off"
+    assert chat.feed(out + folding.close())
+    # Into another dialect of its family: every update is written.
+    assert Transcoder("xai_chat", source="openai_chat").coalesce == "off"
 
 
 def _ids() -> Callable[[str], str]:
@@ -227,10 +257,9 @@ def transcoded(target: str, feeds: list[bytes], strict: bool, *, fold: bool) -> 
     target, _, framing = target.partition(":")
     if framing:
         options["framing"] = framing
-    transcoder = Transcoder(target, strict=strict, target_options=options)
     if not fold:
-        transcoder._encoder.folds_usage = lambda source: False  # type: ignore[method-assign]
-        transcoder._encoder.writes_usage_texts = lambda source: False  # type: ignore[method-assign]
+        return _every_update(target, options, feeds, strict)
+    transcoder = Transcoder(target, strict=strict, target_options=options)
     out: list[bytes] = []
     try:
         for feed in feeds:
@@ -238,14 +267,31 @@ def transcoded(target: str, feeds: list[bytes], strict: bool, *, fold: bool) -> 
         out.append(transcoder.close())
     except PolystreamError as exc:
         return out, (type(exc).__name__, str(exc), exc.event_index, exc.byte_offset)
-    if fold and transcoder.source == "gemini_generate":
-        assert transcoder._decoder.coalescing is not None
-    else:
-        assert transcoder._decoder.coalescing is None
+    assert transcoder.coalesce == ("usage_texts" if target == "gemini_generate" else "usage")
     return (
         out,
         msgspec.json.encode(transcoder.losses),
         msgspec.json.encode(transcoder.result().to_dict()),
+    )
+
+
+def _every_update(target: str, options: dict[str, Any], feeds: list[bytes], strict: bool) -> Any:
+    """As ``transcoded``, by a decoder that gives every update, its events encoded one
+    by one (what a transcoder does without the fast path)."""
+    decoder = StreamDecoder(strict=strict)
+    encoder = get_dialect(target).encoder(**options)
+    out: list[bytes] = []
+    try:
+        for feed in feeds:
+            out.append(b"".join([encoder.encode(event) for event in decoder.feed(feed)]))
+        out.append(b"".join([encoder.encode(event) for event in decoder.close()]) + encoder.close())
+    except PolystreamError as exc:
+        return out, (type(exc).__name__, str(exc), exc.event_index, exc.byte_offset)
+    assert decoder.dialect_decoder is not None and decoder.dialect_decoder.coalesce == "off"
+    return (
+        out,
+        msgspec.json.encode(encoder.losses),
+        msgspec.json.encode(decoder.result().to_dict()),
     )
 
 
@@ -298,19 +344,22 @@ def test_gemini_fixtures(path: Path) -> None:
             assert_same_transcoding(target, feeds)
 
 
-def test_a_note_left_by_a_call_that_raised_is_not_read() -> None:
-    # A feed that raised after its decoder noted a run (the accumulator, say) leaves
-    # the note behind; the next feed's events are counted from their own notes only.
+def test_runs_not_taken_are_dropped_at_the_next_call() -> None:
+    # A feed whose runs were not taken (its caller raised first, say) leaves them
+    # behind; the decoder drops them at its next feed: what that one gives names its
+    # own events only.
     chunks = [usual(f" w{i}", i) for i in range(1, 200)] + [last(200)]
     data = array(chunks)
-    expected = transcoded("openai_responses", [data[:10], data[10:]], False, fold=False)
-    transcoder = Transcoder("openai_responses")
-    out = [transcoder.feed(data[:10])]
-    assert transcoder._decoder.coalescing is not None
-    transcoder._decoder.coalescing._usage_runs.append((0, 50))
-    out += [transcoder.feed(data[10:]), transcoder.close()]
-    assert out == expected[0]
-    assert msgspec.json.encode(transcoder.losses) == expected[1]
+    decoder = Decoder(coalesce="usage")
+    decoder.feed(data[:20000])
+    assert decoder.feed(data[20000:20001]) == []  # (a byte: nothing read inline)
+    assert decoder.take_runs() == []
+    events = decoder.feed(data[20001:40000])
+    runs = decoder.take_runs()
+    assert runs and all(type(events[run.event]) is UsageUpdate for run in runs)
+    assert decoder.take_runs() == []  # (taken once)
+    decoder.feed(data[40000:])
+    assert decoder.close() and decoder.take_runs() == []
 
 
 def test_a_source_that_names_no_id() -> None:
@@ -437,10 +486,10 @@ def _both_ways(
         return encode(event)
 
     fast.encode = counted  # type: ignore[method-assign]
-    shapes = [_ones(t) for t in texts]
-    update = Decoder()._usage_text_update
-    assert update is not None
-    got = _outcome(lambda: fast._encode_usage_texts(deltas, texts, shapes, extra, update))
+    run = UsageTexts(texts, [_ones(t) for t in texts], _update())
+    update_event = UsageUpdate(usage=convert(msgspec.json.decode(texts[-1]))[0], extra=extra)
+    batch = [*deltas, update_event]
+    got = _outcome(lambda: fast.encode_batch(batch, [UsageRun(len(deltas), len(deltas), run)]))
     assert got == _outcome(each)
     assert fast.event_index == slow.event_index
     assert msgspec.json.encode(fast.losses) == msgspec.json.encode(slow.losses)
@@ -494,9 +543,8 @@ def test_no_run_after_an_error(framing: str) -> None:
     _, losses, _ = transcoded("anthropic_messages", [data], False, fold=True)
     after = [loss for loss in msgspec.json.decode(losses) if loss["what"] == "after_error"]
     assert sum(loss["event_type"] == "usage" for loss in after) == 30
-    decoder = Decoder()
-    decoder._coalesce_usage = True
+    decoder = Decoder(coalesce="usage")
     events = decoder.feed(data)
     error = next(i for i, e in enumerate(events) if type(e).__name__ == "ErrorEvent")
-    assert decoder._usage_runs and all(index < error for index, _ in decoder._usage_runs)
-    assert decoder._gave_error
+    runs = decoder.take_runs()
+    assert runs and all(run.event < error for run in runs)

@@ -8,10 +8,11 @@ detecting the dialect from the first bytes when asked to (``dialect="auto"``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from polystream.accumulate import Accumulator, Result
 from polystream.dialects import DialectDecoder, get_dialect
+from polystream.dialects._base import Coalesce, UsageRun
 from polystream.dialects._detect import Detector
 from polystream.errors import LocalProtocolError, RemoteProtocolError
 from polystream.events import Event
@@ -38,6 +39,15 @@ class StreamDecoder:
         keep_events: Keep every event so that :meth:`native` can rebuild the
             provider's own final object (costs memory proportional to the stream).
         framing: For ``gemini_generate``: ``"sse"``, ``"json_array"`` or ``"auto"``.
+        coalesce: The dialect decoder's fast path
+            (:data:`~polystream.dialects._base.Coalesce`), given to it when it is made:
+            ``"result"`` when the events go only to the accumulator (as
+            :func:`decode` does: :meth:`native` then rebuilds from the coalesced
+            events); ``"usage"`` / ``"usage_texts"`` for an encoder, with
+            :meth:`take_runs`. A dialect without that fast path decodes as ``"off"``.
+
+    Raises:
+        LocalProtocolError: ``coalesce`` is not a mode.
 
     Usage::
 
@@ -57,15 +67,23 @@ class StreamDecoder:
         keep_raw: bool = False,
         keep_events: bool = False,
         framing: str = AUTO,
+        coalesce: Coalesce = "off",
         **options: Any,
     ) -> None:
         self.strict = strict
         self._options: dict[str, Any] = {"strict": strict, "keep_raw": keep_raw, **options}
         if framing != AUTO:
             self._options["framing"] = framing
+        if coalesce not in get_args(Coalesce):
+            raise LocalProtocolError(
+                f"coalesce must be one of {', '.join(get_args(Coalesce))} (got {coalesce!r})"
+            )
+        self._coalesce: Coalesce = coalesce
         self._dialect_name: str | None = None
         self._decoder: DialectDecoder | None = None
-        self._prefix: list[bytes] = []  # the input while the dialect is detected
+        # The input while the dialect is detected, kept in pieces: joined once, when
+        # the dialect is known (or at close, to report what it was).
+        self._prefix: list[bytes] = []
         self._detector = Detector()
         self._accumulator = Accumulator(strict=strict)
         self._events: list[Event] | None = [] if keep_events else None
@@ -85,14 +103,38 @@ class StreamDecoder:
             raise LocalProtocolError("events are kept only with keep_events=True")
         return self._events
 
-    _coalesce = False  # (see DialectDecoder._coalesce; _ResultDecoder sets it)
+    @property
+    def dialect_decoder(self) -> DialectDecoder | None:
+        """The dialect's own decoder (None until ``auto`` has detected the dialect)."""
+        return self._decoder
+
+    @property
+    def coalesce(self) -> Coalesce:
+        """The ``coalesce`` mode asked for (the dialect decoder's own
+        ``coalesce`` says what it uses)."""
+        return self._coalesce
+
+    def coalesce_for(self, dialect: str) -> Coalesce:
+        """The :data:`~polystream.dialects._base.Coalesce` mode the decoder of
+        ``dialect`` is made with, once the dialect is known: :attr:`coalesce` (a
+        subclass may choose by dialect)."""
+        return self.coalesce
 
     def _start(self, dialect: str) -> None:
         info = get_dialect(dialect)
         self._dialect_name = info.name
-        self._decoder = info.decoder(**self._options)
-        if self._coalesce:
-            self._decoder._coalesce = True
+        coalesce = self.coalesce_for(info.name)
+        if coalesce == "off":
+            self._decoder = info.decoder(**self._options)
+        else:
+            self._decoder = info.decoder(coalesce=coalesce, **self._options)
+
+    def take_runs(self) -> list[UsageRun]:
+        """The runs of usage updates the last :meth:`feed` or :meth:`close` gave as one
+        (see :meth:`~polystream.dialects._base.DialectDecoder.take_runs`): none unless
+        made with ``coalesce="usage"`` or ``"usage_texts"``."""
+        decoder = self._decoder
+        return [] if decoder is None else decoder.take_runs()
 
     def feed(self, data: bytes) -> list[Event]:
         """Consume a chunk; return the unified events it completed.
@@ -166,10 +208,11 @@ class StreamDecoder:
 
 class _ResultDecoder(StreamDecoder):
     """:class:`StreamDecoder` for :func:`decode`, whose events go only to the
-    accumulator: the dialect decoder may coalesce them (``DialectDecoder._coalesce``).
-    """
+    accumulator: the dialect decoder may coalesce them (``coalesce="result"``)."""
 
-    _coalesce = True
+    def __init__(self, dialect: str = AUTO, **options: Any) -> None:
+        options.setdefault("coalesce", "result")
+        super().__init__(dialect, **options)
 
 
 def decode_events(data: bytes, dialect: str = AUTO, **options: Any) -> list[Event]:
@@ -202,8 +245,9 @@ def decode(data: bytes | Iterable[bytes], dialect: str = AUTO, **options: Any) -
             # give them coalesced (_ResultDecoder).
             decoder.feed(body[pos : pos + step])
             pos += step
-            # While ``auto`` is still detecting, StreamDecoder re-joins the buffered
-            # prefix on each feed: doubling the slice keeps that linear in total.
+            # While ``auto`` is still detecting, each slice is kept and read by the
+            # detector: doubling the slice keeps the number of feeds until the
+            # dialect is known small.
             step = _SLICE if decoder.dialect is not None else step * 2
     else:
         for chunk in data:

@@ -1,5 +1,5 @@
-"""gemini_generate's coalesced events (``_coalesce``, what :func:`polystream.decode` asks
-for): the result is the one the full events give.
+"""gemini_generate's coalesced events (``coalesce="result"``, what
+:func:`polystream.decode` asks for): the result is the one the full events give.
 
 :func:`polystream.decode` returns only the result, so its decoder may give a run of
 usual chunks read inline as one TextDelta (their texts joined) and one UsageUpdate (the
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import polystream
 from polystream.accumulate import accumulate
-from polystream.api import StreamDecoder, _ResultDecoder
+from polystream.api import StreamDecoder
 from polystream.dialects.gemini_generate import Decoder
 from polystream.dialects.gemini_generate.decode import _ONES
 from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse, usage_shape
@@ -40,7 +40,10 @@ from tests.helpers import feed_steps, split_at
 
 
 class Coalescing(Decoder):
-    _coalesce = True
+    """The decoder :func:`polystream.decode` makes: ``coalesce="result"``."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(coalesce="result", **options)
 
 
 def outcome(cls: type[Decoder], feeds: list[bytes], strict: bool = False) -> Any:
@@ -128,7 +131,7 @@ def test_decode_coalesces_and_other_ways_do_not() -> None:
     data = array(chunks)
     joined = "".join(f" w{i}" for i in range(5, 40))
     texts = [("text", f" w{i}") for i in range(1, 40)]
-    result = _ResultDecoder("gemini_generate")
+    result = StreamDecoder("gemini_generate", coalesce="result")
     assert ("text", joined) in texts_and_usages(result.feed(data))
     result.close()
     plain = StreamDecoder("gemini_generate")
@@ -214,7 +217,7 @@ def test_usage_that_comes_and_goes(counts: list[dict[str, Any]], lf: bool) -> No
 
 # -- usage texts read only at the end of a run --------------------------------------------
 #
-# With _coalesce, the usual chunks read inline keep their usage texts, checked, and read
+# With coalesce="result", the usual chunks read inline keep their usage texts, checked, and read
 # only the last of each shape (the text with its digits removed, when its only digits
 # are its integers'): the others' counts are all reported again by it. Here the usage
 # texts are written as bytes, so that they can be what no encoder writes.

@@ -14,8 +14,8 @@ are never taken back.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar, Final, Literal, NamedTuple, final, get_args
 
 import msgspec
 
@@ -50,14 +50,76 @@ from polystream.wire.sse import (
 )
 
 __all__ = [
+    "Coalesce",
     "DialectDecoder",
     "DialectEncoder",
     "FramedDecoder",
     "Framing",
     "Loss",
+    "UsageRun",
+    "UsageTexts",
 ]
 
 Framing = Literal["sse", "json_array"]
+
+Coalesce = Literal["off", "result", "usage", "usage_texts"]
+"""How a decoder may give a run of native events as fewer unified events (its fast
+path; see :attr:`DialectDecoder.coalesce`):
+
+- ``"off"``: each native event gives its own events (the default, and every
+  decoder's way).
+- ``"result"``: the events go only to an accumulator (:func:`polystream.decode` asks
+  for it), so a run of text deltas of one block may come as one, and the run's usage
+  updates as one of their usage merged: the accumulator's result is the same.
+- ``"usage"``: the events go to an encoder that only merges this dialect's usage
+  updates into the usage so far (:meth:`DialectEncoder.folds_usage`): a run's usage
+  updates may come as one, of their usage merged, after the run's other events (which
+  come as usual); each such update is noted as a :class:`UsageRun`
+  (:meth:`DialectDecoder.take_runs`). Not once the decoder has given an
+  :class:`~polystream.events.ErrorEvent` (an encoder may report every event after an
+  error as lost, each update included).
+- ``"usage_texts"``: as ``"usage"``, for an encoder that writes this dialect's usage
+  where it comes, from the usage's own text (:meth:`DialectEncoder.writes_usage_texts`):
+  each run also keeps the usage text of each of its native events
+  (:attr:`UsageRun.texts`), which stands for the update not given.
+"""
+
+
+_COALESCE_MODES: Final = frozenset(get_args(Coalesce))
+
+
+class UsageTexts(NamedTuple):
+    """The usage texts of a run's native events (``"usage_texts"``).
+
+    Fields:
+        texts: Each native event's usage text, in order.
+        shapes: For each, the text with its digits made 1s (one object while the shape
+            does not change), for an encoder that writes the text itself.
+        update: The usage update a text stands for, with the given extra.
+    """
+
+    texts: list[bytes]
+    shapes: list[bytes]
+    update: Callable[[bytes, dict[str, Any] | None], UsageUpdate]
+
+
+class UsageRun(NamedTuple):
+    """One usage update a decoder gave for a run of native events (``"usage"`` and
+    ``"usage_texts"``; see :meth:`DialectDecoder.take_runs`).
+
+    Fields:
+        event: The update's index in the list of events the call gave.
+        updates: How many updates it stands for (the run's native events): an encoder
+            counts the events after it as if each had come
+            (:meth:`DialectEncoder.encode_batch`).
+        texts: (``"usage_texts"``) The usage texts of the run's native events, which
+            stand for the update; the run's text deltas are the ``updates`` events
+            before it.
+    """
+
+    event: int
+    updates: int
+    texts: UsageTexts | None = None
 
 
 class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -90,59 +152,55 @@ class DialectDecoder(abc.ABC):
             treat unknown events and enum values as errors (conformance checking).
         keep_raw: Emit a :class:`~polystream.events.Raw` event before the unified
             events of each native event.
+        coalesce: The :data:`Coalesce` mode (its fast path): a mode this decoder has
+            none for (not in :attr:`coalesce_modes`) is ``"off"``.
+
+    Raises:
+        LocalProtocolError: ``coalesce`` is not a :data:`Coalesce` mode.
     """
 
     dialect: ClassVar[str]
 
-    _coalesce: bool = False
-    """Private switch, set by :func:`polystream.decode`: the events go only to an
-    accumulator, so a decoder may give a run of native events as fewer unified events
-    that leave the accumulator with the same result (a run of text deltas of one block
-    as one, and its usage updates as one of their usage merged). Only the Gemini
-    decoder's fast path uses it; every other way of decoding leaves it off."""
+    coalesce_modes: ClassVar[frozenset[Coalesce]] = frozenset({"off"})
+    """The :data:`Coalesce` modes this decoder has a fast path for (``"off"`` only,
+    unless a dialect says more: Gemini's generateContent has each)."""
 
-    _coalesce_usage: bool = False
-    """Private switch, set by a :class:`~polystream.transcode.Transcoder` whose target
-    encoder only merges this dialect's usage updates into the usage so far
-    (:meth:`DialectEncoder.folds_usage`): a decoder may then give a run of native
-    events' usage updates as one, of their usage merged, after the run's other events
-    (which it gives as usual), and notes it in ``_usage_runs``; not once it has given
-    an error (``_gave_error``). Only the Gemini decoder's fast path uses it."""
-
-    _usage_texts: bool = False
-    """Private switch, set with ``_coalesce_usage`` by a
-    :class:`~polystream.transcode.Transcoder` whose target encoder writes this
-    dialect's usage where it comes, from the usage's own text
-    (:meth:`DialectEncoder.writes_usage_texts`), when the decoder can make the usage
-    update such a text stands for (``_usage_text_update``): for a run given with its
-    usage updates as one, the decoder also keeps each native event's usage text, which
-    stands for the update it did not give (``_usage_texts_runs``). Only the Gemini
-    decoder's fast path uses it."""
-
-    _usage_text_update: Callable[[bytes, dict[str, Any] | None], UsageUpdate] | None = None
-    """The usage update (with the given extra) this decoder gives for a native event's
-    usage text; None for a decoder that keeps no usage texts."""
-
-    def __init__(self, *, strict: bool = False, keep_raw: bool = False) -> None:
+    def __init__(
+        self, *, strict: bool = False, keep_raw: bool = False, coalesce: Coalesce = "off"
+    ) -> None:
         self.strict = strict
         self.keep_raw = keep_raw
-        self._usage_runs: list[tuple[int, int]] = []
-        """(With ``_coalesce_usage``) per usage update given for a run: its index in
-        the list of events the call gave, and how many updates it stands for (so that
-        the events after it can be counted as if each had come). Whoever set the
-        switch reads and clears it after each call."""
-        self._usage_texts_runs: list[tuple[list[bytes], list[bytes]]] = []
-        """(With ``_usage_texts``) per run noted in ``_usage_runs``, in order: the usage
-        texts of its native events, and for each the key of its shape (see
-        :meth:`DialectEncoder._encode_usage_texts`). Read and cleared with
-        ``_usage_runs``."""
+        if coalesce not in _COALESCE_MODES:
+            raise LocalProtocolError(
+                f"coalesce must be one of {', '.join(get_args(Coalesce))} (got {coalesce!r})",
+                dialect=self.dialect,
+            )
+        self._coalesce: Coalesce = coalesce if coalesce in self.coalesce_modes else "off"
+        self._runs: list[UsageRun] = []  # (see take_runs)
         self._gave_error = False
         """An :class:`~polystream.events.ErrorEvent` was given: from then on, no run's
-        usage updates are given as one (an encoder may report every event after an
-        error as lost, each update included: the Messages encoders do)."""
+        usage updates are given as one (see :data:`Coalesce`)."""
         self.last_cursor: int | str | None = None
         """The resume cursor of the last native event handled (dialects that have one,
         OpenAI ``sequence_number`` and Interactions ``event_id``, set it)."""
+
+    @property
+    def coalesce(self) -> Coalesce:
+        """The :data:`Coalesce` mode in use: the ``coalesce`` given at construction, or
+        ``"off"`` when this decoder has no fast path for it (not in
+        :attr:`coalesce_modes`)."""
+        return self._coalesce
+
+    def take_runs(self) -> list[UsageRun]:
+        """The usage updates the last :meth:`feed` or :meth:`close` gave for runs of
+        native events (``"usage"`` and ``"usage_texts"``; empty otherwise), in order;
+        taken once (a second call gives none). The decoder drops what was not taken
+        at its next ``feed`` or ``close``."""
+        runs = self._runs
+        if not runs:
+            return runs
+        self._runs = []
+        return runs
 
     def reset_framing(self) -> None:
         """Forget a partial framing event, keeping the dialect state (for resuming)."""
@@ -186,12 +244,13 @@ class FramedDecoder(DialectDecoder):
         *,
         strict: bool = False,
         keep_raw: bool = False,
+        coalesce: Coalesce = "off",
         framing: Framing | Literal["auto"] = "auto",
         max_line_size: int = DEFAULT_MAX_LINE_SIZE,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
-        super().__init__(strict=strict, keep_raw=keep_raw)
+        super().__init__(strict=strict, keep_raw=keep_raw, coalesce=coalesce)
         if max_depth < 1:
             raise LocalProtocolError(
                 f"max_depth must be at least 1 (got {max_depth})", dialect=self.dialect
@@ -472,11 +531,6 @@ class FramedDecoder(DialectDecoder):
     def _dispatch_sse(self, frames: list[ServerSentEvent | SSEComment], out: list[Event]) -> None:
         """Hand each frame of one ``feed`` to its hook: :meth:`_handle_sse` inlined for
         the common case (an event before the Finish), every other frame goes through it."""
-        if type(self)._handle_sse is not FramedDecoder._handle_sse:
-            # A subclass that routes frames itself keeps doing so.
-            for frame in frames:
-                self._handle_sse(frame, out)
-            return
         on_event = self._on_event
         for frame in frames:
             if type(frame) is ServerSentEvent and not self.finished:
@@ -489,7 +543,10 @@ class FramedDecoder(DialectDecoder):
             else:
                 self._handle_sse(frame, out)
 
+    @final
     def _handle_sse(self, frame: ServerSentEvent | SSEComment, out: list[Event]) -> None:
+        """Hand one frame to its hook (:meth:`_dispatch_sse` inlines it for an event
+        before the Finish, so it is final: a dialect overrides the hooks instead)."""
         if type(frame) is SSEComment:
             self._on_comment(frame, out)
             return
@@ -623,12 +680,57 @@ class DialectEncoder(abc.ABC):
         parts.append(self.close())
         return b"".join(parts)
 
+    def encode_batch(self, events: list[Event], runs: Sequence[UsageRun] = ()) -> bytes:
+        """Encode ``events``, what one call of a decoder gave, with the runs it noted
+        (:meth:`DialectDecoder.take_runs`, for a decoder made with
+        :meth:`coalesce_for`'s mode): the events after a run's usage update are
+        counted as if each update of the run had come, so that the losses name the
+        events' indices in the full stream; a run with its usage texts is written from
+        its text deltas and those texts (:meth:`_encode_usage_texts`), its update
+        (which the texts stand for) not encoded.
+
+        Raises:
+            LocalProtocolError: As :meth:`encode`.
+        """
+        encode = self.encode
+        if not runs:
+            return b"".join([encode(event) for event in events])
+        parts: list[bytes] = []
+        at = 0
+        for index, updates, texts in runs:
+            if texts is None:
+                parts.extend([encode(event) for event in events[at : index + 1]])
+                self.event_index += updates - 1
+            else:
+                # The run's text deltas come before its update: each delta's own usage
+                # text stands for the update it did not give.
+                start = index - updates
+                parts.extend([encode(event) for event in events[at:start]])
+                update = events[index]
+                assert type(update) is UsageUpdate
+                parts.append(self._encode_usage_texts(events[start:index], texts, update.extra))
+            at = index + 1
+        parts.extend([encode(event) for event in events[at:]])
+        return b"".join(parts)
+
+    def coalesce_for(self, source: str) -> Coalesce:
+        """The :data:`Coalesce` mode for a decoder of ``source`` whose events this
+        encoder gets (through :meth:`encode_batch`): ``"usage"`` when it only merges
+        ``source``'s usage updates (:meth:`folds_usage`), ``"usage_texts"`` when it
+        writes them from their texts (:meth:`writes_usage_texts`), else ``"off"`` (a
+        decoder without that mode's fast path takes ``"off"`` itself)."""
+        if self.folds_usage(source):
+            return "usage"
+        if self.writes_usage_texts(source):
+            return "usage_texts"
+        return "off"
+
     def folds_usage(self, source: str) -> bool:
         """Whether every :class:`~polystream.events.UsageUpdate` that ``source``'s
         decoder gives is, to this encoder, only merged into the usage so far (nothing
         written for it, nothing lost, whatever comes before it), so that a run of them
         may come as one update of their usage merged, after the run's other events
-        (see ``DialectDecoder._coalesce_usage``). False unless an encoder says so: an
+        (the ``"usage"`` :data:`Coalesce` mode). False unless an encoder says so: an
         encoder that writes a dialect's usage where it comes (its own dialect's, as a
         rule) must get every update."""
         return False
@@ -636,24 +738,20 @@ class DialectEncoder(abc.ABC):
     def writes_usage_texts(self, source: str) -> bool:
         """Whether this encoder writes a run of ``source``'s native events from their
         text deltas and each one's usage text faster than from their events
-        (:meth:`_encode_usage_texts`), so that a transcoder has the decoder keep the
-        texts (see ``DialectDecoder._usage_texts``). False unless an encoder says so."""
+        (:meth:`_encode_usage_texts`), so that its decoder is to keep the texts (the
+        ``"usage_texts"`` :data:`Coalesce` mode). False unless an encoder says so."""
         return False
 
     def _encode_usage_texts(
-        self,
-        deltas: list[Event],
-        usages: list[bytes],
-        shapes: list[bytes],
-        extra: dict[str, Any] | None,
-        update: Callable[[bytes, dict[str, Any] | None], UsageUpdate],
+        self, deltas: list[Event], texts: UsageTexts, extra: dict[str, Any] | None
     ) -> bytes:
-        """Encode, for each ``i``, ``deltas[i]`` then the usage update ``usages[i]``
-        stands for (``update(usages[i], extra)``, the source decoder's
-        ``_usage_text_update``; ``shapes[i]``: the text with its digits made 1s, for an
-        encoder that writes the text itself). Here: the events made and encoded."""
+        """Encode, for each ``i``, ``deltas[i]`` then the usage update
+        ``texts.texts[i]`` stands for (``texts.update(texts.texts[i], extra)``; an
+        encoder that writes the text itself may use ``texts.shapes[i]``). Here: the
+        events made and encoded."""
+        update = texts.update
         parts: list[bytes] = []
-        for delta, usage in zip(deltas, usages, strict=True):
+        for delta, usage in zip(deltas, texts.texts, strict=True):
             parts.append(self.encode(delta))
             parts.append(self.encode(update(usage, extra)))
         return b"".join(parts)

@@ -7,9 +7,11 @@ Two modes, chosen by the stream's :class:`~polystream.events.StreamStart`:
   :class:`~polystream.events.UsageUpdate` arrives (see :mod:`.decode`). Parts,
   signatures, candidate fields and chunk fields come back exactly, key order
   included, without using ``raw``. A transcoder may instead hand over a run of usual
-  chunks as their text deltas and each one's ``usageMetadata`` text
-  (:meth:`GeminiGenerateEncoder._encode_usage_texts`): the same bytes, the usage not
-  decoded where its form is known to give them.
+  chunks as their text deltas and each one's ``usageMetadata`` text (a
+  :class:`~polystream.dialects._base.UsageRun` with its texts, to
+  :meth:`~polystream.dialects._base.DialectEncoder.encode_batch`; the decoder's
+  ``coalesce="usage_texts"``): the same bytes, the usage not decoded where its form is
+  known to give them.
 * **Another dialect**: each content event becomes its own chunk at once (a text or
   reasoning delta, an image or audio fragment, a signature); tool calls and code are
   buffered until their block ends because Gemini sends a ``functionCall`` whole. The
@@ -43,160 +45,43 @@ fragment), citations without a URL, metadata other than grounding / URL context 
 safety ratings / prompt feedback, ``cache_write_tokens``, data and signatures that
 are not base64, unknown events, keep-alives (google-genai reads every line that is
 not ``data:`` as JSON).
+
+This module holds the fast paths (byte templates of the usual chunks, both modes) over
+the general path of :mod:`._general`; :mod:`._blocks` holds what is gathered of a chunk.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from polystream.dialects._base import DialectEncoder
-from polystream.dialects._carrier import origin, wrap_base64
-from polystream.dialects._usage_fold import BATCH, fold
+from polystream.dialects._base import UsageTexts
+from polystream.dialects._usage_fold import BATCH
 from polystream.events import (
-    BlockEnd,
-    BlockStart,
-    Citation,
-    DataDelta,
-    ErrorEvent,
     Event,
-    Finish,
-    KeepAlive,
-    Metadata,
     ReasoningDelta,
-    SignatureDelta,
-    StreamStart,
     TextDelta,
     ToolInputDelta,
-    Unknown,
-    Usage,
     UsageUpdate,
 )
-from polystream.wire.jsonarray import JSONArrayEncoder
-from polystream.wire.jsondepth import decode_bounded
 
-from .finish_reason import FINISH_REASONS, map_finish_reason, to_gemini_finish_reason
-from .status import google_status
-from .usage import to_usage_metadata
+from ._blocks import Block, Part
+from ._general import DECODE, DIALECT, GeneralEncoder, is_base64
 from .wire import (
     CANDIDATE_RANK,
     CHUNK_RANK,
-    EXECUTABLE_CODE_RANK,
-    FUNCTION_CALL_RANK,
-    INLINE_DATA_RANK,
-    PART_RANK,
-    TOOL_CALL_RANK,
     dumps_pretty,
     dumps_sse,
     every_colon_quote_ends_a_key,
     ordered,
-    tool_call_object,
     usage_shape,
 )
 
 __all__ = ["DIALECT", "GeminiGenerateEncoder", "is_base64"]
 
-DIALECT: Final = "gemini_generate"
-_DECODE: Final = msgspec.json.Decoder()
-_METADATA_FIELDS: Final = {
-    "grounding": "groundingMetadata",
-    "url_context": "urlContextMetadata",
-    "safety_ratings": "safetyRatings",
-}
-# What ends a line of SSE data (an unknown event's data is written a line at a time).
-_LINE_BREAK: Final = re.compile(rb"\r\n|\r|\n")
-# Base64 as google-genai (pydantic) accepts it: one alphabet, standard or URL-safe,
-# padding optional but never wrong, no stray bits in the last symbol.
-_BASE64_CHARS: Final = re.compile(r"[A-Za-z0-9+/]*|[A-Za-z0-9_-]*")
-_BASE64_VALUE: Final = {
-    c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
-} | {"-": 62, "_": 63}
-_PARTLESS: Final = frozenset({"server_tool_call", "server_tool_result", "code_result", "other"})
-"""Block kinds that have a part only when their value has a Gemini form (``slot``)."""
 
-
-class _Part:
-    """One part being assembled: its fields, the block it belongs to, key orders."""
-
-    __slots__ = ("block", "fields", "inner_order", "order")
-
-    def __init__(
-        self, block: int, fields: dict[str, Any], extra: dict[str, Any] | None = None
-    ) -> None:
-        self.block = block
-        self.fields = fields
-        self.order: list[str] | None = None
-        self.inner_order: list[str] | None = None
-        if extra:
-            rest = extra.get("part")
-            if isinstance(rest, dict):
-                for key, value in rest.items():
-                    fields.setdefault(key, value)
-            order = extra.get("part_order")
-            self.order = order if isinstance(order, list) else None
-
-    def render(self) -> dict[str, Any]:
-        fields = self.fields
-        for key, rank in (
-            ("functionCall", FUNCTION_CALL_RANK),
-            ("executableCode", EXECUTABLE_CODE_RANK),
-            ("inlineData", INLINE_DATA_RANK),
-            ("toolCall", TOOL_CALL_RANK),
-        ):
-            inner = fields.get(key)
-            if isinstance(inner, dict):
-                fields[key] = ordered(inner, rank, self.inner_order)
-        return ordered(fields, PART_RANK, self.order)
-
-
-class _Candidate:
-    """A candidate's share of the chunk being assembled."""
-
-    __slots__ = ("citations", "fields", "parts")
-
-    def __init__(self) -> None:
-        self.parts: list[_Part] = []
-        self.fields: dict[str, Any] = {}
-        self.citations: list[Any] = []
-
-
-class _Block:
-    """What the encoder remembers of a unified block."""
-
-    __slots__ = (
-        "args",
-        "candidate",
-        "id",
-        "image",
-        "index",
-        "kind",
-        "name",
-        "pending",
-        "signature",
-        "slot",
-        "streamed",
-        "value",
-    )
-
-    def __init__(self, start: BlockStart) -> None:
-        self.index = start.index
-        self.kind = start.kind
-        self.candidate = start.candidate
-        self.id = start.id or start.call_id
-        self.name = start.name
-        self.streamed = bool(start.extra and start.extra.get("streamed"))
-        self.slot: _Part | None = None  # the part this block fills (same dialect)
-        self.args: list[str] | None = None  # buffered tool input / code (other dialects)
-        self.pending: str | None = None  # this dialect's call arguments not yet JSON
-        self.signature: str | None = None
-        self.value = start.value  # whole tool input sent at the start (other dialects)
-        self.image: DataDelta | None = None  # the latest refined partial image
-
-
-class GeminiGenerateEncoder(DialectEncoder):
+class GeminiGenerateEncoder(GeneralEncoder):
     """Encoder for ``streamGenerateContent`` (see the module docstring).
 
     Args:
@@ -206,83 +91,6 @@ class GeminiGenerateEncoder(DialectEncoder):
     Call :meth:`encode` per event, then :meth:`close` (which writes the closing ``]``
     of the array). :attr:`content_type` is the HTTP content type of the framing.
     """
-
-    dialect = DIALECT
-
-    def __init__(self, *, framing: Literal["sse", "json_array"] = "sse") -> None:
-        super().__init__()
-        if framing not in ("sse", "json_array"):
-            raise ValueError(f"unknown framing {framing!r}")
-        self.framing = framing
-        self._array = JSONArrayEncoder() if framing == "json_array" else None
-        self._same = False
-        self._wrote_same = False  # a chunk of this dialect was written from its extras
-        self._source: str | None = None
-        self._model: str | None = None
-        self._id: str | None = None
-        self._blocks: dict[int, _Block] = {}
-        self._candidates: dict[int, _Candidate] = {}
-        # The candidates written to (another dialect's), and those whose finishReason
-        # went out: at the Finish, each one that began is given one (a decoder reads a
-        # candidate that never finishes as a cut stream).
-        self._began: set[int] = set()
-        self._ended: set[int] = set()
-        self._chunk_fields: dict[str, Any] = {}
-        self._usage = Usage()
-        self._errored = False
-        self._unterminated = False
-        self._buffering = 0  # foreign tool-call / code blocks still open
-        self._wrote_calls = False  # a functionCall part was written (STOP means tool_calls)
-        self._refusal: list[str] = []  # another dialect's refusal text (-> finishMessage)
-        self._fast = True  # the byte-template paths (False: always the general path)
-        # Another dialect's text parts: (candidate, thought) -> the chunk's bytes around
-        # the text (for the StreamStart seen last: the chunk names its model and id).
-        self._templates: dict[tuple[int, bool], tuple[bytes, bytes] | None] = {}
-        # This dialect's one-text-part chunks: (candidate, thought, the chunk residual's
-        # JSON) -> the chunk's bytes before the text, between it and the usage, after it.
-        self._same_templates: dict[tuple[int, bool, bytes], tuple[bytes, bytes, bytes] | None] = {}
-        # usageMetadata's compact JSON without digits -> how to space it (_usage_way)
-        self._usage_shapes: dict[bytes, int] = {}
-        # A source usageMetadata text with its digits made 1s -> how to write every
-        # text of that form (_learn_usage_form)
-        self._usage_forms: dict[bytes, int] = {}
-        # This dialect's text part held back while nothing else is pending in its chunk:
-        # (block, text, thought). Whatever else comes first adds it as a part (_unhold).
-        self._held: tuple[_Block, str, bool] | None = None
-        # The chunk-ending extra last written from a template (kept by identity), the
-        # block and thought it was checked for, and the template's three pieces.
-        self._held_cache: tuple[Any, _Block, bool, bytes, bytes, bytes] | None = None
-
-    @property
-    def content_type(self) -> str:  # type: ignore[override]
-        """``text/event-stream`` for SSE, ``application/json`` for the JSON array."""
-        return "application/json" if self.framing == "json_array" else "text/event-stream"
-
-    # -- framing ---------------------------------------------------------------------------
-
-    def _frame(self, chunk: Any, *, bare: bool = False) -> bytes:
-        if self._array is not None:
-            return self._array.element(dumps_pretty(chunk))
-        if bare:
-            # Google writes an error after SSE events as bare pretty-printed JSON.
-            return dumps_pretty(chunk) + b"\n"
-        return b"data: " + dumps_sse(chunk) + b"\r\n\r\n"
-
-    def _close(self) -> bytes:
-        """End of the events: the closing ``]`` of the array (nothing for SSE, nor for
-        an array whose stream was cut: the decoder's Finish says so)."""
-        if self._usage_batch:
-            self._fold_usage()
-        if self._held is not None:
-            self._unhold()
-        out = b""
-        if self._has_pending():
-            # Content never flushed (another dialect's stream without a Finish, or a
-            # same-dialect stream missing its chunk-ending events): write it anyway.
-            out = self._flush_foreign()
-        if self._array is not None and not self._unterminated:
-            out += self._array.close()
-        return out
 
     # -- fast paths ------------------------------------------------------------------------
 
@@ -301,8 +109,10 @@ class GeminiGenerateEncoder(DialectEncoder):
             # This dialect's chunk of one text part: the text is held, then the chunk
             # is written from a template when its usage comes (see _held_template).
             if kind is UsageUpdate:
+                if TYPE_CHECKING:  # (the branches test ``kind``: this tells mypy)
+                    assert isinstance(event, UsageUpdate)
                 held = self._held
-                raw = event.usage.raw  # type: ignore[union-attr]
+                raw = event.usage.raw
                 if held is not None and type(raw) is dict and not self._chunk_fields:
                     extra = event.extra
                     owner, text, thought = held
@@ -343,30 +153,36 @@ class GeminiGenerateEncoder(DialectEncoder):
                                 usage = dumps_sse(raw)
                             return b"".join((cache[3], value, cache[4], usage, cache[5]))
             elif kind is TextDelta or kind is ReasoningDelta:
+                if TYPE_CHECKING:
+                    assert isinstance(event, TextDelta | ReasoningDelta)
                 held = self._held
                 if held is None and not self._candidates and event.extra is None:
                     # (_text_block, inlined: this runs on every chunk's text.)
-                    block = self._blocks.get(event.index)  # type: ignore[union-attr,arg-type]
+                    block = self._blocks.get(event.index)
                     if block is not None:
                         thought = kind is ReasoningDelta or block.kind == "reasoning"
                         if thought or block.kind == "text":
-                            self._held = (block, event.delta, thought)  # type: ignore[union-attr]
+                            self._held = (block, event.delta, thought)
                             self.event_index += 1
                             return b""
                 if held is not None:
                     self._unhold()
-                if self._fast_same_part(event):  # type: ignore[arg-type]
+                if self._fast_same_part(event):
                     self.event_index += 1
                     return b""
         elif self._fast and not self._same:
             # Another dialect's stream.
             data: bytes | None = None
             if kind is TextDelta or kind is ReasoningDelta:
+                if TYPE_CHECKING:
+                    assert isinstance(event, TextDelta | ReasoningDelta)
                 if not self._buffering and not self._candidates and not self._chunk_fields:
-                    data = self._fast_foreign(event)  # type: ignore[arg-type]
+                    data = self._fast_foreign(event)
             elif kind is ToolInputDelta:
+                if TYPE_CHECKING:
+                    assert isinstance(event, ToolInputDelta)
                 # Another dialect's tool input: buffered until the call is whole.
-                block = self._blocks.get(event.index)  # type: ignore[union-attr,arg-type]
+                block = self._blocks.get(event.index)
                 if (
                     block is not None
                     and block.args is not None
@@ -377,14 +193,17 @@ class GeminiGenerateEncoder(DialectEncoder):
                         and isinstance(event.extra.get("functionCall"), dict)
                     )
                 ):
-                    block.args.append(event.delta)  # type: ignore[union-attr]
+                    block.args.append(event.delta)
                     data = b""
-            elif kind is UsageUpdate and not event.usage.cache_write_tokens:  # type: ignore[union-attr]
-                # Another dialect's usage: kept for the last chunk.
-                self._usage_batch.append(event.usage)  # type: ignore[union-attr,arg-type]
-                if len(self._usage_batch) >= BATCH:
-                    self._fold_usage()
-                data = b""
+            elif kind is UsageUpdate:
+                if TYPE_CHECKING:
+                    assert isinstance(event, UsageUpdate)
+                if not event.usage.cache_write_tokens:  # (else lost: the general path)
+                    # Another dialect's usage: kept for the last chunk.
+                    self._usage_batch.append(event.usage)
+                    if len(self._usage_batch) >= BATCH:
+                        self._fold_usage()
+                    data = b""
             if data is not None:
                 self.event_index += 1
                 return data
@@ -400,15 +219,10 @@ class GeminiGenerateEncoder(DialectEncoder):
         return source == DIALECT
 
     def _encode_usage_texts(
-        self,
-        deltas: list[Event],
-        usages: list[bytes],
-        shapes: list[bytes],
-        extra: dict[str, Any] | None,
-        update: Callable[[bytes, dict[str, Any] | None], UsageUpdate],
+        self, deltas: list[Event], texts: UsageTexts, extra: dict[str, Any] | None
     ) -> bytes:
         """Each delta, then the usage update of its chunk's ``usageMetadata`` text
-        (``update``: the decoder's), encoded.
+        (``texts.update``: the decoder's), encoded.
 
         A chunk is written from the template of :meth:`encode`'s held text, with the
         usage text as it came or reformatted (:meth:`_learn_usage_form`, once per
@@ -420,7 +234,8 @@ class GeminiGenerateEncoder(DialectEncoder):
         cache = self._run_template(deltas[0], extra) if deltas else None
         seen: bytes | None = None  # the form key of the chunk before
         form = 0
-        for delta, usage, ones in zip(deltas, usages, shapes, strict=True):
+        update = texts.update
+        for delta, usage, ones in zip(deltas, texts.texts, texts.shapes, strict=True):
             if cache is not None and type(delta) is TextDelta and delta.extra is None:
                 if ones is not seen:
                     found = forms.get(ones)
@@ -448,7 +263,7 @@ class GeminiGenerateEncoder(DialectEncoder):
 
     def _run_template(
         self, delta: Event, extra: dict[str, Any] | None
-    ) -> tuple[Any, _Block, bool, bytes, bytes, bytes] | None:
+    ) -> tuple[Any, Block, bool, bytes, bytes, bytes] | None:
         """The template :meth:`encode` writes a chunk of one text part from (the text
         of ``delta``, its usage update with ``extra``), when it would now; else None."""
         if (
@@ -472,8 +287,8 @@ class GeminiGenerateEncoder(DialectEncoder):
         return self._new_held_cache(extra, block, thought)
 
     def _new_held_cache(
-        self, extra: dict[str, Any] | None, block: _Block, thought: bool
-    ) -> tuple[Any, _Block, bool, bytes, bytes, bytes] | None:
+        self, extra: dict[str, Any] | None, block: Block, thought: bool
+    ) -> tuple[Any, Block, bool, bytes, bytes, bytes] | None:
         """The template for a chunk of ``block``'s text whose usage update has
         ``extra`` (:meth:`_held_template`), kept as ``_held_cache`` with what it was
         made for."""
@@ -495,7 +310,7 @@ class GeminiGenerateEncoder(DialectEncoder):
             self._usage_forms.clear()
         form = 0
         if b"-" not in ones and b"1" * 19 not in ones and usage_shape(ones) is not None:
-            meta = _DECODE.decode(text)
+            meta = DECODE.decode(text)
             if self._array is not None:
                 expected = _FORMAT(_JSON(meta), indent=2).replace(b"\n", b"\n  ")
                 reformatted = _FORMAT(text, indent=2).replace(b"\n", b"\n  ")
@@ -517,25 +332,7 @@ class GeminiGenerateEncoder(DialectEncoder):
         way = self._usage_shapes[shape] = _usage_way(shape)
         return way
 
-    def _unhold(self) -> None:
-        """Add the held text part, as :meth:`_fast_same_part` would have."""
-        held = self._held
-        assert held is not None
-        self._held = None
-        self._add_text(*held)
-
-    def _add_text(self, block: _Block, text: str, thought: bool) -> None:
-        """Add a text (or thought) part of ``block``, without ``extra`` (:meth:`_add`)."""
-        self._add(block, {"text": text, "thought": True} if thought else {"text": text}, None)
-
-    def _fold_usage(self) -> None:
-        """Fold the usage updates kept back (see :mod:`polystream.dialects._usage_fold`)."""
-        usage = fold(self._usage, self._usage_batch)
-        assert usage is not None
-        self._usage = usage
-        self._usage_batch.clear()
-
-    def _text_block(self, event: TextDelta | ReasoningDelta) -> tuple[_Block, bool] | None:
+    def _text_block(self, event: TextDelta | ReasoningDelta) -> tuple[Block, bool] | None:
         """The block of a text or reasoning delta that makes one plain text part, and
         whether the part is a thought (what :meth:`_text` and :meth:`_content` add)."""
         extra = event.extra
@@ -578,7 +375,7 @@ class GeminiGenerateEncoder(DialectEncoder):
     def _foreign_template(self, candidate: int, thought: bool) -> tuple[bytes, bytes] | None:
         """The bytes of :meth:`_flush_foreign` for one text part, around the text."""
         fields: dict[str, Any] = {"text": _MARK, "thought": True} if thought else {"text": _MARK}
-        body: dict[str, Any] = {"content": {"parts": [_Part(0, fields).render()], "role": "model"}}
+        body: dict[str, Any] = {"content": {"parts": [Part(0, fields).render()], "role": "model"}}
         body["index"] = candidate
         chunk: dict[str, Any] = {"candidates": [ordered(body, CANDIDATE_RANK)]}
         if self._model is not None:
@@ -587,8 +384,8 @@ class GeminiGenerateEncoder(DialectEncoder):
             chunk["responseId"] = self._id
         try:
             if self._array is not None:  # framed per element (the array's own state)
-                return _split(dumps_pretty(ordered(chunk, CHUNK_RANK)), 2)  # type: ignore[return-value]
-            return _split(self._frame(ordered(chunk, CHUNK_RANK)), 2)  # type: ignore[return-value]
+                return _split2(dumps_pretty(ordered(chunk, CHUNK_RANK)))
+            return _split2(self._frame(ordered(chunk, CHUNK_RANK)))
         except Exception:
             return None
 
@@ -643,494 +440,10 @@ class GeminiGenerateEncoder(DialectEncoder):
             )
             return template
 
-    # -- events ----------------------------------------------------------------------------
-
-    def _encode(self, event: Event) -> bytes:
-        kind = type(event)
-        if kind is StreamStart:
-            assert isinstance(event, StreamStart)
-            self._source = event.dialect
-            self._same = event.dialect == DIALECT
-            self._templates.clear()  # they name the model and id
-            self._model = event.model
-            self._id = event.id
-            return b""
-        if kind is UsageUpdate:
-            assert isinstance(event, UsageUpdate)
-            if self._same and event.extra is not None and "chunk" in event.extra:
-                return self._flush_same(event)
-            self._usage = self._usage.merged(event.usage)
-            if event.usage.cache_write_tokens:
-                self.lose("usage.cache_write_tokens", event, "Gemini reports no cache writes")
-            return b""
-        if kind is Finish:
-            assert isinstance(event, Finish)
-            return self._finish(event)
-        if kind is ErrorEvent:
-            assert isinstance(event, ErrorEvent)
-            return self._error(event)
-        if kind is KeepAlive:
-            assert isinstance(event, KeepAlive)
-            if self._same and self._array is None and event.comment is not None:
-                return b":" + (b" " + event.comment.encode() if event.comment else b"") + b"\r\n"
-            # Gemini sends no keep-alives, and google-genai parses every line that is not
-            # ``data:`` as JSON: an SSE comment would break it.
-            self.lose("keep-alive", event, "Gemini streams have no keep-alive")
-            return b""
-        if kind is Unknown:
-            assert isinstance(event, Unknown)
-            if self._same:
-                data = event.data.encode()
-                if self._array is not None:
-                    return self._array.element(data)
-                if b"\n" in data or b"\r" in data:
-                    # One data line per line of the event's data (the decoder joined
-                    # them with LF): written whole, a line would be bare text, and a
-                    # blank one would end the event.
-                    lines = _LINE_BREAK.split(data)
-                    return b"".join([b"data: " + line + b"\r\n" for line in lines]) + b"\r\n"
-                return b"data: " + data + b"\r\n\r\n"
-            self.lose(f"event:{event.name}", event, "an unknown event of another dialect")
-            return b""
-        self._content(event)
-        if not self._same and self._buffering == 0 and self._has_pending():
-            return self._flush_foreign()
-        return b""
-
-    def _content(self, event: Event) -> None:
-        if isinstance(event, BlockStart):
-            self._block_start(event)
-        elif isinstance(event, TextDelta):
-            self._text(event)
-        elif isinstance(event, ReasoningDelta):
-            block = self._blocks.get(event.index)
-            if block is not None:
-                self._add(block, {"text": event.delta, "thought": True}, event.extra)
-        elif isinstance(event, ToolInputDelta):
-            self._tool_input(event)
-        elif isinstance(event, DataDelta):
-            self._data(event)
-        elif isinstance(event, SignatureDelta):
-            self._signature(event)
-        elif isinstance(event, BlockEnd):
-            self._block_end(event)
-        elif isinstance(event, Citation):
-            self._citation(event)
-        elif isinstance(event, Metadata):
-            self._metadata(event)
-        # StatusUpdate, Warning and Raw have no Gemini form and carry no content.
-
-    def _cand(self, number: int) -> _Candidate:
-        cand = self._candidates.get(number)
-        if cand is None:
-            cand = self._candidates[number] = _Candidate()
-            self._began.add(number)
-        return cand
-
-    def _add(self, block: _Block, fields: dict[str, Any], extra: dict[str, Any] | None) -> _Part:
-        part = _Part(block.index, fields, extra)
-        self._cand(block.candidate).parts.append(part)
-        return part
-
-    def _block_start(self, event: BlockStart) -> None:
-        block = _Block(event)
-        self._blocks[event.index] = block
-        extra = event.extra
-        kind = event.kind
-        if kind == "tool_call":
-            if self._same and not block.streamed:
-                call: dict[str, Any] = {}
-                if event.name is not None:
-                    call["name"] = event.name
-                if event.id is not None:
-                    call["id"] = event.id
-                if extra and isinstance(extra.get("functionCall"), dict):
-                    call.update(extra["functionCall"])
-                block.slot = self._add(block, {"functionCall": call}, extra)
-                block.slot.inner_order = _list(extra, "functionCall_order")
-                self._wrote_calls = True
-            elif not self._same:
-                block.args = []
-                self._buffering += 1
-        elif kind == "code":
-            if self._same:
-                code = dict(extra.get("executableCode", {})) if extra else {}
-                block.slot = self._add(block, {"executableCode": code}, extra)
-                block.slot.inner_order = _list(extra, "executableCode_order")
-            else:
-                block.args = []
-                self._buffering += 1
-        elif kind == "server_tool_call" and self._same:
-            block.slot = self._add(block, {"toolCall": tool_call_object(event)}, extra)
-            block.slot.inner_order = _list(extra, "toolCall_order")
-        elif kind in ("code_result", "server_tool_call", "server_tool_result"):
-            key = {
-                "code_result": "codeExecutionResult",
-                "server_tool_call": "toolCall",
-                "server_tool_result": "toolResponse",
-            }[kind]
-            value = event.value
-            if self._same and isinstance(value, dict):
-                block.slot = self._add(block, {key: value}, extra)
-            elif kind == "code_result" and isinstance(value, dict) and "outcome" in value:
-                block.slot = self._add(block, {key: value}, None)
-            else:
-                self.lose(f"block:{kind}", event, "Gemini has no form for this server tool block")
-        elif kind == "other":
-            if self._same and isinstance(event.value, dict):
-                block.slot = self._add(block, dict(event.value), extra)
-            else:
-                self.lose("block:other", event, "a block kind Gemini cannot carry")
-        elif kind == "refusal":
-            self.lose(
-                "block:refusal",
-                event,
-                "Gemini has no refusal part: its text is written as the finishMessage",
-            )
-        elif kind == "compaction":
-            self.lose("block:compaction", event, "Gemini has no compaction part")
-
-    def _text(self, event: TextDelta) -> None:
-        block = self._blocks.get(event.index)
-        if block is None:
-            return
-        if block.kind == "text":
-            self._add(block, {"text": event.delta}, event.extra)
-        elif block.kind == "refusal":
-            self._refusal.append(event.delta)
-        elif block.kind == "reasoning":
-            self._add(block, {"text": event.delta, "thought": True}, event.extra)
-        elif block.kind == "code":
-            if block.slot is not None:
-                block.slot.fields["executableCode"]["code"] = event.delta
-            elif block.args is not None:
-                block.args.append(event.delta)
-        elif block.kind != "compaction":
-            self.lose(f"text:{block.kind}", event, "text in a block kind Gemini cannot carry")
-
-    def _tool_input(self, event: ToolInputDelta) -> None:
-        block = self._blocks.get(event.index)
-        if block is None:
-            return
-        if block.streamed and event.extra and isinstance(event.extra.get("functionCall"), dict):
-            block.slot = self._add(
-                block, {"functionCall": event.extra["functionCall"]}, event.extra
-            )
-        elif block.slot is not None and "functionCall" in block.slot.fields:
-            if event.delta:
-                # This dialect's decoder gives a call's args whole, in one delta. Deltas
-                # made another way may be fragments: they are joined until they parse.
-                text = event.delta if block.pending is None else block.pending + event.delta
-                try:
-                    args = decode_bounded(text, _DECODE, what="tool arguments")
-                except msgspec.DecodeError:
-                    args = None
-                if isinstance(args, dict):
-                    block.slot.fields["functionCall"]["args"] = args
-                    block.pending = None
-                else:
-                    block.pending = text
-        elif block.args is not None:
-            block.args.append(event.delta)
-
-    def _data(self, event: DataDelta) -> None:
-        block = self._blocks.get(event.index)
-        if block is None:
-            return
-        if not self._same:
-            if event.replace:
-                block.image = event  # written when the block ends
-                return
-            if not is_base64(event.delta):
-                self.lose("data", event, "not base64: no Gemini client accepts it")
-                return
-        blob: dict[str, Any] = {}
-        if event.extra and isinstance(event.extra.get("inlineData"), dict):
-            blob.update(event.extra["inlineData"])
-        if event.mime_type is not None:
-            blob["mimeType"] = event.mime_type
-        blob["data"] = event.delta
-        part = self._add(block, {"inlineData": blob}, event.extra)
-        part.inner_order = _list(event.extra, "inlineData_order")
-
-    def _signature(self, event: SignatureDelta) -> None:
-        block = self._blocks.get(event.index)
-        if block is None:
-            self.lose("signature", event, f"block {event.index} was never started")
-            return
-        if block.kind in ("refusal", "compaction") or (
-            block.kind in _PARTLESS and block.slot is None and block.args is None
-        ):
-            self.lose("signature", event, f"a {block.kind} block has no Gemini part")
-            return
-        # The origin rule (see SignatureDelta): Gemini's own state is written natively;
-        # another dialect's goes in the base64-safe carrier, which records the origin.
-        source = origin(event.extra, self._source)
-        value = event.delta
-        if source is not None and source != DIALECT:
-            if not is_base64(value):
-                # thoughtSignature is a bytes field: clients (google-genai) reject a value
-                # that is not base64, so such a signature cannot be carried.
-                self.lose("signature", event, "not base64: no Gemini client accepts it")
-                return
-            value = wrap_base64(source, value)
-            if not self._same:
-                self.lose(
-                    "signature",
-                    event,
-                    f"{source} opaque state carried in thoughtSignature (marked with its "
-                    "origin); restored by a hop back to that dialect",
-                    carried=True,
-                )
-        extra = event.extra
-        if extra and isinstance(extra.get("part"), dict):
-            fields = dict(extra["part"])
-            fields["thoughtSignature"] = value
-            self._add(block, fields, {"part_order": extra.get("part_order")})
-            return
-        if block.args is not None:  # a buffered foreign tool call or code block
-            block.signature = (block.signature or "") + value
-            return
-        parts = self._cand(block.candidate).parts
-        index = event.index
-        for part in reversed(parts):
-            if part.block == index:
-                part.fields["thoughtSignature"] = part.fields.get("thoughtSignature", "") + value
-                return
-        # A signature-only part after the block's parts; flagged as a thought for a
-        # reasoning block, so that decoding attaches it to a reasoning block only.
-        fields = {"text": "", "thoughtSignature": value}
-        if block.kind == "reasoning":
-            fields["thought"] = True
-        self._add(block, fields, None)
-
-    def _block_end(self, event: BlockEnd) -> None:
-        block = self._blocks.get(event.index)
-        if block is None:
-            return
-        if block.image is not None:
-            # The last refinement of a partial image is the image.
-            image, block.image = block.image, None
-            self._data(msgspec.structs.replace(image, replace=False))
-        if block.pending is not None:
-            # As for another dialect's call below: never a call without its arguments.
-            block.pending = None
-            assert block.slot is not None
-            self._unfinished(block.slot.fields["functionCall"], event)
-        if block.args is None:
-            return
-        self._buffering -= 1
-        joined = "".join(block.args)
-        block.args = None
-        if block.kind == "tool_call":
-            call: dict[str, Any] = {}
-            if block.name is not None:
-                call["name"] = block.name
-            args = _arguments(joined, block.value if event.value is None else event.value)
-            if isinstance(args, dict):
-                call["args"] = args
-            else:
-                self._unfinished(call, event)
-            if block.id is not None:
-                call["id"] = block.id
-            self._wrote_calls = True
-            fields: dict[str, Any] = {"functionCall": call}
-        else:
-            fields = {"executableCode": {"language": "PYTHON", "code": joined}}
-        if block.signature is not None:
-            fields["thoughtSignature"] = block.signature
-        self._add(block, fields, None)
-
-    def _unfinished(self, call: dict[str, Any], event: BlockEnd) -> None:
-        """A call whose arguments are no JSON object. Gemini's args is an object: input
-        that is not one (cut-off or free-text arguments) is written as a call still
-        expecting fragments, which reads back as an incomplete call, never as a call
-        without arguments."""
-        self.lose("tool_call.arguments", event, "arguments are not a JSON object")
-        call["willContinue"] = True
-
-    def _citation(self, event: Citation) -> None:
-        block = self._blocks.get(event.index) if event.index is not None else None
-        number = block.candidate if block is not None else 0
-        if block is None and event.extra and type(event.extra.get("candidate")) is int:
-            number = event.extra["candidate"]
-        source = event.citation
-        if not self._same:
-            mapped = _citation_source(source)
-            if mapped is None:
-                self.lose("citation", event, "no citationSources form for this citation")
-                return
-            source = mapped
-        self._cand(number).citations.append(source)
-
-    def _metadata(self, event: Metadata) -> None:
-        if event.name == "finish" and isinstance(event.value, dict):
-            self._cand(event.candidate).fields.update(event.value)
-        elif event.name in _METADATA_FIELDS:
-            self._cand(event.candidate).fields[_METADATA_FIELDS[event.name]] = event.value
-        elif event.name == "prompt_feedback":
-            self._chunk_fields["promptFeedback"] = event.value
-        else:
-            self.lose(f"metadata:{event.name}", event, "Gemini has no field for this metadata")
-
-    def _error(self, event: ErrorEvent) -> bytes:
-        error = event.error
-        if error.kind == "protocol":
-            self.lose("error:protocol", event, "a decoding error has no native form")
-            return b""
-        self._errored = True
-        raw = error.raw
-        if not (isinstance(raw, dict) and self._same):
-            code, status = google_status(error.kind)
-            raw = {
-                "code": error.http_status or code,
-                "message": error.message,
-                "status": error.code if self._source == DIALECT and error.code else status,
-            }
-        self._chunk_fields["error"] = raw
-        if self._same:
-            return b""
-        return self._flush_foreign()
-
-    def _finish(self, event: Finish) -> bytes:
-        if event.extra and event.extra.get("unterminated"):
-            self._unterminated = True
-        if event.status == "truncated":
-            return b""
-        if (
-            self._same
-            and (self._wrote_same or self._held_cache is not None)
-            and not self._has_pending()
-            and self._usage.is_empty()
-        ):
-            # This dialect's last chunk, written from its events' extras (by
-            # _flush_same, or from a template: _held_cache), said it all. (Events that
-            # name this dialect but carry none of its extras, as events made by hand
-            # do, end as another dialect's would.)
-            return b""
-        if self._errored:
-            return b""  # the error chunk ended the stream, as Gemini's would
-        if event.usage is not None:
-            self._usage = self._usage.merged(event.usage)
-        error = event.error
-        if (
-            event.status == "failed"
-            and error is not None
-            and not self._errored
-            and error.kind != "content_filter"
-        ):
-            # A failure without its in-band error event: write the error object.
-            return self._error(ErrorEvent(error=error))
-        reason = to_gemini_finish_reason(event.reason)
-        if event.status == "completed" and FINISH_REASONS[reason].status != "completed":
-            reason = "STOP"  # keep the stream's status when the reason has no word
-        back, _ = map_finish_reason(reason, tool_calls=self._wrote_calls)
-        if back.unified != event.reason.unified:
-            self.lose(
-                "finish_reason",
-                event,
-                f"Gemini has no finishReason for {event.reason.unified!r}; wrote {reason}",
-            )
-        if not self._candidates:
-            self._cand(0)
-        for number in self._began - self._ended:
-            self._cand(number)
-        for cand in self._candidates.values():
-            cand.fields["finishReason"] = reason
-        if self._refusal:
-            self._cand(0).fields.setdefault("finishMessage", "".join(self._refusal))
-        return self._flush_foreign(final=True)
-
-    # -- chunks ----------------------------------------------------------------------------
-
-    def _has_pending(self) -> bool:
-        return bool(self._chunk_fields) or any(
-            cand.parts or cand.fields or cand.citations for cand in self._candidates.values()
-        )
-
-    def _render_candidate(self, cand: _Candidate, base: dict[str, Any]) -> dict[str, Any]:
-        out = base
-        out.update(cand.fields)
-        if cand.citations:
-            out["citationMetadata"] = {"citationSources": cand.citations}
-        return out
-
-    def _flush_same(self, event: UsageUpdate) -> bytes:
-        self._wrote_same = True
-        extra = event.extra or {}
-        chunk: dict[str, Any] = {}
-        residuals = extra.get("candidates")
-        if isinstance(residuals, list):
-            rendered = []
-            for pos, residual in enumerate(residuals):
-                if not isinstance(residual, dict) or "_literal" in residual:
-                    rendered.append(
-                        residual.get("_literal") if isinstance(residual, dict) else None
-                    )
-                    continue
-                number = residual.get("index")
-                if type(number) is not int:
-                    number = pos
-                cand = self._candidates.pop(number, None) or _Candidate()
-                parts = [part.render() for part in cand.parts]
-                body: dict[str, Any] = {}
-                if "_content" in residual:
-                    template = residual["_content"]
-                    if isinstance(template, dict):
-                        body["content"] = {
-                            k: (parts if k == "parts" and v is None else v)
-                            for k, v in template.items()
-                        }
-                    elif isinstance(template, list) and template:
-                        body["content"] = template[0]
-                else:
-                    body["content"] = {"parts": parts, "role": "model"}
-                for key, value in residual.items():
-                    if not key.startswith("_"):
-                        body[key] = value
-                body = self._render_candidate(cand, body)
-                rendered.append(ordered(body, CANDIDATE_RANK, _list(residual, "_order")))
-            chunk["candidates"] = rendered
-        chunk.update(self._chunk_fields)
-        self._chunk_fields = {}
-        if event.usage.raw is not None:
-            chunk["usageMetadata"] = event.usage.raw
-        residual_chunk = extra.get("chunk")
-        if isinstance(residual_chunk, dict):
-            chunk.update(residual_chunk)
-        self._candidates.clear()
-        chunk = ordered(chunk, CHUNK_RANK, _list(extra, "order"))
-        return self._frame(chunk, bare=bool(extra.get("bare")))
-
-    def _flush_foreign(self, *, final: bool = False) -> bytes:
-        chunk: dict[str, Any] = {}
-        if self._candidates:
-            rendered = []
-            for number in sorted(self._candidates):
-                cand = self._candidates[number]
-                parts = [part.render() for part in cand.parts]
-                body: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
-                body = self._render_candidate(cand, body)
-                body["index"] = number
-                if "finishReason" in body:
-                    self._ended.add(number)
-                rendered.append(ordered(body, CANDIDATE_RANK))
-            chunk["candidates"] = rendered
-        chunk.update(self._chunk_fields)
-        self._chunk_fields = {}
-        self._candidates.clear()
-        if final and not self._usage.is_empty():
-            chunk["usageMetadata"] = to_usage_metadata(self._usage)
-        if self._model is not None:
-            chunk["modelVersion"] = self._model
-        if self._id is not None:
-            chunk["responseId"] = self._id
-        return self._frame(ordered(chunk, CHUNK_RANK))
-
 
 _JSON: Final = msgspec.json.Encoder().encode
 _MARK: Final = "\x00polystream-text\x00"
-"""Placeholder text when a byte template is made (see :func:`_split`)."""
+"""Placeholder text when a byte template is made (see :func:`_split2`)."""
 _MARK_JSON: Final = _JSON(_MARK)
 _MARK_USAGE: Final = "\x00polystream-usage\x00"
 """Placeholder for ``usageMetadata`` in a template of this dialect's chunk."""
@@ -1139,17 +452,24 @@ _DIGITS: Final = b"0123456789"
 _FORMAT: Final = msgspec.json.format
 
 
-def _split(data: bytes, pieces: int) -> tuple[bytes, ...] | None:
-    """``data`` around the placeholders, in order (None unless each occurs once)."""
+def _split2(data: bytes) -> tuple[bytes, bytes] | None:
+    """``data`` around the text's placeholder (None unless it occurs once)."""
     parts = data.split(_MARK_JSON)
     if len(parts) != 2:
         return None
-    if pieces == 2:
-        return parts[0], parts[1]
-    tail = parts[1].split(_MARK_USAGE_JSON)
+    return parts[0], parts[1]
+
+
+def _split3(data: bytes) -> tuple[bytes, bytes, bytes] | None:
+    """``data`` around the text's and the usage's placeholders, in order (None unless
+    each occurs once)."""
+    around = _split2(data)
+    if around is None:
+        return None
+    tail = around[1].split(_MARK_USAGE_JSON)
     if len(tail) != 2:
         return None
-    return parts[0], tail[0], tail[1]
+    return around[0], tail[0], tail[1]
 
 
 def _same_template(
@@ -1160,7 +480,7 @@ def _same_template(
     array's element without its framing."""
     fields: dict[str, Any] = {"text": _MARK, "thought": True} if thought else {"text": _MARK}
     body: dict[str, Any] = {
-        "content": {"parts": [_Part(0, fields).render()], "role": "model"},
+        "content": {"parts": [Part(0, fields).render()], "role": "model"},
         "index": number,
     }
     chunk: dict[str, Any] = {"candidates": [ordered(body, CANDIDATE_RANK)]}
@@ -1173,7 +493,7 @@ def _same_template(
             data = b"data: " + dumps_sse(ordered(chunk, CHUNK_RANK)) + b"\r\n\r\n"
     except Exception:
         return None
-    return _split(data, 3)  # type: ignore[return-value]
+    return _split3(data)
 
 
 def _usage_way(shape: bytes) -> int:
@@ -1204,65 +524,3 @@ def _usage_way(shape: bytes) -> int:
         elif byte == 34:
             inside = True
     return 2
-
-
-def is_base64(text: str) -> bool:
-    """Whether google-genai accepts ``text`` as base64 bytes (see ``_BASE64_CHARS``)."""
-    body = text.rstrip("=")
-    pad = len(text) - len(body)
-    rest = len(body) % 4
-    if pad > 2 or rest == 1 or (pad and (len(body) + pad) % 4):
-        return False
-    if not _BASE64_CHARS.fullmatch(body):
-        return False
-    if rest == 2:
-        return _BASE64_VALUE[body[-1]] & 0xF == 0
-    if rest == 3:
-        return _BASE64_VALUE[body[-1]] & 0x3 == 0
-    return True
-
-
-def _arguments(joined: str, value: Any) -> Any:
-    """A tool call's arguments from its streamed text, else from its whole value;
-    None when they are not JSON."""
-    if joined.strip():
-        try:
-            return decode_bounded(joined, _DECODE, what="tool arguments")
-        except msgspec.DecodeError:
-            return None
-    if isinstance(value, str):
-        if not value.strip():
-            return {}
-        try:
-            return decode_bounded(value, _DECODE, what="tool arguments")
-        except msgspec.DecodeError:
-            return None
-    return {} if value is None else value
-
-
-def _list(extra: dict[str, Any] | None, key: str) -> list[str] | None:
-    if not extra:
-        return None
-    value = extra.get(key)
-    return value if isinstance(value, list) else None
-
-
-def _citation_source(citation: Any) -> dict[str, Any] | None:
-    """A Gemini ``citationSources`` entry for another dialect's citation, if it has a URL."""
-    if not isinstance(citation, dict):
-        return None
-    uri = citation.get("uri") or citation.get("url")
-    if not isinstance(uri, str):
-        return None
-    out: dict[str, Any] = {}
-    start = citation.get("startIndex", citation.get("start_index"))
-    end = citation.get("endIndex", citation.get("end_index"))
-    if type(start) is int:
-        out["startIndex"] = start
-    if type(end) is int:
-        out["endIndex"] = end
-    out["uri"] = uri
-    title = citation.get("title")
-    if isinstance(title, str):
-        out["title"] = title
-    return out
