@@ -60,7 +60,6 @@ from typing import Any, ClassVar, Final, TypeAlias
 import msgspec
 
 from polystream.dialects._base import DialectEncoder
-from polystream.dialects._chat.decode import base_envelope
 from polystream.dialects._chat.finish_reason import map_finish_reason, to_wire_finish_reason
 from polystream.dialects._chat.quirks import Quirks
 from polystream.dialects._chat.usage import usage_to_wire
@@ -70,6 +69,7 @@ from polystream.dialects._chat.wire import (
     ENCODER,
     EXTRA_KEY,
     apply,
+    base_envelope,
 )
 from polystream.dialects._free_form import is_free_form
 from polystream.dialects._usage_fold import FoldsUsage
