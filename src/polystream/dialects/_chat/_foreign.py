@@ -109,7 +109,7 @@ class Block:
         self.written = False  # a decoder of the output has opened this block
         # For another dialect's deltas of one type: the envelope and delta type it was
         # made for, the chunk's bytes around the value, and the choice's open kind after
-        # it (None: tool input). See ChatEncoder._fast_entry.
+        # it (None: tool input). See FastPaths._fast_entry (._fast).
         self.fast: tuple[Any, type, bytes, bytes, str | None] | None = None
 
 

@@ -54,7 +54,7 @@ errors of the source, the ``summary`` flag of reasoning deltas.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from polystream.dialects._chat._fast import FastPaths
 from polystream.dialects._chat._foreign import (
@@ -149,12 +149,14 @@ class ChatEncoder(FastPaths):
             and self.chunks is None
             and self._fast
         ):
+            if TYPE_CHECKING:  # (``kind is`` tests cost less than isinstance)
+                assert isinstance(event, TextDelta | ToolInputDelta | ReasoningDelta)
             extra = event.extra
             data: bytes | None = None
             if extra is None or EXTRA_KEY not in extra:
                 # Another dialect's delta as its own chunk (the delta branches of
                 # _foreign, for a choice whose first chunk went out).
-                index: int = event.index  # type: ignore[union-attr,assignment]
+                index = event.index
                 block = self._blocks.get(index)
                 if block is not None:
                     fast = block.fast
@@ -162,7 +164,7 @@ class ChatEncoder(FastPaths):
                         fast = block.fast = self._fast_entry(block, kind, index)
                     if fast is not None:
                         try:
-                            value = ENCODER.encode(event.delta)  # type: ignore[union-attr]
+                            value = ENCODER.encode(event.delta)
                         except Exception:  # not encodable: the general path says how it fails
                             pass
                         else:
@@ -170,12 +172,12 @@ class ChatEncoder(FastPaths):
                             if open_kind is None:
                                 self._open_kind[block.candidate] = None
                                 block.has_args = True
-                            elif event.delta:  # type: ignore[union-attr]
+                            elif event.delta:
                                 block.written = True
                                 self._open_kind[block.candidate] = open_kind
                             data = fast[2] + value + fast[3]
             else:
-                data = self._fast_own(event, extra[EXTRA_KEY])  # type: ignore[arg-type]
+                data = self._fast_own(event, extra[EXTRA_KEY])
             if data is not None:
                 self.event_index += 1
                 return data
@@ -186,7 +188,9 @@ class ChatEncoder(FastPaths):
             and (event.extra is None or not isinstance(event.extra.get(EXTRA_KEY), dict))
         ):
             # Another dialect's usage: kept for the usage chunk at the end.
-            return self._keep_usage(event.usage)  # type: ignore[union-attr,arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, UsageUpdate)
+            return self._keep_usage(event.usage)
         return self._encode_pending(event)
 
     # -- dispatch -----------------------------------------------------------------------
