@@ -1,11 +1,10 @@
 """The SSE decoder's fast path (``SSEDecoder._scan``) against the line machine alone
-(``_fast = False``): the same frames, offsets, indices, ``id`` persistence, errors and
+(``SSEDecoder(fast=False)``): the same frames, offsets, indices, ``id`` persistence, errors and
 close() outcome on every input and chunking, and a bounded number of bytes searched
 whatever the chunking (no quadratic rescans)."""
 
 from __future__ import annotations
 
-import contextlib
 import random
 import re
 from pathlib import Path
@@ -16,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from polystream.errors import ProtocolError
-from polystream.wire.sse import ServerSentEvent, SSEDecoder
+from polystream.wire.sse import ServerSentEvent, SSEDecoder, SSEFrame
 from tests.helpers import split_at
 
 BOM = b"\xef\xbb\xbf"
@@ -28,8 +27,7 @@ def outcome(
 ) -> list[Any]:
     """Everything observable: each feed's frames or error, the properties after it, then
     close()'s frames or error. Feeding goes on after an error (it must raise again)."""
-    decoder = SSEDecoder(max_line_size=max_line, max_event_size=max_event)
-    decoder._fast = fast
+    decoder = SSEDecoder(max_line_size=max_line, max_event_size=max_event, fast=fast)
     seen: list[Any] = []
 
     def error(exc: ProtocolError) -> tuple[Any, ...]:
@@ -51,6 +49,12 @@ def outcome(
 
 def assert_same(chunks: list[bytes], **limits: int) -> None:
     assert outcome(chunks, fast=True, **limits) == outcome(chunks, fast=False, **limits)
+
+
+def events(frames: list[SSEFrame]) -> list[ServerSentEvent]:
+    """The frames, all of them events."""
+    assert all(type(frame) is ServerSentEvent for frame in frames)
+    return [frame for frame in frames if isinstance(frame, ServerSentEvent)]
 
 
 def chunkings(data: bytes) -> list[list[bytes]]:
@@ -161,6 +165,15 @@ CASES = [
     b"id: 1\ndata: a\ndata: b\n\n",
     b"id: 1\ndata: a",
     b"id: 1",
+    # everything at once, in each line ending and mixed, ending without a blank line
+    b"\xef\xbb\xbf: hello\nid: 1\nevent: e\nretry: 30\ndata: a\ndata: b\n\n"
+    b"id: x\x00\ndata: c\n: c\n\ndata: d\nid: 2\nevent: f\n\ndata: open",
+    b"\xef\xbb\xbf: hello\r\nid: 1\r\nevent: e\r\nretry: 30\r\ndata: a\r\ndata: b\r\n\r\n"
+    b"id: x\x00\r\ndata: c\r\n: c\r\n\r\ndata: d\r\nid: 2\r\nevent: f\r\n\r\ndata: open\r\n",
+    b"\xef\xbb\xbf: hello\rid: 1\revent: e\rretry: 30\rdata: a\rdata: b\r\r"
+    b"id: x\x00\rdata: c\r: c\r\rdata: d\rid: 2\revent: f\r\r: closing comment",
+    b"id: 1\r\nevent: e\ndata: a\rdata: b\r\n\nretry: 5\rid: \x00\r\ndata: c\n\r"
+    b"data: d\n\ndata: e\r\n\r\nevent: g\rdata: f",
 ]
 
 
@@ -210,15 +223,15 @@ def test_id_persists_between_the_two_paths() -> None:
     # takes, and the other way round.
     data = b"id: 1\nretry: 5\ndata: a\n\ndata: b\n\nid: 2\ndata: c\n\nretry: 1\ndata: d\n\n"
     decoder = SSEDecoder()
-    frames = decoder.feed(data)
-    assert [(f.data, f.id, f.retry) for f in frames] == [  # type: ignore[union-attr]
+    frames = events(decoder.feed(data))
+    assert [(f.data, f.id, f.retry) for f in frames] == [
         ("a", "1", 5),
         ("b", "1", None),
         ("c", "2", None),
         ("d", "2", 1),
     ]
     assert [f.offset for f in frames] == [0, 24, 33, 48]
-    assert [f.index for f in frames] == [0, 1, 2, 3]  # type: ignore[union-attr]
+    assert [f.index for f in frames] == [0, 1, 2, 3]
 
 
 def test_bytes_like_chunks() -> None:
@@ -231,12 +244,12 @@ def test_bytes_like_chunks() -> None:
 def test_event_name_cache_is_bounded() -> None:
     decoder = SSEDecoder()
     data = b"".join(b"event: e%d\ndata: x\n\n" % i for i in range(500))
-    frames = decoder.feed(data)
-    assert [f.event for f in frames] == [f"e{i}" for i in range(500)]  # type: ignore[union-attr]
+    frames = events(decoder.feed(data))
+    assert [f.event for f in frames] == [f"e{i}" for i in range(500)]
     assert len(decoder._names) <= 64
     long_name = b"event: " + b"n" * 1000 + b"\ndata: x\n\n"
     decoder = SSEDecoder()
-    assert decoder.feed(long_name * 2)[1].event == "n" * 1000  # type: ignore[union-attr]
+    assert events(decoder.feed(long_name * 2))[1].event == "n" * 1000
     assert not decoder._names
 
 
@@ -390,26 +403,39 @@ def per_block(data: bytes) -> list[bytes]:
 
 
 class _Counting(SSEDecoder):
-    """Counts the feeds :meth:`SSEDecoder._one_block` answered."""
+    """Counts the lines the line machine applied (``_line``) and the calls of the fast
+    path (``_scan``)."""
 
-    taken = 0
+    lines = 0
+    scans = 0
 
-    def _one_block(self, data: bytes) -> ServerSentEvent | None:
-        frame = super()._one_block(data)
-        self.taken += frame is not None
-        return frame
+    def _line(self, line: bytes, line_start: int, out: list[SSEFrame]) -> None:
+        self.lines += 1
+        super()._line(line, line_start, out)
+
+    def _scan(
+        self, data: bytes, pos: int, base: int, crn: int, out: list[SSEFrame]
+    ) -> tuple[int, int, int]:
+        self.scans += 1
+        return super()._scan(data, pos, base, crn, out)
 
 
-def blocks_taken_whole(chunks: list[bytes], **limits: int) -> int:
-    """How many feeds :meth:`SSEDecoder._one_block` answered (the general loop not run)."""
+def feeds_taken_whole(chunks: list[bytes], **limits: int) -> int:
+    """How many feeds completed without an error and without the line machine: the
+    fast path took every line of them."""
     decoder = _Counting(
         max_line_size=limits.get("max_line", 1 << 20),
         max_event_size=limits.get("max_event", 1 << 20),
     )
+    taken = 0
     for chunk in chunks:
-        with contextlib.suppress(ProtocolError):
+        before = decoder.lines
+        try:
             decoder.feed(chunk)
-    return decoder.taken
+        except ProtocolError:
+            continue
+        taken += decoder.lines == before
+    return taken
 
 
 @pytest.mark.parametrize("data", CASES)
@@ -420,41 +446,42 @@ def test_hand_picked_cases_one_block_per_feed(data: bytes) -> None:
 @pytest.mark.parametrize(
     ("block", "taken"),
     [
-        (b"data: a\n\n", True),
-        (b"data: \n\n", True),
-        (b"data: caf\xc3\xa9 \xff\n\n", True),
-        (b"event: e\ndata: a\n\n", True),
-        (b"event:e\ndata: a\n\n", True),
-        (b"event:\ndata: a\n\n", True),
-        (b"event: \xff\ndata: a\n\n", True),
-        (b"data: a\r\n\r\n", True),
-        # the general loop's
-        (b"data:a\n\n", False),
-        (b"data: a\ndata: b\n\n", False),
-        (b"data: a\n\ndata: b\n\n", False),
-        (b"event: e\n\n", False),
-        (b"event: e\ndata:a\n\n", False),
-        (b"event: e\nid: 1\ndata: a\n\n", False),
-        (b"event: e\ndata: a\nid: 1\n\n", False),
-        (b"event: e\r\ndata: a\r\n\r\n", False),
-        (b"id: 1\ndata: a\n\n", False),
-        (b": ping\n\n", False),
-        (b"retry: 1\ndata: a\n\n", False),
-        (b"data: a\r\n\n", False),
-        (b"data: a\n\r\n", False),
-        (b"data: a\rb\n\n", False),
-        (b"data: a\r\rb\r\n\r\n", False),
-        (b"data: a\nb\r\n\r\n", False),
-        (b"data: a\r\r", False),
-        (b"data: a\n", False),
-        (b"\n\n", False),
+        (b"data: a\n\n", 2),
+        (b"data: \n\n", 2),
+        (b"data: caf\xc3\xa9 \xff\n\n", 2),
+        (b"event: e\ndata: a\n\n", 2),
+        (b"event:e\ndata: a\n\n", 2),
+        (b"event:\ndata: a\n\n", 2),
+        (b"event: \xff\ndata: a\n\n", 2),
+        (b"data: a\r\n\r\n", 2),
+        (b"data:a\n\n", 2),
+        (b"data: a\n\ndata: b\n\n", 2),
+        (b"event: e\n\n", 2),
+        (b"event: e\ndata:a\n\n", 2),
+        (b"event: e\nid: 1\ndata: a\n\n", 2),
+        (b"event: e\ndata: a\nid: 1\n\n", 2),
+        (b"event: e\r\ndata: a\r\n\r\n", 2),
+        (b"id: 1\ndata: a\n\n", 2),
+        (b": ping\n\n", 2),
+        (b"data: a\r\n\n", 2),
+        (b"data: a\n\r\n", 2),
+        (b"\n\n", 2),
+        # an event left open: the next feed's lines go to the line machine
+        (b"data: a\n", 1),
+        # the line machine's
+        (b"data: a\ndata: b\n\n", 0),
+        (b"retry: 1\ndata: a\n\n", 0),
+        (b"data: a\rb\n\n", 0),
+        (b"data: a\r\rb\r\n\r\n", 0),
+        (b"data: a\nb\r\n\r\n", 0),
+        (b"data: a\r\r", 0),
     ],
 )
-def test_what_one_block_takes(block: bytes, taken: bool) -> None:
+def test_what_the_fast_path_takes(block: bytes, taken: int) -> None:
     # After a first block (the BOM decided), each feed of ``block`` alone.
     chunks = [b"data: first\n\n", block, block]
     assert_same(chunks)
-    assert blocks_taken_whole(chunks) == (2 if taken else 0)
+    assert feeds_taken_whole(chunks) == 1 + taken
 
 
 @pytest.mark.parametrize(
@@ -462,55 +489,97 @@ def test_what_one_block_takes(block: bytes, taken: bool) -> None:
     [
         (b"data: 12345\n\n", {"max_line": 11}, True),  # the line is 11 bytes
         (b"data: 12345\n\n", {"max_line": 10}, False),
-        (b"data: 12345\n\n", {"max_event": 11}, True),
-        (b"data: 12345\n\n", {"max_event": 10}, False),
-        (b"event: e\ndata: 12345\n\n", {"max_event": 20}, True),  # up to the last LF
-        (b"event: e\ndata: 12345\n\n", {"max_event": 19}, False),
+        (b"data: 12345\n\n", {"max_event": 5}, True),  # the data is 5 bytes
+        (b"data: 12345\n\n", {"max_event": 4}, False),
+        (b"event: e\ndata: 12345\n\n", {"max_event": 20}, True),  # the block, to its last LF
+        (b"event: e\ndata: 12345\n\n", {"max_event": 5}, True),  # line by line
+        (b"event: e\ndata: 12345\n\n", {"max_event": 4}, False),
         (b"data: 12345\r\n\r\n", {"max_line": 11}, True),
         (b"data: 12345\r\n\r\n", {"max_line": 10}, False),
     ],
 )
-def test_one_block_within_the_limits(block: bytes, limits: dict[str, int], taken: bool) -> None:
+def test_the_fast_path_within_the_limits(block: bytes, limits: dict[str, int], taken: bool) -> None:
     chunks = [b"data: 1\n\n", block, block]
     assert_same(chunks, **limits)
-    assert blocks_taken_whole(chunks, **limits) == (2 if taken else 0)
+    assert feeds_taken_whole(chunks, **limits) == (3 if taken else 1)
 
 
-def test_one_block_keeps_the_id_and_the_offsets() -> None:
+def test_one_block_per_feed_keeps_the_id_and_the_offsets() -> None:
     chunks = [b"id: 7\ndata: a\n\n", b"event: e\ndata: b\n\n", b"data: c\r\n\r\n"]
-    decoder = SSEDecoder()
-    frames = [frame for chunk in chunks for frame in decoder.feed(chunk)]
-    assert frames == [
-        ServerSentEvent("a", None, "7", None, 0, 0),
-        ServerSentEvent("b", "e", "7", None, 15, 1),
-        ServerSentEvent("c", None, "7", None, 33, 2),
-    ]
-    assert decoder.bytes_consumed == 44
-    assert blocks_taken_whole(chunks) == 2
+    for fast in (True, False):
+        decoder = SSEDecoder(fast=fast)
+        frames = [frame for chunk in chunks for frame in decoder.feed(chunk)]
+        assert frames == [
+            ServerSentEvent("a", None, "7", None, 0, 0),
+            ServerSentEvent("b", "e", "7", None, 15, 1),
+            ServerSentEvent("c", None, "7", None, 33, 2),
+        ]
+        assert decoder.bytes_consumed == 44
+    assert feeds_taken_whole(chunks) == 3
 
 
-def test_one_block_waits_for_what_is_pending() -> None:
-    # An open line, an open event, a CR waiting for its LF, an undecided BOM: the block
-    # goes through the general loop, which knows what came before it.
-    for before in (b"data: a", b"data: a\n", b"data: a\n\r", b"\xef\xbb"):
-        chunks = [before, b"data: b\n\n", b"data: c\n\n"]
-        assert_same(chunks)
-        assert blocks_taken_whole(chunks) == 1  # only the last one
-    decoder = SSEDecoder()
-    decoder.close()
-    with pytest.raises(ProtocolError, match="after close"):
-        decoder.feed(b"data: a\n\n")
+@pytest.mark.parametrize(
+    ("before", "frames"),
+    [
+        # an open line: the next chunk ends it
+        (b"data: a", [[], [ServerSentEvent("adata: b", None, None, None, 0, 0)]]),
+        # an open event: the next chunk's data line is its second one
+        (b"data: a\n", [[], [ServerSentEvent("a\nb", None, None, None, 0, 0)]]),
+        # a CR waiting for its LF: none comes, the next chunk starts a block
+        (
+            b"data: a\n\r",
+            [
+                [ServerSentEvent("a", None, None, None, 0, 0)],
+                [ServerSentEvent("b", None, None, None, 9, 1)],
+            ],
+        ),
+        # an undecided BOM: the two bytes are not one, and start the first line
+        (b"\xef\xbb", [[], []]),
+    ],
+)
+def test_a_block_after_what_is_pending(before: bytes, frames: list[list[SSEFrame]]) -> None:
+    chunks = [before, b"data: b\n\n", b"data: c\n\n"]
+    assert_same(chunks)
+    for fast in (True, False):
+        decoder = SSEDecoder(fast=fast)
+        assert [decoder.feed(chunk) for chunk in chunks[:2]] == frames
+        last = events(decoder.feed(chunks[2]))
+        assert [(f.data, f.offset) for f in last] == [("c", len(before) + 9)]
+
+
+def test_feed_after_close() -> None:
+    for fast in (True, False):
+        decoder = SSEDecoder(fast=fast)
+        decoder.close()
+        with pytest.raises(ProtocolError, match="after close"):
+            decoder.feed(b"data: a\n\n")
+
+
+def test_the_reference_path_never_takes_the_fast_path() -> None:
+    data = b"data: a\n\nevent: e\ndata: b\n\n: c\n\ndata: d\r\n\r\n"
+    for fast in (True, False):
+        decoder = _Counting(fast=fast)
+        for chunk in (data, *per_block(data)):
+            decoder.feed(chunk)
+        if fast:
+            assert decoder.scans > 0
+            assert decoder.lines == 0
+        else:
+            assert decoder.scans == 0
+            assert decoder.lines == 2 * 9  # every line, blank ones included, twice
 
 
 def test_fixtures_one_block_per_feed() -> None:
     paths = sorted(FIXTURES.rglob("*.sse"))
-    taken = 0
+    taken = feeds = 0
     for path in paths:
         data = path.read_bytes()
         for stream in (data, data.replace(b"\n", b"\r\n")):
-            assert_same(per_block(stream))
-            taken += blocks_taken_whole(per_block(stream))
-    assert taken > 1000
+            chunks = per_block(stream)
+            assert_same(chunks)
+            taken += feeds_taken_whole(chunks)
+            feeds += len(chunks)
+    assert taken > 0.95 * feeds
 
 
 @settings(max_examples=400)

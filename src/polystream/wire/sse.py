@@ -107,6 +107,11 @@ class SSEDecoder:
         max_line_size: Longest line accepted, in bytes; see :data:`DEFAULT_MAX_LINE_SIZE`.
         max_event_size: Largest data payload of one event; see
             :data:`DEFAULT_MAX_EVENT_SIZE`.
+        fast: Take the lines of the common block shapes through the fast path
+            (``_scan``). False applies every line through the line machine (``_line``
+            and ``_dispatch``, the plain reading of the WHATWG rules), the reference the
+            fast path is tested equal to: the same frames, properties and errors for any
+            input in any chunking.
 
     After a :class:`~polystream.errors.BufferLimitExceeded`, the decoder is unusable
     and raises that error again (a copy: see :meth:`~polystream.errors.ProtocolError.again`);
@@ -144,6 +149,7 @@ class SSEDecoder:
         *,
         max_line_size: int = DEFAULT_MAX_LINE_SIZE,
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        fast: bool = True,
     ) -> None:
         if max_line_size < 1 or max_event_size < 1:
             raise ValueError("limits must be positive")
@@ -169,9 +175,7 @@ class SSEDecoder:
         self._count = 0
         self._closed = False
         self._failed: BufferLimitExceeded | None = None
-        # Whole lines of the common shapes go through ``_scan``; False leaves every line
-        # to the line machine (the reference the fast path is tested against).
-        self._fast = True
+        self._fast = fast
         self._names: dict[bytes, str | None] = {}  # ``event:`` line -> its event type
 
     @property
@@ -256,8 +260,7 @@ class SSEDecoder:
                 error is raised by the next call to ``feed`` or ``close``.
             LocalProtocolError: ``feed`` after ``close``.
         """
-        # A chunk that is one usual block, while ``idle`` (its conditions inlined: this
-        # runs on every feed, and the property call would cost 8% of such a feed).
+        out: list[SSEFrame] = []
         if (
             type(data) is bytes
             and self._fast
@@ -268,18 +271,29 @@ class SSEDecoder:
             and self._failed is None
             and not self._closed
         ):
-            frame = self._one_block(data)
-            if frame is not None:
-                return [frame]
+            # ``idle`` (inlined: this runs on every feed, one event per network read in
+            # the middle of a stream): the chunk starts a block, so the fast path takes
+            # it from its first byte, without the set-up of ``_feed``.
+            n = len(data)
+            base = self._offset
+            self._offset = base + n
+            pos, crn, resume = self._scan(data, 0, base, -1 if 13 in data else n, out)
+            if pos < n:
+                try:
+                    # The line where the fast path stopped goes to the line machine.
+                    self._lines(data, pos, base, crn, max(resume, pos + 1), out)
+                except BufferLimitExceeded:
+                    if not out:
+                        raise
+            return out
         if self._closed:
             raise LocalProtocolError("feed() after close()", dialect="sse")
         if self._failed is not None:
             raise self._failed.again()
         if not data:
-            return []
+            return out
         if not isinstance(data, bytes):
             data = bytes(data)  # a bytearray or memoryview: the fast path hashes slices
-        out: list[SSEFrame] = []
         try:
             self._feed(data, out)
         except BufferLimitExceeded:
@@ -289,54 +303,6 @@ class SSEDecoder:
             if not out:
                 raise
         return out
-
-    def _one_block(self, data: bytes) -> ServerSentEvent | None:
-        """A chunk that is exactly one block of the fast path's usual shapes, fed while
-        nothing is pending: ``data: V`` and its blank line (LF, or CRLF for both), or
-        ``event: NAME`` + ``data: V`` and the blank line (LF), within both limits.
-        That is what a network read mostly holds in the middle of a stream, one event
-        at a time; the frame is the one :meth:`_scan` would give, without the set-up of
-        the general loop. None for anything else (nothing is changed then)."""
-        n = len(data)
-        limit = self._block_limit
-        name: str | None = None
-        if data[-2:] == b"\n\n":
-            if 13 in data:  # a CR ('13 in' is cheaper than 'b"\r" in' on short bytes)
-                return None
-            lf = data.find(b"\n")
-            head = data[:6]
-            if head == b"data: ":
-                if lf != n - 2 or lf > limit:
-                    return None
-                value = data[6:lf]
-            elif head == b"event:":
-                end = n - 2
-                if (
-                    data.find(b"\n", lf + 1) != end
-                    or data[lf + 1 : lf + 7] != b"data: "
-                    or end > limit
-                ):
-                    return None
-                line = data[:lf]
-                name = self._names.get(line, "")  # "" is never cached (reads None)
-                if name == "":
-                    name = self._event_name(line)
-                value = data[lf + 7 : end]
-            else:
-                return None
-        elif data[-4:] == b"\r\n\r\n" and data[:6] == b"data: ":
-            cr = n - 4
-            if data.find(b"\r") != cr or data.find(b"\n") != cr + 1 or cr > limit:
-                return None
-            value = data[6:cr]
-        else:
-            return None
-        frame = ServerSentEvent(
-            value.decode("utf-8", "replace"), name, self._last_id, None, self._offset, self._count
-        )
-        self._offset += n
-        self._count += 1
-        return frame
 
     def _feed(self, data: bytes, out: list[SSEFrame]) -> None:
         if not self._bom_done:
@@ -360,15 +326,24 @@ class SSEDecoder:
             self._skip_lf = False
             if data[0] == 10:  # CRLF split across chunks: the LF belongs to that CR
                 start = 1
+        # (13: CR; an int is searched with less set-up)
+        self._lines(data, start, base, -1 if 13 in data else len(data), start, out)
+
+    def _lines(
+        self, data: bytes, start: int, base: int, crn: int, resume: int, out: list[SSEFrame]
+    ) -> None:
+        """The chunk ``data`` (input offset ``base``) from ``start`` on, line by line:
+        through the fast path (``_scan``) where it may succeed, else the line machine
+        (``_line``, ``_dispatch``), which applies every rule.
+
+        ``lfn`` and ``crn`` cache the next LF and CR at or after ``start`` (``len(data)``
+        when there is none; recomputed only once ``start`` has passed them), so that
+        every byte is searched a bounded number of times however the lines end.
+        ``resume`` is the first position where the fast path may succeed again.
+        """
         n = len(data)
-        # ``lfn`` and ``crn`` cache the next LF and CR at or after ``start`` (n when there
-        # is none; recomputed only once ``start`` has passed them), so that every byte is
-        # searched a bounded number of times however the lines end. ``resume`` is the
-        # first position where the fast path (``_scan``) may succeed again.
         lfn = -1
-        crn = -1 if 13 in data else n  # (13: CR; an int is searched with less set-up)
         fast = self._fast
-        resume = start
         while start < n:
             if fast and start >= resume and self._event_start is None and not self._tail:
                 start, crn, resume = self._scan(data, start, base, crn, out)
@@ -505,11 +480,58 @@ class SSEDecoder:
         ``crn`` is the next CR at or after ``pos`` (``len(data)`` when there is none;
         recomputed when stale); ``resume`` is where the caller may try again (past the
         bytes already searched in vain).
+
+        At the start of a chunk (``pos`` 0), a chunk that is exactly one block of those
+        shapes (``data: V``, LF or CRLF; ``event: NAME`` + ``data: V``, LF), within both
+        limits, is taken first with a few slices and ``find``s, without the set-up of the
+        loop: in the middle of a stream a network read mostly holds one event.
         """
+        n = len(data)
+        if pos == 0:
+            value: bytes | None = None
+            name: str | None = None
+            if data[-2:] == b"\n\n":
+                if crn == n:  # no CR in the chunk
+                    lf = data.find(b"\n")
+                    head = data[:6]
+                    if head == b"data: ":
+                        if lf == n - 2 and lf <= self._block_limit:
+                            value = data[6:lf]
+                    elif (
+                        head == b"event:"
+                        and data.find(b"\n", lf + 1) == n - 2
+                        and data[lf + 1 : lf + 7] == b"data: "
+                        and n - 2 <= self._block_limit
+                    ):
+                        line = data[:lf]
+                        name = self._names.get(line, "")  # "" is never cached (reads None)
+                        if name == "":
+                            name = self._event_name(line)
+                        value = data[lf + 7 : n - 2]
+            elif data[-4:] == b"\r\n\r\n" and data[:6] == b"data: ":
+                cr = n - 4
+                if (
+                    data.find(b"\r") == cr
+                    and data.find(b"\n") == cr + 1
+                    and cr <= self._block_limit
+                ):
+                    value = data[6:cr]
+            if value is not None:
+                out.append(
+                    ServerSentEvent(
+                        value.decode("utf-8", "replace"),
+                        name,
+                        self._last_id,
+                        None,
+                        base,
+                        self._count,
+                    )
+                )
+                self._count += 1
+                return n, n, n
         find = data.find
         startswith = data.startswith
         append = out.append
-        n = len(data)
         names = self._names
         max_line = self._max_line
         max_event = self._max_event
@@ -519,7 +541,7 @@ class SSEDecoder:
         resume = pos
         event_start = -1  # absolute offset of the open event's first field line
         event_type: str | None = None
-        value: bytes | None = None  # the open event's one data value
+        value = None  # the open event's one data value
         while pos < n:
             if event_start == -1:
                 # Runs of the two shapes of almost every block, taken whole: ``data: V``
@@ -602,7 +624,7 @@ class SSEDecoder:
                     # its LF: a block that repeats it needs no search for that line.
                     known = b"\n"  # (no match at the run's first block: "event:")
                     size = 0
-                    name: str | None = None
+                    name = None
                     while True:
                         if startswith(known, pos):
                             lf = pos + size

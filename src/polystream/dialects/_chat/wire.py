@@ -44,9 +44,12 @@ value changed (or appeared), plus ``"-"``: the list of keys that disappeared.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
+
+if TYPE_CHECKING:
+    from polystream.events import StreamStart
 
 __all__ = [
     "CHUNK_OBJECT",
@@ -66,10 +69,13 @@ __all__ = [
     "PromptTokensDetails",
     "TailShape",
     "apply",
+    "base_envelope",
     "decode_envelope",
     "decode_fast_chunk",
     "decode_fast_tail",
     "diff",
+    "envelope",
+    "envelope_text",
 ]
 
 EXTRA_KEY: Final = "chat"
@@ -190,7 +196,7 @@ FAST_DECODER: Final = msgspec.json.Decoder(FastChunk)
 class FastTail(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """The members of a :class:`FastChunk` from ``choices`` on, when nothing else
     follows it: the decoder skips an envelope whose text it has seen (see
-    :func:`polystream.dialects._chat.decode._envelope_text`)."""
+    :func:`polystream.dialects._chat.wire.envelope_text`)."""
 
     choices: list[FastChoice]
     usage: msgspec.UnsetType | None = msgspec.UNSET
@@ -241,6 +247,60 @@ def decode_fast_tail(text: str) -> FastTail | None:
         return FAST_TAIL_DECODER.decode(text)
     except msgspec.DecodeError:
         return None
+
+
+def envelope(chunk: FastChunk | EnvelopeChunk) -> tuple[Any, ...]:
+    """A fast-path chunk's envelope (typed values; ``UNSET`` for an absent key) less
+    its ``obfuscation``, which changes on every chunk."""
+    return (
+        chunk.id,
+        chunk.object,
+        chunk.created,
+        chunk.model,
+        chunk.service_tier,
+        chunk.system_fingerprint,
+        chunk.usage,
+    )
+
+
+def envelope_text(data: str) -> str | None:
+    """The text of a chunk of the fast envelope before its ``"choices":`` key, if that
+    text holds every envelope key: nothing but ``choices`` (whatever they hold),
+    ``usage`` and ``obfuscation`` after it (checked by decoding the tail), and neither
+    of the last two before it.
+
+    JSON strings cannot hold an unescaped quote, so ``"choices":`` (or ``"usage":``)
+    found in the text is a key; the fast envelope has no unknown keys and no nested
+    object, so it is the chunk's own. A later chunk whose text starts with the returned
+    prefix therefore has exactly this envelope, less ``usage`` and ``obfuscation``,
+    which its tail holds.
+    """
+    cut = data.find('"choices":')
+    if cut == -1:
+        return None
+    prefix = data[:cut]
+    if '"usage":' in prefix or '"obfuscation":' in prefix:
+        return None
+    try:
+        TAIL_SHAPE_DECODER.decode("{" + data[cut:])
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return prefix
+
+
+def base_envelope(start: StreamStart) -> dict[str, Any]:
+    """The envelope a chunk is diffed against before the first chunk: what
+    :class:`StreamStart` models (the encoder starts from the same)."""
+    env: dict[str, Any] = {}
+    if start.id is not None:
+        env["id"] = start.id
+    env["object"] = CHUNK_OBJECT
+    if start.created is not None:
+        env["created"] = start.created
+    if start.model is not None:
+        env["model"] = start.model
+    env["choices"] = []
+    return env
 
 
 class PromptTokensDetails(msgspec.Struct, kw_only=True):

@@ -191,7 +191,7 @@ class ResponsesDecoder(FramedDecoder):
         to :meth:`_on_payload`. The frame location and ``_seq`` are recorded when the
         run hands over and at the end.
         """
-        if not self._hot or type(self)._handle_sse is not FramedDecoder._handle_sse:
+        if not self._hot:
             super()._dispatch_sse(frames, out)
             return
         decode = DECODER.decode
