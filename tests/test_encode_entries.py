@@ -17,7 +17,7 @@ import pytest
 
 import polystream.dialects._chat.encode as chat_encode
 import polystream.dialects._messages.encode as messages_encode
-from polystream.dialects import DIALECTS, get_dialect
+from polystream.dialects import DIALECTS, _cursors, get_dialect
 from polystream.dialects._cursors import CursorSplitter
 from polystream.events import Event, KeepAlive
 
@@ -116,3 +116,23 @@ def test_counter_cursors_carry_the_id_line() -> None:
     for n, (cursor, data) in enumerate(entries, 1):
         assert cursor == f"{STREAM_ID}.{n}"
         assert data.startswith(f"id: {STREAM_ID}.{n}\n".encode())
+
+
+@pytest.mark.parametrize("target", ["openai_responses", "xai_responses", "gemini_interactions"])
+def test_encoders_with_their_own_cursors_read_none_back(
+    target: str, same_ids: Callable[[], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dialects whose events carry their own cursor mark each event as they write
+    it: no event's JSON is read back (keep-alives aside: a comment with no blank line
+    of its own joins the next event, which is then read as the splitter reads it)."""
+    streams = []
+    for path in FIXTURES:
+        events = [e for e in _events(path) if type(e) is not KeepAlive]
+        streams.append((events, _oracle(target, events, same_ids)))
+
+    def no_reading(block: bytes) -> None:
+        raise AssertionError(f"an event read back: {block[:80]!r}")
+
+    monkeypatch.setattr(_cursors, "read_cursors", no_reading)
+    for events, expected in streams:
+        assert _entries(target, events, 1, same_ids) == expected

@@ -18,13 +18,32 @@ encoders are checked against): the gateway journals each event under its cursor.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any, Final, Literal
 
 import msgspec
 
-__all__ = ["CursorSplitter", "EventCursors", "cursor_mode", "event_blocks", "read_cursors"]
+from polystream.dialects._base import DialectEncoder
+from polystream.events import Event
+
+__all__ = [
+    "CursorSplitter",
+    "EventCursors",
+    "Mark",
+    "MarkingEncoder",
+    "cursor_mode",
+    "event_blocks",
+    "native_of",
+    "read_cursors",
+]
 
 CursorMode = Literal["counter", "seq", "event_id"]
+
+Mark = tuple[str | None, bytes, str | None]
+"""One SSE event an encoder wrote, as it marks it while writing (for
+:meth:`CursorSplitter.marked`): its cursor (``""``: the event carries none; None: read
+it from the event), its bytes, and the stream's native id when the event carries it
+(None: it carries none)."""
 
 _NATIVE_CURSORS: Final[dict[str, CursorMode]] = {
     "openai_responses": "seq",
@@ -85,6 +104,16 @@ def event_blocks(buffer: bytes) -> tuple[list[bytes], bytes]:
     return blocks, buffer[start:]
 
 
+def native_of(named: Any) -> str | None:
+    """The native id a ``response`` or ``interaction`` object an encoder writes carries
+    (the string ``id`` of a dict), as :meth:`CursorSplitter.split` reads it back."""
+    if type(named) is dict:
+        native = named.get("id")
+        if type(native) is str:
+            return native
+    return None
+
+
 def named_id(named: msgspec.Raw) -> str | None:
     """The string ``id`` of a JSON object (a ``response`` or ``interaction``), else None."""
     if not named:
@@ -128,6 +157,27 @@ class CursorSplitter:
         if self._mode == "counter":
             return self._counted(blocks)
         return [self._entry(block) for block in blocks]
+
+    def marked(self, data: bytes, marks: list[Mark]) -> list[tuple[str, bytes]]:
+        """Entries for ``data``, an encoder's output whose events the encoder marked as
+        it wrote them (see :data:`Mark`), in order: each event's cursor as marked, none
+        read back from its JSON. Output the marks do not account for exactly (an event
+        no mark was made for) is split and read as :meth:`split` does."""
+        if self._tail or self._mode == "counter" or b"".join([m[1] for m in marks]) != data:
+            return self.split(data)
+        count = self._count
+        out: list[tuple[str, bytes]] = []
+        for cursor, block, native in marks:
+            count += 1
+            if cursor is None:
+                self._count = count - 1
+                out.append(self._entry(block))  # (counts it)
+                continue
+            if native is not None and self.native_id is None:
+                self.native_id = native
+            out.append((cursor or f"x{count}", block))
+        self._count = count
+        return out
 
     def _counted(self, blocks: list[bytes]) -> list[tuple[str, bytes]]:
         """Counter cursors for ``blocks`` (and an ``id:`` line in each but comments)."""
@@ -178,3 +228,48 @@ def read_cursors(block: bytes) -> EventCursors:
         return _CURSORS.decode(payload)
     except msgspec.DecodeError:
         return _NO_CURSORS
+
+
+class MarkingEncoder(DialectEncoder):
+    """An encoder that marks each SSE event with its cursor where it writes it (the
+    dialects whose events carry their own cursor), so that :meth:`encode_entries` reads
+    none back from the bytes.
+
+    While :meth:`encode_entries` runs, :attr:`_marks` is a list, and every place that
+    writes an event appends its :data:`Mark` (:meth:`_mark_read` for bytes whose events
+    the encoder does not know the cursors of); otherwise it is None and nothing is
+    marked. Bytes the marks do not account for exactly are read as the splitter reads
+    them, so that the entries are always the splitter's.
+    """
+
+    _marks: list[Mark] | None = None
+
+    def encode_entries(
+        self, events: Iterable[Event], *, close: bool = False
+    ) -> list[tuple[str, bytes]]:
+        """See :meth:`DialectEncoder.encode_entries` (the same entries)."""
+        splitter: CursorSplitter | None = self._cursor_splitter
+        if splitter is None:
+            splitter = self._cursor_splitter = CursorSplitter(self.dialect, self.stream_id)
+        marks: list[Mark] = []
+        self._marks = marks
+        encode = self.encode
+        try:
+            parts = [encode(event) for event in events]
+            if close:
+                parts.append(self.close())
+        finally:
+            self._marks = None
+        entries = splitter.marked(b"".join(parts), marks)
+        if self.native_id is None:
+            self.native_id = splitter.native_id
+        return entries
+
+    def _mark_read(self, data: bytes) -> None:
+        """Mark the events of ``data`` as ones whose cursors are read from their bytes
+        (an event it leaves unfinished is left unmarked: the call's output is then read
+        as a whole)."""
+        marks = self._marks
+        if marks is not None and data:
+            for block in event_blocks(data)[0]:
+                marks.append((None, block, None))
