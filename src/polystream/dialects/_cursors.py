@@ -163,8 +163,10 @@ class CursorSplitter:
         it wrote them (see :data:`Mark`), in order: each event's cursor as marked, none
         read back from its JSON. Output the marks do not account for exactly (an event
         no mark was made for) is split and read as :meth:`split` does."""
-        if self._tail or self._mode == "counter" or b"".join([m[1] for m in marks]) != data:
+        if self._tail or b"".join([m[1] for m in marks]) != data:
             return self.split(data)
+        if self._mode == "counter":
+            return self._counted([block for _, block, _ in marks])
         count = self._count
         out: list[tuple[str, bytes]] = []
         for cursor, block, native in marks:
@@ -265,11 +267,15 @@ class MarkingEncoder(DialectEncoder):
             self.native_id = splitter.native_id
         return entries
 
-    def _mark_read(self, data: bytes) -> None:
+    def _mark_read(self, data: bytes, *, one: bool = False) -> None:
         """Mark the events of ``data`` as ones whose cursors are read from their bytes
-        (an event it leaves unfinished is left unmarked: the call's output is then read
-        as a whole)."""
+        (``one``: it is one whole event, as :meth:`~polystream.wire.sse.SSEEncoder.event`
+        writes; otherwise an event it leaves unfinished is left unmarked, and the call's
+        output is then read as a whole)."""
         marks = self._marks
         if marks is not None and data:
+            if one:
+                marks.append((None, data, None))
+                return
             for block in event_blocks(data)[0]:
                 marks.append((None, block, None))

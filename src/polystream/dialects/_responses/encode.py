@@ -349,7 +349,7 @@ class ResponsesEncoder(MarkingEncoder):
             assert isinstance(event, Unknown)
             if asm.native:
                 data = _SSE.event(event.data, event=event.name)
-                self._mark_read(data)
+                self._mark_read(data, one=True)
                 return data
             self.lose(f"event:unknown:{event.name}", event, "no Responses event for it")
             return b""

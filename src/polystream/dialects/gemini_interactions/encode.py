@@ -253,7 +253,7 @@ class Encoder(FoldsUsage, MarkingEncoder):
         elif event_id:
             self._marks.append((event_id, data, native))
         else:
-            self._mark_read(data)  # (an empty cursor: as the splitter reads it)
+            self._mark_read(data, one=True)  # (an empty cursor: as the splitter reads it)
 
     def _ensure_id(self) -> str:
         if self._interaction_id is None:
@@ -305,7 +305,7 @@ class Encoder(FoldsUsage, MarkingEncoder):
         if kind is Unknown:
             if self._native:
                 data = _SSE.event(event.data, event=event.name)  # type: ignore[union-attr]
-                self._mark_read(data)
+                self._mark_read(data, one=True)
                 return data
             self.lose("event:unknown", event, "an unknown event of another dialect")
             return b""
@@ -389,7 +389,7 @@ class Encoder(FoldsUsage, MarkingEncoder):
                 # A malformed event skipped by a tolerant decoder: re-emitted as received.
                 name = raw.get("event")
                 data = _SSE.event(raw["data"], event=name if isinstance(name, str) else None)
-                self._mark_read(data)
+                self._mark_read(data, one=True)
                 return data
             self.lose("protocol-error", event, "a decoding error is not a provider event")
             return b""
@@ -447,7 +447,7 @@ class Encoder(FoldsUsage, MarkingEncoder):
             return out
         if self._native and ("data" in extra or "event" in extra):
             done = _SSE.event(str(extra.get("data", "[DONE]")), event=extra.get("event", "done"))
-            self._mark_read(done)
+            self._mark_read(done, one=True)
             return out + done
         marks = self._marks
         if marks is not None:
