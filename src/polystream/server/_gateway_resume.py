@@ -16,13 +16,8 @@ from typing import Any, Final
 
 from polystream.journal import Entry, Journal, JournalMiss
 from polystream.proxy import ANONYMOUS_TENANT, Limits, alias_id, counter_cursors
-from polystream.server._gateway_stream import (
-    SSE_HEADERS,
-    Receive,
-    Send,
-    StreamReplies,
-    send_body,
-)
+from polystream.server._gateway_stream import SSE_HEADERS, StreamReplies
+from polystream.server._gateway_write import Receive, Send, send_body
 from polystream.server._journal_feed import JournalFeed
 
 __all__ = ["JOURNAL_LAG_SECONDS", "REPLAY_BYTES", "Resumes"]

@@ -18,7 +18,7 @@ import math
 import operator
 import secrets
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, NamedTuple, Protocol, cast
 
 from polystream.client import AsyncEventStream
@@ -42,6 +42,7 @@ from polystream.events import (
 from polystream.journal import Journal, JournalConflict
 from polystream.proxy import Limits, alias_id, scrub
 from polystream.scrub import SCRUBBED_EVENTS, Scrubber
+from polystream.server._gateway_write import Message, Receive, Send, WriteDeadline, send_body
 from polystream.server._journal_feed import JournalFeed
 
 __all__ = [
@@ -50,16 +51,11 @@ __all__ = [
     "StreamPump",
     "StreamReplies",
     "StreamState",
-    "WriteDeadline",
     "reply_failure",
-    "send_body",
 ]
 
 logger = logging.getLogger("polystream.gateway")
 
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 Entries = list[tuple[str, bytes]]
 
 SSE_HEADERS: Final = [
@@ -164,115 +160,6 @@ def log_unreadable(error: ErrorInfo) -> None:
         error.byte_offset,
         error.message,
     )
-
-
-class WriteDeadline:
-    """How long each of one task's writes to the client may take, kept by one timer.
-
-    ``asyncio.timeout`` around a write arms a timer and cancels it at every write (the
-    pump writes once per upstream read, so once per event of a paced stream). Here a
-    write notes when it began, and the timer is armed only when none is pending: when
-    it fires, a write that has taken the whole limit is cancelled (:meth:`send` then
-    returns False, as for ``TimeoutError``), a write under way for less re-arms it for
-    that write's own deadline, and with no write under way it lapses until the next.
-    One task writes at a time (the stream's pump). :attr:`last` is when the last write
-    began: the stream's watcher reads it to tell an upstream silence (keep-alive
-    comments) from a stream that is writing.
-    """
-
-    __slots__ = (
-        "_cancelling",
-        "_expired",
-        "_handle",
-        "_limit",
-        "_loop",
-        "_since",
-        "_task",
-        "_when",
-        "last",
-    )
-
-    def __init__(self, limit: float) -> None:
-        self._limit = limit
-        self._loop = asyncio.get_running_loop()
-        self._handle: asyncio.TimerHandle | None = None
-        self._when = 0.0  # when the pending timer fires
-        self._since: float | None = None  # when the write under way began
-        self._task: asyncio.Task[Any] | None = None  # the task writing
-        self._cancelling = 0  # its cancellation requests before the write
-        self._expired = False
-        self.last = self._loop.time()  # when the last write began (or this was made)
-
-    async def send(self, send: Send, message: Message) -> bool:
-        """``await send(message)``; False when it took the limit (the write was
-        cancelled) or the connection failed."""
-        task = asyncio.current_task()
-        assert task is not None
-        self._task = task
-        self._cancelling = task.cancelling()
-        loop = self._loop
-        self._since = self.last = now = loop.time()
-        if self._handle is None:
-            self._when = now + self._limit
-            self._handle = loop.call_at(self._when, self._check)
-        try:
-            await send(message)
-        except asyncio.CancelledError:
-            if self._expired:
-                self._expired = False
-                # The deadline's own cancellation, unless another is pending too (as
-                # asyncio.timeout decides).
-                if task.uncancel() <= self._cancelling:
-                    return False
-            raise
-        except OSError:
-            return False
-        finally:
-            self._since = None
-            self._task = None
-        return True
-
-    def _check(self) -> None:
-        self._handle = None
-        since = self._since
-        if since is None:
-            return  # no write under way: the next one arms the timer
-        due = since + self._limit
-        if due <= self._when:
-            self._expired = True
-            assert self._task is not None
-            self._task.cancel()
-        else:
-            self._when = due
-            self._handle = self._loop.call_at(due, self._check)
-
-    def close(self) -> None:
-        """Drop the pending timer (unless a write is under way: it keeps its bound)."""
-        if self._handle is not None and self._since is None:
-            self._handle.cancel()
-            self._handle = None
-
-
-async def send_body(
-    send: Send,
-    data: bytes,
-    limit: float,
-    more: bool = True,
-    deadline: WriteDeadline | None = None,
-) -> bool:
-    """Send body bytes (``more=False``: the last); a client that does not read within
-    ``limit`` seconds is dropped (False). A stream's pump passes its ``deadline`` (one
-    timer for all its writes); the few other writes (keep-alive comments, resumed
-    entries) each take an ``asyncio.timeout``."""
-    message = {"type": "http.response.body", "body": data, "more_body": more}
-    if deadline is not None:
-        return await deadline.send(send, message)
-    try:
-        async with asyncio.timeout(limit):
-            await send(message)
-    except (TimeoutError, OSError):
-        return False
-    return True
 
 
 class StreamState:

@@ -57,8 +57,8 @@ from polystream.server._gateway_stream import SSE_HEADERS as _SSE_HEADERS  # noq
 from polystream.server._gateway_stream import TENANT as _TENANT
 from polystream.server._gateway_stream import StreamPump, StreamReplies
 from polystream.server._gateway_stream import StreamState as _StreamState  # noqa: F401
-from polystream.server._gateway_stream import WriteDeadline as _WriteDeadline  # noqa: F401
 from polystream.server._gateway_stream import reply_failure as _reply_failure
+from polystream.server._gateway_write import WriteDeadline as _WriteDeadline  # noqa: F401
 from polystream.server._h1server import SEND_NOWAIT
 from polystream.server._journal_feed import JournalFeed
 from polystream.wire.jsondepth import body_error, decode_body
