@@ -2,8 +2,9 @@
 and keeping upstream secrets out of everything a client or a log can see.
 
 The ASGI shell (:mod:`polystream.server.gateway`) reads requests and moves bytes; what
-to call, with which key, and what each outbound event's resume cursor is, is decided
-here.
+to call, with which key, and how a resume names its stream, is decided here (each
+outbound event's resume cursor is its encoder's: see
+:meth:`~polystream.dialects._base.DialectEncoder.encode_entries`).
 
 Routing: with one upstream every request goes there. With several, the first route
 whose pattern matches the request's model wins; with no configured routes a model goes to
@@ -22,13 +23,13 @@ import hashlib
 import hmac
 import math
 import os
-import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
 from polystream.dialects import DIALECTS, PROVIDERS
+from polystream.dialects._cursors import CursorSplitter
 from polystream.scrub import Scrubber
 
 __all__ = [
@@ -372,141 +373,6 @@ def alias_id(tenant: str, dialect: str, native_id: str) -> str:
     return "alias-" + digest[:40]
 
 
-class _Cursors(msgspec.Struct):
-    """What the cursor of an event carrying one is read from (the rest of the event is
-    skipped, not built): its number or id, and the object that names the stream."""
-
-    sequence_number: Any = None
-    event_id: Any = None
-    response: msgspec.Raw = msgspec.Raw(b"")
-    interaction: msgspec.Raw = msgspec.Raw(b"")
-
-
-class _Named(msgspec.Struct):
-    id: Any = None
-
-
-_CURSORS: Final = msgspec.json.Decoder(_Cursors)
-_NAMED: Final = msgspec.json.Decoder(_Named)
-_NO_CURSORS: Final = _Cursors()
-# An SSE event ends at a blank line; encoders write LF, Gemini's CRLF (as its wire does).
-_EVENT_END: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
-
-
-class SSECursorSplitter:
-    """Split a dialect encoder's output into SSE events and give each its resume cursor.
-
-    * ``openai_responses`` / ``xai_responses``: the event's ``sequence_number``; the
-      stream id is ``response.id`` from the first event that carries it.
-    * ``gemini_interactions``: the event's ``event_id``; the stream id is the
-      interaction id.
-    * every other SSE dialect: a counter, written into the event as an SSE ``id:`` line
-      ``<stream_id>.<n>`` so that a reconnecting client sends it back as
-      ``Last-Event-ID``.
-
-    An event ends at the first blank line, whatever the line ends (LF, CRLF, CR).
-    This runs on every event a gateway streams, so the usual case (LF line ends, one
-    ``data:`` line) is read with byte searches and the ``id:`` line written by one
-    formatting operation.
-    """
-
-    def __init__(self, dialect: str, stream_id: str) -> None:
-        self.dialect = dialect
-        self.stream_id = stream_id
-        self.native_id: str | None = None  # the id the client resumes with
-        self._count = 0
-        self._tail = b""
-        self._mode = (
-            "counter"
-            if counter_cursors(dialect)
-            else "seq"
-            if dialect in ("openai_responses", "xai_responses")
-            else "event_id"
-        )
-        # google-genai's SSE reader takes every line for data and rejects an `id:` line,
-        # so Gemini streams keep their bytes (and have no resume).
-        self._id_lines = self._mode == "counter" and dialect != "gemini_generate"
-        self._id_prefix = b"id: " + stream_id.encode() + b"."
-
-    def split(self, data: bytes) -> list[tuple[str, bytes]]:
-        """Entries ``(cursor, bytes)`` completed by ``data`` (bytes may be rewritten to
-        carry an ``id:`` line)."""
-        if not data:
-            return []
-        buffer = self._tail + data if self._tail else data
-        blocks: list[bytes] = []
-        start = 0
-        if 13 in buffer:  # a CR: any line ends
-            for match in _EVENT_END.finditer(buffer):
-                end = match.end()
-                blocks.append(buffer[start:end])
-                start = end
-        else:
-            find = buffer.find
-            end = find(b"\n\n")
-            while end >= 0:
-                end += 2
-                blocks.append(buffer[start:end])
-                start = end
-                end = find(b"\n\n", start)
-        self._tail = buffer[start:]
-        if self._mode == "counter":
-            return self._counted(blocks)
-        return [self._entry(block) for block in blocks]
-
-    def _counted(self, blocks: list[bytes]) -> list[tuple[str, bytes]]:
-        """Counter cursors for ``blocks`` (and an ``id:`` line in each but comments)."""
-        count = self._count
-        self._count = count + len(blocks)
-        stream_id = self.stream_id
-        if not self._id_lines:
-            return [(f"{stream_id}.{n}", block) for n, block in enumerate(blocks, count + 1)]
-        prefix = self._id_prefix
-        out: list[tuple[str, bytes]] = []
-        for n, block in enumerate(blocks, count + 1):
-            if block[:1] == b":":
-                out.append((f"{stream_id}.{n}", block))
-                continue
-            line_end = b"\r\n" if block.endswith(b"\r\n") else b"\r" if block[-1] == 13 else b"\n"
-            out.append((f"{stream_id}.{n}", b"%s%d%s%s" % (prefix, n, line_end, block)))
-        return out
-
-    def _entry(self, block: bytes) -> tuple[str, bytes]:
-        """The event's own cursor (``sequence_number`` or ``event_id``), else ``x<n>``."""
-        self._count += 1
-        found = _cursors(block)
-        if self.native_id is None:
-            named = found.response if self._mode == "seq" else found.interaction
-            if named:
-                try:
-                    native = _NAMED.decode(named).id
-                except msgspec.DecodeError:
-                    native = None
-                if type(native) is str:
-                    self.native_id = native
-        if self._mode == "seq":
-            seq = found.sequence_number
-            return (str(seq) if type(seq) is int else f"x{self._count}", block)
-        event_id = found.event_id
-        return (event_id if type(event_id) is str else f"x{self._count}", block)
-
-
-def _cursors(block: bytes) -> _Cursors:
-    """The cursor fields of an SSE event's data, or none when it is no JSON object."""
-    # The usual event, LF line ends and one data line, is read by byte searches.
-    first = block[:5] == b"data:"
-    at = 0 if first else block.find(b"\ndata:") + 1  # where the data line begins
-    eol = block.find(b"\n", at) if first or at else -1
-    if eol > 0 and 13 not in block and block.find(b"\ndata:", eol) < 0:
-        payload = block[at + 5 : eol].lstrip(b" ")
-    else:
-        # Any line ends; the data lines joined by a line break, as a client reads them.
-        payload = b"\n".join(
-            line[5:].lstrip(b" ") for line in block.splitlines() if line.startswith(b"data:")
-        )
-    if not payload or payload == b"[DONE]":
-        return _NO_CURSORS
-    try:
-        return _CURSORS.decode(payload)
-    except msgspec.DecodeError:
-        return _NO_CURSORS
+SSECursorSplitter = CursorSplitter
+"""The encoders' cursor splitter (:class:`polystream.dialects._cursors.CursorSplitter`),
+by its former name."""

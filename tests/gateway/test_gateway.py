@@ -4,7 +4,6 @@ speaks a *different* dialect: streaming and not, tool calls, reasoning, errors, 
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -354,15 +353,14 @@ def test_an_in_band_overload_before_any_output_is_retried_unseen(
     opening is encoded when it arrives, ahead of any output: a retry drops what was
     encoded, and the next attempt's opening is encoded afresh."""
     from polystream.dialects import get_dialect
-    from polystream.server import gateway as gateway_module
+    from tests.gateway.test_streaming_path import _encoded_by_gateway
 
     encoder_class = type(get_dialect("openai_responses").encoder())
     real_encode = encoder_class.encode
     starts: list[Any] = []  # the encoders (kept: their ids stay theirs)
 
     def counting_encode(self: Any, event: Any) -> bytes:
-        caller = sys._getframe(1).f_globals["__name__"]
-        if type(event).__name__ == "StreamStart" and caller == gateway_module.__name__:
+        if type(event).__name__ == "StreamStart" and _encoded_by_gateway():
             starts.append(self)
         return real_encode(self, event)  # type: ignore[no-any-return]
 

@@ -20,7 +20,7 @@ import polystream
 from polystream.events import BlockEnd, BlockStart, Finish, FinishReason, StreamStart, TextDelta
 from polystream.proxy import load_config
 from polystream.scenario import Emulator, parse_scenarios
-from polystream.server import ServerThread
+from polystream.server import ServerThread, _gateway_stream
 from polystream.server import gateway as gateway_module
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
 
@@ -308,7 +308,7 @@ def test_held_opening_events_are_encoded_as_they_come_and_leave_with_the_first_o
     encoded: list[tuple[float, str]] = []
 
     def timed_encode(self: Any, event: Any) -> bytes:
-        if sys._getframe(1).f_globals["__name__"] == gateway_module.__name__:
+        if _encoded_by_gateway():
             encoded.append((time.monotonic(), type(event).__name__))  # (not the emulator's)
         return real_encode(self, event)  # type: ignore[no-any-return]
 
@@ -351,3 +351,17 @@ def test_held_opening_events_are_encoded_as_they_come_and_leave_with_the_first_o
         assert gap > delay / 2  # the role chunk's read, a delay before the first delta's
     else:
         assert gap < delay / 2  # (another server has no send without waiting: no push)
+
+
+def _encoded_by_gateway() -> bool:
+    """Whether an encoder's caller is the gateway (its stream pump, a few frames up
+    through ``encode_entries``), not the emulator."""
+    names = (gateway_module.__name__, _gateway_stream.__name__)
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            return False
+        if frame.f_globals["__name__"] in names:
+            return True
+        frame = frame.f_back
+    return False

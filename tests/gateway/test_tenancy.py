@@ -22,7 +22,7 @@ import pytest
 from polystream import decode
 from polystream.journal import Journal, MemoryJournal
 from polystream.proxy import Client, GatewayConfig, Limits, Upstream, load_config
-from polystream.server import gateway as gateway_module
+from polystream.server import _gateway_resume
 from polystream.server.gateway import create_gateway
 from polystream.server.journal_redis import RedisJournal
 from polystream.server.journal_sqlite import SQLiteJournal
@@ -266,7 +266,7 @@ def test_another_tenants_stream_is_the_404_of_an_unknown_id(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # (A shared journal's miss waits for another instance's writes: 1 s, here 0.1 s.)
-    monkeypatch.setattr(gateway_module, "_JOURNAL_LAG_SECONDS", 0.1)
+    monkeypatch.setattr(_gateway_resume, "JOURNAL_LAG_SECONDS", 0.1)
     gateway = gateways(
         _journal(kind, tmp_path, request),
         api_key=None,

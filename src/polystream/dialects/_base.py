@@ -797,3 +797,42 @@ class DialectEncoder(abc.ABC):
     @abc.abstractmethod
     def _encode(self, event: Event) -> bytes:
         """Encode one event (subclasses)."""
+
+    # -- journal entries ---------------------------------------------------------------
+
+    stream_id: str = ""
+    """The stream's id in the counter cursors (``<stream_id>.<n>``) and ``id:`` lines
+    :meth:`encode_entries` writes; set it before the first call."""
+    native_id: str | None = None
+    """The stream's own id (the response's, the interaction's) once an event written by
+    :meth:`encode_entries` has carried it; None until then, and in dialects without one."""
+    _cursor_splitter: Any = None  # what :meth:`encode_entries` reads cursors with
+
+    def encode_entries(
+        self, events: Iterable[Event], *, close: bool = False
+    ) -> list[tuple[str, bytes]]:
+        """Encode ``events`` (``close``: then end the stream, as :meth:`close`) as the
+        journal entries of the SSE events written: each event's resume cursor and its
+        bytes, the ``id: <stream_id>.<n>`` line in for the dialects whose cursors are
+        the counter (but Gemini's generate streams, whose SDK rejects it). An event
+        cut short comes with the call that completes it. The rules are
+        :class:`~polystream.dialects._cursors.CursorSplitter`'s; this default runs it
+        over :meth:`encode`'s output (encoders that know their events' cursors where
+        they write them override it).
+
+        Raises:
+            LocalProtocolError: As :meth:`encode` and :meth:`close`.
+        """
+        splitter = self._cursor_splitter
+        if splitter is None:
+            from polystream.dialects._cursors import CursorSplitter
+
+            splitter = self._cursor_splitter = CursorSplitter(self.dialect, self.stream_id)
+        encode = self.encode
+        parts = [encode(event) for event in events]
+        if close:
+            parts.append(self.close())
+        entries: list[tuple[str, bytes]] = splitter.split(b"".join(parts))
+        if self.native_id is None:
+            self.native_id = splitter.native_id
+        return entries

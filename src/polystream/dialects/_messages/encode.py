@@ -43,8 +43,8 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
-from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import origin, wrap
+from polystream.dialects._cursors import MarkingEncoder
 from polystream.dialects._messages.error_kind import native_error_type
 from polystream.dialects._messages.finish_reason import stop_reason_for
 from polystream.dialects._messages.quirks import ANTHROPIC, Quirks, next_provider_index
@@ -166,7 +166,7 @@ def _name(default: str, extra: dict[str, Any] | None) -> str | None:
     return default
 
 
-class MessagesEncoder(FoldsUsage, DialectEncoder):
+class MessagesEncoder(FoldsUsage, MarkingEncoder):
     """Encoder for the Messages SSE stream; subclasses bind ``dialect`` and ``quirks``.
 
     Args:
@@ -280,7 +280,23 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
                 block.content = True
         except Exception:  # not encodable: the general path says how it fails
             return None
-        return head + value + b"}}\n\n"
+        data = head + value + b"}}\n\n"
+        marks = self._marks
+        if marks is not None:
+            marks.append((None, data, None))
+        return data
+
+    def _write(self, name: str | None, payload: dict[str, Any]) -> bytes:
+        """One SSE event (:func:`_frame`), marked for :meth:`encode_entries` (its cursor
+        is the counter)."""
+        data = _frame(name, payload)
+        marks = self._marks
+        if marks is not None:
+            if name is not None and ("\n" in name or "\r" in name):
+                self._mark_read(data)  # (a name that is more than one line)
+            else:
+                marks.append((None, data, None))
+        return data
 
     def _encode(self, event: Event) -> bytes:
         if self._error_sent:
@@ -420,7 +436,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
             message["content"] = message["content"] + self._in_start
         self._stop_sent = message.get("stop_reason") is not None
         payload = _with({"type": "message_start", "message": message}, extra if family else None)
-        return _frame(_name("message_start", extra if family else None), payload)
+        return self._write(_name("message_start", extra if family else None), payload)
 
     def _ensure_started(self) -> bytes:
         if self._started:
@@ -449,7 +465,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
         assert self._pending is not None
         name, payload, _, what = self._pending
         self._pending = None
-        data = _frame(name, payload)
+        data = self._write(name, payload)
         if what == "block":
             data += self._maybe_ping()
         return data
@@ -487,7 +503,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
     def _maybe_ping(self) -> bytes:
         if self._ping_after_first and not self._pinged and not self._family:
             self._pinged = True
-            return _frame("ping", {"type": "ping"})
+            return self._write("ping", {"type": "ping"})
         return b""
 
     # -- blocks -----------------------------------------------------------------------------
@@ -576,7 +592,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
             # Held back: content the native start carried follows as marked deltas.
             self._pending = (name, payload, event.index, "block")
             return b"".join(parts)
-        parts.append(_frame(name, payload))
+        parts.append(self._write(name, payload))
         parts.append(self._maybe_ping())
         return b"".join(parts)
 
@@ -599,7 +615,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
             if isinstance(rest, dict):
                 delta.update(rest)
         payload = _with({"type": "content_block_delta", "index": index, "delta": delta}, extra)
-        return _frame(_name("content_block_delta", extra), payload)
+        return self._write(_name("content_block_delta", extra), payload)
 
     def _text(self, event: TextDelta) -> bytes:
         block = self._block_for(event, event.index)
@@ -713,7 +729,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
                 payload = _with(
                     {"type": "content_block_delta", "index": block.index, "delta": delta}, extra
                 )
-                return _frame(_name("content_block_delta", extra), payload)
+                return self._write(_name("content_block_delta", extra), payload)
             if block.type == "redacted_thinking":
                 self.lose("signature", event, "redacted_thinking data arrives only in its start")
                 return b""
@@ -789,7 +805,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
                 self._delta(block.index, {"type": "input_json_delta", "partial_json": '"}'})
             )
         payload = _with({"type": "content_block_stop", "index": block.index}, extra)
-        parts.append(_frame(_name("content_block_stop", extra), payload))
+        parts.append(self._write(_name("content_block_stop", extra), payload))
         return b"".join(parts)
 
     def _whole(self, block: _Block, value: Any, event: Event) -> bytes:
@@ -824,7 +840,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
             for key in absent:
                 payload.pop(key, None)
         self._stop_sent = True
-        return _frame(_name("message_delta", extra), _with(payload, extra))
+        return self._write(_name("message_delta", extra), _with(payload, extra))
 
     def _finish(self, event: Finish) -> bytes:
         if self._done:
@@ -841,7 +857,7 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
                     if error is not None
                     else {"type": "api_error", "message": "the stream failed"}
                 )
-                parts.append(_frame("error", {"type": "error", "error": inner}))
+                parts.append(self._write("error", {"type": "error", "error": inner}))
             return b"".join(parts)
         if not self._family:
             for unified in list(self._open.values()):
@@ -879,11 +895,13 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
                     "explanation": "".join(self._refusal),
                 }
             delta = {"type": "message_delta", "delta": stop, "usage": native_usage}
-            parts.append(_frame("message_delta", delta))
+            parts.append(self._write("message_delta", delta))
         if not self._family:
-            parts.append(_frame("message_stop", {"type": "message_stop"}))
+            parts.append(self._write("message_stop", {"type": "message_stop"}))
             return b"".join(parts)
-        parts.append(_frame(_name("message_stop", extra), _with({"type": "message_stop"}, extra)))
+        parts.append(
+            self._write(_name("message_stop", extra), _with({"type": "message_stop"}, extra))
+        )
         return b"".join(parts)
 
     def _error(self, event: ErrorEvent) -> bytes:
@@ -898,16 +916,20 @@ class MessagesEncoder(FoldsUsage, DialectEncoder):
             inner: Any = info.raw
         else:
             inner = {"type": native_error_type(info), "message": info.message}
-        return _frame(_name("error", extra), _with({"type": "error", "error": inner}, extra))
+        return self._write(_name("error", extra), _with({"type": "error", "error": inner}, extra))
 
     def _keep_alive(self, event: KeepAlive) -> bytes:
         if event.name is None and event.comment is not None:
-            return _SSE.comment(event.comment)
+            data = _SSE.comment(event.comment)
+            self._mark_read(data)
+            return data
         extra = event.extra if self._family else None
-        return _frame(_name("ping", extra), _with({"type": "ping"}, extra))
+        return self._write(_name("ping", extra), _with({"type": "ping"}, extra))
 
     def _unknown(self, event: Unknown) -> bytes:
         if self._family:
-            return _SSE.event(event.data, event=event.name)
+            data = _SSE.event(event.data, event=event.name)
+            self._mark_read(data, one=True)
+            return data
         self.lose(f"event:{event.name}", event, "an unknown event of another dialect")
         return b""

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeAlias
 
-from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import origin
+from polystream.dialects._cursors import Mark, MarkingEncoder, native_of
 from polystream.dialects._responses.finish_reason import FINISH_REASONS, to_incomplete_reason
 from polystream.dialects._responses.quirks import Quirks
 from polystream.dialects._responses.result import FAMILY, Assembler, IdFactory, Out
@@ -65,8 +65,11 @@ _Heads: TypeAlias = tuple[tuple[Out, int | None], bytes, bytes, bytes, Callable[
 """What :meth:`ResponsesEncoder._delta_heads` keeps for a block."""
 
 
-class ResponsesEncoder(DialectEncoder):
-    """Encoder for the Responses SSE stream; subclasses bind ``dialect`` and ``quirks``."""
+class ResponsesEncoder(MarkingEncoder):
+    """Encoder for the Responses SSE stream; subclasses bind ``dialect`` and ``quirks``.
+
+    Each event's resume cursor (for :meth:`encode_entries`) is its ``sequence_number``,
+    marked where the event is written."""
 
     quirks: ClassVar[Quirks]
 
@@ -138,6 +141,8 @@ class ResponsesEncoder(DialectEncoder):
                         if body is not None:
                             self._seq = cursor if cursor > self._seq else self._seq
                             data = head + body + b"\n\n"
+                            if self._marks is not None:
+                                self._mark_native(extra, cursor, data)
             else:
                 # Another dialect's text or tool-input delta into an open item (what
                 # _text_delta and _tool_delta write, and what the assembler keeps),
@@ -167,6 +172,9 @@ class ResponsesEncoder(DialectEncoder):
                             self._args_streamed.add(index)
                         self._seq = seq = self._seq + 1
                         data = b"%b%d%b%b%b" % (heads[1], seq, heads[2], delta, heads[3])
+                        marks = self._marks
+                        if marks is not None:
+                            marks.append((str(seq), data, None))
             if data is not None:
                 self.event_index += 1
                 return data
@@ -242,7 +250,27 @@ class ResponsesEncoder(DialectEncoder):
         self._seq += 1
         payload: dict[str, Any] = {"type": name, "sequence_number": self._seq}
         payload.update(fields)
-        return encode_payload(name, payload)
+        data = encode_payload(name, payload)
+        marks = self._marks
+        if marks is not None:
+            named = native_of(fields["response"]) if "response" in fields else None
+            marks.append((str(self._seq), data, named))
+        return data
+
+    def _mark_native(self, extra: dict[str, Any], cursor: Any, data: bytes) -> None:
+        """Mark a native event: its cursor is the event's (``sequence_number``, unless
+        its payload sets its own), its native id its ``response``'s."""
+        assert self._marks is not None
+        name = extra["type"]
+        if "sequence_number" in extra or "\n" in name or "\r" in name:
+            self._mark_read(data)  # (what the payload says, or more than one event)
+            return
+        mark: Mark = (
+            str(cursor) if type(cursor) is int else "",
+            data,
+            native_of(extra["response"]) if "response" in extra else None,
+        )
+        self._marks.append(mark)
 
     def _native(self, event: Event, key: str | None = None, value: Any = None) -> bytes:
         extra = event.extra
@@ -256,7 +284,10 @@ class ResponsesEncoder(DialectEncoder):
         payload.update(extra)
         if key is not None and key not in extra:
             payload[key] = value
-        return encode_payload(name, payload)
+        data = encode_payload(name, payload)
+        if self._marks is not None:
+            self._mark_native(extra, cursor, data)
+        return data
 
     def _open(self) -> bytes:
         """``response.created`` + ``response.in_progress`` (foreign streams)."""
@@ -311,11 +342,15 @@ class ResponsesEncoder(DialectEncoder):
         if etype is ErrorEvent:
             return self._error(event)  # type: ignore[arg-type]
         if etype is KeepAlive:
-            return _SSE.comment(event.comment or event.name or "keepalive")  # type: ignore[union-attr]
+            data = _SSE.comment(event.comment or event.name or "keepalive")  # type: ignore[union-attr]
+            self._mark_read(data)
+            return data
         if etype is Unknown:
             assert isinstance(event, Unknown)
             if asm.native:
-                return _SSE.event(event.data, event=event.name)
+                data = _SSE.event(event.data, event=event.name)
+                self._mark_read(data, one=True)
+                return data
             self.lose(f"event:unknown:{event.name}", event, "no Responses event for it")
             return b""
         if etype is Metadata:

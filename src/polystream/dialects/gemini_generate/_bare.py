@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from polystream.wire.framing import BLANK
 from polystream.errors import BufferLimitExceeded, RemoteProtocolError
 from polystream.events import Event
 from polystream.wire._pieces import PIECES, join_recent
+from polystream.wire.framing import BLANK
 from polystream.wire.jsondepth import too_deep
 
 from ._chunks import ChunkDecoder

@@ -108,9 +108,9 @@ from typing import Any, Final, get_args
 import msgspec
 
 from polystream.dialects._base import Coalesce, Framing
-from polystream.wire.framing import BLANK
 from polystream.errors import RemoteProtocolError, StreamTruncated
 from polystream.events import RETRYABLE_KINDS, ErrorInfo, Event, Finish, FinishReason
+from polystream.wire.framing import BLANK
 from polystream.wire.jsonarray import JSONArrayDecoder, JSONElement
 from polystream.wire.sse import ServerSentEvent, SSEComment
 

@@ -45,8 +45,8 @@ from typing import Any, Final, TypeAlias
 
 import msgspec
 
-from polystream.dialects._base import DialectEncoder
 from polystream.dialects._carrier import CARRIER_PREFIX, origin, wrap
+from polystream.dialects._cursors import MarkingEncoder, native_of
 from polystream.dialects._usage_fold import FoldsUsage
 from polystream.errors import LocalProtocolError
 from polystream.events import (
@@ -114,7 +114,7 @@ _Template: TypeAlias = tuple[_Block, bool, bytes, bytes, bytes]
 to the event id (native) and after it with the event id's format."""
 
 
-class Encoder(FoldsUsage, DialectEncoder):
+class Encoder(FoldsUsage, MarkingEncoder):
     """Encode unified events as a Gemini Interactions SSE stream (see the module docstring).
 
     Call :meth:`encode` per event and :meth:`close` once; ``losses`` lists what a foreign
@@ -190,8 +190,13 @@ class Encoder(FoldsUsage, DialectEncoder):
                             b"}\n\n" if cursor is None else b',"event_id":%b}\n\n' % _JSON(cursor)
                         )
                         data = cached[2] + value + cached[3] + tail
+                        if self._marks is not None:
+                            self._mark(cursor, data, None)
                     else:
                         data = cached[2] + value + cached[4] % self._next_event
+                        marks = self._marks
+                        if marks is not None:
+                            marks.append((f"evt_{self._next_event:06d}", data, None))
                         self._next_event += 1
                 except Exception:  # not encodable: the general path says how it fails
                     data = None
@@ -233,7 +238,22 @@ class Encoder(FoldsUsage, DialectEncoder):
         else:
             payload["event_id"] = f"evt_{self._next_event:06d}"
             self._next_event += 1
-        return _SSE.event(encode_json(payload), event=None if extra.get("no_event_name") else name)
+        data = _SSE.event(encode_json(payload), event=None if extra.get("no_event_name") else name)
+        if self._marks is not None:
+            self._mark(payload.get("event_id"), data, native_of(payload.get("interaction")))
+        return data
+
+    def _mark(self, event_id: Any, data: bytes, native: str | None) -> None:
+        """Mark one event written (for :meth:`encode_entries`): its cursor is its
+        ``event_id`` when that is a string (else it has none), its native id its
+        ``interaction``'s."""
+        assert self._marks is not None
+        if type(event_id) is not str:
+            self._marks.append(("", data, native))
+        elif event_id:
+            self._marks.append((event_id, data, native))
+        else:
+            self._mark_read(data, one=True)  # (an empty cursor: as the splitter reads it)
 
     def _ensure_id(self) -> str:
         if self._interaction_id is None:
@@ -277,12 +297,16 @@ class Encoder(FoldsUsage, DialectEncoder):
             return self._finish(event)  # type: ignore[arg-type]
         if kind is KeepAlive:
             if event.comment is not None:  # type: ignore[union-attr]
-                return _SSE.comment(event.comment)  # type: ignore[union-attr]
+                data = _SSE.comment(event.comment)  # type: ignore[union-attr]
+                self._mark_read(data)
+                return data
             self.lose("keep-alive", event, "Interactions streams have no named keep-alive event")
             return b""
         if kind is Unknown:
             if self._native:
-                return _SSE.event(event.data, event=event.name)  # type: ignore[union-attr]
+                data = _SSE.event(event.data, event=event.name)  # type: ignore[union-attr]
+                self._mark_read(data, one=True)
+                return data
             self.lose("event:unknown", event, "an unknown event of another dialect")
             return b""
         if kind is Metadata:
@@ -364,7 +388,9 @@ class Encoder(FoldsUsage, DialectEncoder):
             if self._native and isinstance(raw, dict) and isinstance(raw.get("data"), str):
                 # A malformed event skipped by a tolerant decoder: re-emitted as received.
                 name = raw.get("event")
-                return _SSE.event(raw["data"], event=name if isinstance(name, str) else None)
+                data = _SSE.event(raw["data"], event=name if isinstance(name, str) else None)
+                self._mark_read(data, one=True)
+                return data
             self.lose("protocol-error", event, "a decoding error is not a provider event")
             return b""
         extra = event.extra or {}
@@ -420,9 +446,12 @@ class Encoder(FoldsUsage, DialectEncoder):
         if self._native and extra.get("done") is False:
             return out
         if self._native and ("data" in extra or "event" in extra):
-            return out + _SSE.event(
-                str(extra.get("data", "[DONE]")), event=extra.get("event", "done")
-            )
+            done = _SSE.event(str(extra.get("data", "[DONE]")), event=extra.get("event", "done"))
+            self._mark_read(done, one=True)
+            return out + done
+        marks = self._marks
+        if marks is not None:
+            marks.append(("", _DONE, None))
         return out + _DONE
 
     # -- blocks --------------------------------------------------------------------------------
