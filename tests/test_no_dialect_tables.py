@@ -15,15 +15,13 @@ from polystream.dialects import DIALECTS, PROVIDERS
 
 SRC = Path(polystream.__file__).parent
 
-CHECKED = [
-    "request",
-    "call.py",
-    "scenario",
-    "server/_app.py",
-    "cli/_demo.py",
-]
-"""The packages and modules (relative to ``polystream/``, a module with its ``.py``)
-that keep no dialect knowledge of their own."""
+CHECKED = sorted(
+    str(path.relative_to(SRC))
+    for path in SRC.iterdir()
+    if path.name != "dialects" and (path.suffix == ".py" or (path / "__init__.py").exists())
+)
+"""Every package and module outside ``polystream/dialects/`` (relative to
+``polystream/``): none keeps dialect knowledge of its own."""
 
 NAMES = frozenset(DIALECTS) | frozenset(PROVIDERS)
 

@@ -155,7 +155,7 @@ class StreamDecoder:
             joined = b"".join(self._prefix)
             self._prefix = []
             self._dialect_name = found[0]
-            if found[0] == "gemini_generate":
+            if len(get_dialect(found[0]).framings) > 1:
                 self._options.setdefault("framing", found[1])
             self._start(found[0])
             data = joined

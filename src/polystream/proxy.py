@@ -360,7 +360,7 @@ def counter_cursors(dialect: str) -> bool:
     """Whether a dialect's journal cursors are the gateway's counter ``<stream>.<n>``
     (every SSE dialect but OpenAI/xAI Responses and Interactions, whose events carry
     their own: the ``sequence_number``, the ``event_id``)."""
-    return dialect not in ("openai_responses", "xai_responses", "gemini_interactions")
+    return DIALECTS[dialect].resume.cursor == "counter"
 
 
 def alias_id(tenant: str, dialect: str, native_id: str) -> str:

@@ -14,6 +14,7 @@ import contextlib
 import re
 from typing import Any, Final
 
+from polystream.dialects import DIALECTS
 from polystream.journal import Entry, Journal, JournalMiss
 from polystream.proxy import ANONYMOUS_TENANT, Limits, alias_id, counter_cursors
 from polystream.server._gateway_stream import SSE_HEADERS, StreamReplies
@@ -90,11 +91,8 @@ class Resumes:
                 param="stream",
             )
             return
-        cursor = (
-            query.get("starting_after")
-            if dialect.endswith("_responses")
-            else query.get("last_event_id")
-        )
+        param = DIALECTS[dialect].resume.cursor_param
+        cursor = query.get(param) if param is not None else None
         await self.replay(send, receive, dialect, stream_id, cursor, tenant)
 
     async def counter(

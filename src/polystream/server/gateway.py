@@ -41,9 +41,9 @@ from polystream import __version__
 from polystream.call import StreamCall
 from polystream.client import AsyncEventStream
 from polystream.client._h1 import AsyncH1Transport, DirectClient
-from polystream.dialects import get_dialect
+from polystream.dialects import DIALECTS, get_dialect, match_route, provider_of_path
 from polystream.errors import APIStatusError, TransportError
-from polystream.events import ErrorInfo, Event, Warning
+from polystream.events import ErrorInfo, Event, StreamWarning
 from polystream.journal import Journal, MemoryJournal
 from polystream.proxy import GatewayConfig, presented_key, scrub
 from polystream.request import RequestError, error_body, parse_request
@@ -76,40 +76,13 @@ _FIELD_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 """A request field's name as a response header may carry it (any other is not echoed)."""
 
 
-def _match(method: str, path: str) -> tuple[str, str, dict[str, str]] | None:
-    """(inbound dialect, action, params) for a gateway path, or None."""
-    parts = path.strip("/").split("/")
-    if len(parts) < 3:
+def _match(method: str, path: str) -> tuple[str, str, dict[str, str], bool | None] | None:
+    """(inbound dialect, action, params, whether the route decides streaming) for a
+    gateway path, from the dialects' routes; None when no route matches."""
+    found = match_route(method, path)
+    if found is None:
         return None
-    prefix = parts[0]
-    rest = "/".join(parts[1:])
-    if prefix in ("openai", "xai"):
-        if rest == "v1/responses" and method == "POST":
-            return (f"{prefix}_responses", "create", {})
-        if rest.startswith("v1/responses/") and method == "GET" and len(parts) == 4:
-            return (f"{prefix}_responses", "resume", {"id": parts[3]})
-        if rest == "v1/chat/completions" and method == "POST":
-            return (f"{prefix}_chat", "create", {})
-        if prefix == "xai" and rest == "v1/messages" and method == "POST":
-            return ("xai_messages", "create", {})
-        return None
-    if prefix == "anthropic" and rest == "v1/messages" and method == "POST":
-        return ("anthropic_messages", "create", {})
-    if prefix == "gemini" and len(parts) >= 3:
-        version = parts[1]
-        if version not in ("v1beta", "v1", "v1alpha"):
-            return None
-        if parts[2] == "interactions":
-            if len(parts) == 3 and method == "POST":
-                return ("gemini_interactions", "create", {})
-            if len(parts) == 4 and method == "GET":
-                return ("gemini_interactions", "resume", {"id": parts[3]})
-            return None
-        if parts[2] == "models" and len(parts) == 4 and method == "POST":
-            model, _, verb = parts[3].partition(":")
-            if verb in ("streamGenerateContent", "generateContent"):
-                return ("gemini_generate", verb, {"model": model})
-    return None
+    return (found.dialect, found.route.action, dict(found.params), found.route.stream)
 
 
 def _last_event_id(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -129,40 +102,11 @@ def _declared_too_large(headers: list[tuple[bytes, bytes]], limit: int) -> bool:
 
 
 def _prefix_dialect(path: str) -> str:
-    prefix = path.strip("/").split("/")[0]
-    return {
-        "anthropic": "anthropic_messages",
-        "gemini": "gemini_generate",
-        "xai": "xai_chat",
-    }.get(prefix, "openai_chat")
-
-
-def _ends_aborted(dialect: str) -> bool:
-    """Whether a failed stream of ``dialect`` ends with an aborted transfer after its
-    in-band error: Gemini's generate streams (SSE and the JSON array) have no terminal
-    error a reader must take as the end, so the last chunk is never sent and the
-    connection is cut. Every other dialect ends with its own in-band error."""
-    return dialect == "gemini_generate"
-
-
-def _keepalive(dialect: str) -> bytes:
-    """The keep-alive a client of ``dialect`` is sent during an upstream silence (empty:
-    none). google-genai parses every line of a generate stream that is not ``data:``
-    as JSON, so that stream never gets one. Elsewhere it is an SSE comment line with
-    no blank line after it: the OpenAI SDK's reader, once it has seen an ``id:``,
-    dispatches an event with empty data at every blank line and fails to parse it;
-    the comment line alone is skipped by every reader, and the next event's own blank
-    line ends that event as usual."""
-    return b"" if dialect == "gemini_generate" else b": keep-alive\n"
-
-
-_UPSTREAM_KEEPALIVES: Final = frozenset(
-    {"anthropic_messages", "xai_messages", "gemini_interactions"}
-)
-"""The client dialects an upstream's keep-alive is transcoded for (a ``ping`` event or an
-SSE comment, which their SDKs skip). To any other client it is not sent: an OpenAI SDK
-reader fails on a comment followed by a blank line (see :func:`_keepalive`), google-genai
-on any comment; the gateway's own keep-alives cover the upstream's silences."""
+    """The dialect whose error shape answers a path that matches no route: its
+    provider's default dialect (the first registered dialect under no provider's
+    prefix)."""
+    provider = provider_of_path(path)
+    return provider.default_dialect if provider is not None else next(iter(DIALECTS))
 
 
 _FAILURE_STATUS: Final[dict[str, int]] = {
@@ -396,7 +340,7 @@ class _Gateway:
                 kind="not_found",
             )
             return
-        dialect, action, params = matched
+        dialect, action, params, route_streams = matched
         raw_query = scope.get("query_string", b"")
         query = dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {}
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
@@ -453,7 +397,9 @@ class _Gateway:
             elif (last_id := _last_event_id(raw_headers)) is not None:
                 await self.resumes.counter(send, receive, dialect, last_id, tenant)
             else:
-                await self._create(send, receive, dialect, action, params, query, body, nowait)
+                await self._create(
+                    send, receive, dialect, route_streams, params, query, body, nowait
+                )
         finally:
             self.active -= 1
 
@@ -464,7 +410,7 @@ class _Gateway:
         send: Send,
         receive: Receive,
         dialect: str,
-        action: str,
+        route_streams: bool | None,
         params: dict[str, str],
         query: dict[str, str],
         body: bytes,
@@ -484,8 +430,9 @@ class _Gateway:
             return
         streaming = request.stream
         framing = "sse"
-        if dialect == "gemini_generate":
-            streaming = action == "streamGenerateContent"
+        if route_streams is not None:  # (the path decides, not the body: Gemini's verbs)
+            streaming = route_streams
+        if len(DIALECTS[dialect].framings) > 1:  # (?alt=sse, or the default JSON array)
             framing = "sse" if query.get("alt") == "sse" else "json_array"
         routed = self.config.route(request.model)
         if routed is None:
@@ -553,7 +500,9 @@ class _Gateway:
                 param=exc.param,
             )
             return
-        options: dict[str, Any] = {"framing": framing} if dialect == "gemini_generate" else {}
+        options: dict[str, Any] = (
+            {"framing": framing} if len(DIALECTS[dialect].framings) > 1 else {}
+        )
         _UPSTREAM_CALL.set(call)  # this request's task (and its producer, created below)
         stream = AsyncEventStream(self.upstream, call)
         if not streaming:
@@ -576,7 +525,7 @@ class _Gateway:
         failure: ErrorInfo | None = None
         try:
             async for event in events:
-                if type(event) is Warning and event.code in ("retry", "resume"):
+                if type(event) is StreamWarning and event.code in ("retry", "resume"):
                     continue
                 if failure is None:
                     failure = _reply_failure(event)
@@ -641,8 +590,8 @@ class _Gateway:
         the error's status (502 for a reply cut short or a server error), in the client
         dialect's error shape."""
         status = _FAILURE_STATUS.get(failure.kind, 502)
-        if failure.kind == "overloaded" and dialect not in ("anthropic_messages", "xai_messages"):
-            status = 503  # (529 is Anthropic's own)
+        if failure.kind == "overloaded":
+            status = DIALECTS[dialect].errors.overloaded_status  # (529 is Anthropic's own)
         await self._error(
             send,
             dialect,
@@ -698,9 +647,9 @@ class _Gateway:
             feeds=self.feeds,
             secrets=self.secrets,
             replies=self.replies,
-            cut=_ends_aborted(dialect),
-            keepalives=dialect in _UPSTREAM_KEEPALIVES,  # (the upstream's, transcoded)
-            comment=_keepalive(dialect),
+            cut=DIALECTS[dialect].stream.ends_aborted,
+            keepalives=DIALECTS[dialect].stream.relays_upstream_keepalive,
+            comment=DIALECTS[dialect].stream.keepalive,
         )
         await pump.run()
 
