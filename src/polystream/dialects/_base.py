@@ -57,7 +57,7 @@ __all__ = [
     "Loss",
 ]
 
-Framing = Literal["sse", "json_array"]
+Framing = Literal["sse", "json_array", "raw"]
 
 
 class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
