@@ -11,7 +11,8 @@ comment is written back. Events decoded from a speech stream are written back ex
 ``raw``: the decoded bytes of the audio block's data deltas, nothing else.
 
 Everything the target cannot carry is reported in :attr:`Encoder.losses`: text,
-reasoning, tool and other non-audio blocks and their deltas, a second audio block,
+reasoning, tool and other non-audio blocks and a second audio block (each once, at its
+start: what it holds goes with it), deltas of a block that never started,
 citations, signatures, metadata, statuses, transcript segments, the reply's id and
 model, another dialect's unknown events, finish reasons other than ``stop``, an
 ``incomplete`` status, and in the raw framing the usage and any error.
@@ -76,6 +77,11 @@ class Encoder(DialectEncoder):
         self._source: str | None = None  # the dialect of the stream (its StreamStart)
         self._errored = False  # an error event was written
 
+    def folds_usage(self, source: str) -> bool:
+        """Another dialect's usage updates are only merged into the usage written at the
+        end (``speech.audio.done``); a speech stream's own are too, but it has one."""
+        return source != DIALECT
+
     # -- events ------------------------------------------------------------------------
 
     def _encode(self, event: Event) -> bytes:
@@ -115,15 +121,18 @@ class Encoder(DialectEncoder):
             return self._unknown(event)
         if type(event) is Raw or type(event) is StreamWarning:
             return b""  # (a decoder's own account of its input, not content)
+        index = getattr(event, "index", None)
+        if index is not None and index in self._kinds and index != self._audio:
+            return b""  # (a block the speech stream lost whole: reported at its start)
         what = type(event).__struct_config__.tag
         self.lose(str(what), event, "a speech stream carries audio only")
         return b""
 
     def _data(self, event: DataDelta) -> bytes:
         if event.index != self._audio:
-            kind = self._kinds.get(event.index, "unknown")
-            self.lose(f"data:{kind}", event, "a speech stream carries its one audio block only")
-            return b""
+            if event.index not in self._kinds:
+                self.lose("data", event, "a data delta of a block that never started")
+            return b""  # (else a block lost whole: reported at its start)
         if event.replace:
             self.lose("data.replace", event, "speech audio only extends: written as appended")
         if self._raw:
