@@ -14,7 +14,8 @@ Everything the target cannot carry is reported in :attr:`Encoder.losses`: text,
 reasoning, tool and other non-audio blocks and a second audio block (each once, at its
 start: what it holds goes with it), deltas of a block that never started,
 citations, signatures, metadata, statuses, transcript segments, the reply's id and
-model, another dialect's unknown events, finish reasons other than ``stop``, an
+model, another dialect's unknown events, what comes after an error (the error event
+ends the stream), finish reasons other than ``stop``, an
 ``incomplete`` status, and in the raw framing the usage and any error.
 """
 
@@ -51,6 +52,18 @@ __all__ = ["Encoder"]
 
 _SSE: Final = SSEEncoder()
 _COUNTS: Final = ("input_tokens", "output_tokens", "total_tokens")
+_WORDS: Final[dict[str, str]] = {
+    "rate_limit": "rate_limit_exceeded",
+    "quota": "insufficient_quota",
+    "overloaded": "service_unavailable",
+    "authentication": "invalid_api_key",
+    "invalid_request": "invalid_request_error",
+    "server": "server_error",
+}
+"""The OpenAI error word written for an error of another dialect that names none."""
+_CODES: Final = frozenset(("rate_limit_exceeded", "insufficient_quota", "service_unavailable"))
+_AFTER_ERROR: Final = frozenset((Finish, KeepAlive, Raw, StreamWarning, BlockEnd, UsageUpdate))
+"""What may follow the error event: nothing of it is written (a comment aside)."""
 
 
 class Encoder(DialectEncoder):
@@ -85,6 +98,11 @@ class Encoder(DialectEncoder):
     # -- events ------------------------------------------------------------------------
 
     def _encode(self, event: Event) -> bytes:
+        if self._errored and type(event) not in _AFTER_ERROR:
+            # (The error event ends a speech stream: its readers stop there.)
+            what = type(event).__struct_config__.tag
+            self.lose(str(what), event, "the speech stream already ended with its error")
+            return b""
         if type(event) is DataDelta:
             return self._data(event)
         if type(event) is UsageUpdate:
@@ -150,6 +168,12 @@ class Encoder(DialectEncoder):
         usage = self._usage
         if event.usage is not None:
             usage = event.usage if usage is None else usage.merged(event.usage)
+        if self._errored:
+            if event.status != "failed":
+                self.lose(
+                    f"finish:{event.status}", event, "the speech stream ended with its error"
+                )
+            return b""
         if event.status in ("failed", "truncated"):
             if event.status == "failed" and not self._errored:
                 return self._write_error(event, event.error, None)
@@ -187,9 +211,11 @@ class Encoder(DialectEncoder):
         kept = extra.get(EXTRA_KEY) if extra else None
         if isinstance(kept, dict) and isinstance(kept.get("data"), str):
             return _SSE.event(kept["data"], event=kept.get("event"))
+        code = error.code if error is not None else None
+        word = code or _WORDS.get(error.kind if error is not None else "", "server_error")
         body: dict[str, Any] = {
-            "type": (error.code if error is not None and error.code else "server_error"),
-            "code": error.code if error is not None else None,
+            "type": word,
+            "code": code or (word if word in _CODES else None),
             "message": error.message if error is not None else "the stream failed",
             "param": None,
         }
