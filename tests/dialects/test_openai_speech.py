@@ -29,8 +29,7 @@ from polystream.events import (
 )
 from polystream.request.codecs import build_request, parse_request
 from polystream.transcode import convert
-
-from ..helpers import FIXTURES, assert_chunking_invariant, feed_all, split_at
+from tests.helpers import FIXTURES, assert_chunking_invariant, feed_all, split_at
 
 SPEECH = get_dialect("openai_speech")
 HERE = FIXTURES / "openai_speech"

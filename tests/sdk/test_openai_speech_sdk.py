@@ -58,7 +58,9 @@ def _sdk_events(data: bytes) -> list[dict[str, Any]]:
 def test_sdk_reads_the_same_audio_and_usage(path: Path) -> None:
     data = path.read_bytes()
     seen = _sdk_events(data)
-    audio = b"".join(base64.b64decode(e["audio"]) for e in seen if e["type"] == "speech.audio.delta")
+    audio = b"".join(
+        base64.b64decode(e["audio"]) for e in seen if e["type"] == "speech.audio.delta"
+    )
     done = [e for e in seen if e["type"] == "speech.audio.done"]
     events = decode_events(data, "openai_speech")
     rebuilt = SPEECH.rebuild(events)

@@ -170,9 +170,7 @@ class Encoder(DialectEncoder):
             usage = event.usage if usage is None else usage.merged(event.usage)
         if self._errored:
             if event.status != "failed":
-                self.lose(
-                    f"finish:{event.status}", event, "the speech stream ended with its error"
-                )
+                self.lose(f"finish:{event.status}", event, "the speech stream ended with its error")
             return b""
         if event.status in ("failed", "truncated"):
             if event.status == "failed" and not self._errored:
