@@ -798,6 +798,39 @@ def interactions(name: str, *, step_deltas: int) -> Workload:
     )
 
 
+# -- OpenAI speech -------------------------------------------------------------------------
+
+
+def speech_sse(name: str, *, deltas: int, size: int = 2400) -> Workload:
+    """OpenAI ``/v1/audio/speech`` with ``stream_format: "sse"``: ``deltas``
+    ``speech.audio.delta`` events of ``size`` bytes of 24 kHz 16-bit PCM each (50 ms; the
+    base64 of each encoded on its own), then ``speech.audio.done`` with the usage. No
+    text: the answer is the audio, whose digest is ``meta["audio_sha256"]``. Not part of
+    the text suite (:data:`WORKLOADS`): :mod:`benchmarks.speech` measures it."""
+    rng = _rng(name)
+    sse = _SSE()
+    audio: list[bytes] = []
+    for _ in range(deltas):
+        piece = rng.randbytes(size)
+        audio.append(piece)
+        sse.add(_compact({"type": "speech.audio.delta", "audio": base64.b64encode(piece).decode()}))
+    usage = {"input_tokens": 37, "output_tokens": deltas * 3, "total_tokens": 37 + deltas * 3}
+    sse.add(_compact({"type": "speech.audio.done", "usage": usage}))
+    return Workload(
+        name=name,
+        dialect="openai_speech",
+        framing="sse",
+        body=sse.body(),
+        events=sse.ends,
+        text="",
+        tools=[],
+        deltas=deltas,
+        family="openai_speech",
+        description=f"OpenAI speech SSE, {deltas:,} audio deltas of {size:,} bytes",
+        meta={"audio_sha256": hashlib.sha256(b"".join(audio)).hexdigest(), "usage": usage},
+    )
+
+
 # -- the suite -----------------------------------------------------------------------------
 
 

@@ -1017,3 +1017,14 @@ def test_the_added_p99_pairs_each_request_with_the_direct_one_of_its_rotation() 
     via = [gateway.Reply(200, b"", 0.0, None, 0.201)] * 99 + [via[3]]
     assert gateway.added_p99(direct, via, "first") == pytest.approx(0.0055)
     assert gateway.added_p99(direct[:1], via[:1], "first") is None
+
+
+def test_speech_benchmark_checks_both_peers_on_the_same_audio() -> None:
+    from benchmarks import speech
+
+    work = workloads.speech_sse("speech_sse", deltas=20, size=300)
+    assert work.body.count(b"speech.audio.delta") == 20
+    cells = speech.measure(work, repeat=1)
+    assert set(cells) == {"polystream", "sdk"}
+    for cell in cells.values():
+        assert cell["check"] is None and len(cell["times"]) == 1

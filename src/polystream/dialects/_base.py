@@ -60,7 +60,7 @@ __all__ = [
     "UsageTexts",
 ]
 
-Framing = Literal["sse", "json_array"]
+Framing = Literal["sse", "json_array", "raw"]
 
 Coalesce = Literal["off", "result", "usage", "usage_texts"]
 """How a decoder may give a run of native events as fewer unified events (its fast

@@ -48,7 +48,7 @@ __all__ = [
     "StreamSpec",
 ]
 
-SpecFraming = Literal["sse", "json_array"]
+SpecFraming = Literal["sse", "json_array", "raw"]
 ErrorShape = Literal["openai", "anthropic", "google"]
 """The three error-body shapes: OpenAI's ``{"error": {message, type, param, code}}``
 (OpenAI and xAI), Anthropic's ``{"type": "error", "error": {type, message}}`` (Anthropic

@@ -1,0 +1,122 @@
+"""The speech stream: polystream against the ``openai`` SDK on the same bytes.
+
+``python -m benchmarks.speech [DELTAS] [REPEAT]`` builds the ``speech_sse`` workload
+(:func:`benchmarks.workloads.speech_sse`, 2,000 deltas by default) and times, per peer,
+reading the whole stream to its audio bytes and usage:
+
+* ``polystream``: ``StreamDecoder("openai_speech")`` fed the body in 64 KiB reads, then
+  ``rebuild`` (each delta's base64 decoded, the bytes joined);
+* ``sdk``: ``client.audio.speech.with_streaming_response.create(...,
+  stream_format="sse")`` over an ``httpx2`` mock transport, its bytes parsed by the SDK's
+  own SSE reader (``openai._streaming.SSEDecoder``, what its ``Stream`` uses: the SDK has
+  no model for these events), each event's JSON loaded and its audio decoded.
+
+Every run's audio is checked against the workload's digest before its time counts. It
+prints one JSON object: per peer, the median CPU seconds and the check.
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import hashlib
+import json
+import statistics
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.peers import clock
+from benchmarks.workloads import Workload, speech_sse
+
+__all__ = ["measure", "peers"]
+
+_READ = 64 * 1024
+
+
+def _polystream(work: Workload) -> Callable[[], tuple[bytes, Any]]:
+    from polystream import StreamDecoder, get_dialect
+
+    spec = get_dialect("openai_speech")
+    body = work.body
+
+    def run() -> tuple[bytes, Any]:
+        decoder = StreamDecoder("openai_speech", keep_events=True)
+        for start in range(0, len(body), _READ):
+            decoder.feed(body[start : start + _READ])
+        decoder.close()
+        rebuilt = spec.rebuild(decoder.events)
+        return base64.b64decode(rebuilt["audio"]), rebuilt["usage"]
+
+    return run
+
+
+def _sdk(work: Workload) -> Callable[[], tuple[bytes, Any]]:
+    import httpx2
+    import openai
+    from openai._streaming import SSEDecoder
+
+    body = work.body
+
+    def handler(request: Any) -> Any:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    client = openai.OpenAI(
+        api_key="x",
+        base_url="http://test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)),
+        max_retries=0,
+    )
+
+    def run() -> tuple[bytes, Any]:
+        audio: list[bytes] = []
+        usage = None
+        with client.audio.speech.with_streaming_response.create(
+            model="gpt-4o-mini-tts", input="go", voice="coral", stream_format="sse"
+        ) as response:
+            for sse in SSEDecoder().iter_bytes(response.iter_bytes(chunk_size=_READ)):
+                event = json.loads(sse.data)
+                if event["type"] == "speech.audio.delta":
+                    audio.append(base64.b64decode(event["audio"]))
+                elif event["type"] == "speech.audio.done":
+                    usage = event["usage"]
+        return b"".join(audio), usage
+
+    return run
+
+
+def peers() -> dict[str, Callable[[Workload], Callable[[], tuple[bytes, Any]]]]:
+    """The contestants, by name."""
+    return {"polystream": _polystream, "sdk": _sdk}
+
+
+def measure(work: Workload, repeat: int = 5) -> dict[str, Any]:
+    """Per peer: ``{"median": <CPU seconds>, "times": [...], "check": None or what
+    differs}`` (one warm-up run first, a full collection before each timed run)."""
+    out: dict[str, Any] = {}
+    want = work.meta["audio_sha256"]
+    for name, prepare in peers().items():
+        run = prepare(work)
+        run()  # warm-up: lazy imports, first-call caches
+        times: list[float] = []
+        check: str | None = None
+        for _ in range(repeat):
+            gc.collect()
+            start = clock()
+            audio, usage = run()
+            times.append(clock() - start)
+            if hashlib.sha256(audio).hexdigest() != want:
+                check = f"audio differs ({len(audio)} bytes)"
+            elif usage != work.meta["usage"]:
+                check = f"usage differs: {usage}"
+        out[name] = {"median": statistics.median(times), "times": times, "check": check}
+    return out
+
+
+if __name__ == "__main__":
+    deltas = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    repeat = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    work = speech_sse("speech_sse", deltas=deltas)
+    print(
+        json.dumps({"workload": work.description, "bytes": len(work.body), **measure(work, repeat)})
+    )
