@@ -65,6 +65,7 @@ REGISTERED: Final = (
     "gemini_generate",
     "gemini_interactions",
     "openai_transcription",
+    "openai_images",
 )
 """The registered dialects, one line each: adding a dialect is adding its folder and its
 name here."""

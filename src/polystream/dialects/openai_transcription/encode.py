@@ -211,10 +211,10 @@ class Encoder(DialectEncoder):
             self.lose("error:protocol", event, "a decode error of the source stream")
             return b""
         self._errored = True
-        extra = self._own(event)
+        extra = event.extra
         raw = error.raw
-        if extra is not None and isinstance(raw, dict):
-            if extra.get("_flat"):
+        if self._native and isinstance(raw, dict):
+            if extra is not None and extra.get("_flat"):
                 return write(ERROR, dict(raw), extra)
             return write(ERROR, {"type": ERROR, "error": raw}, extra)
         return write(ERROR, {"type": ERROR, "error": foreign_error(error)}, None)
