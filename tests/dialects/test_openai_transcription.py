@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from polystream import StreamDecoder, get_dialect
+from polystream import get_dialect
 from polystream.dialects._detect import detect
 from polystream.dialects.openai_transcription import rebuild
 from polystream.errors import RemoteProtocolError, RequestError
