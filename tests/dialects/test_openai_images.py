@@ -127,10 +127,15 @@ def test_a_text_stream_into_images_reports_its_losses() -> None:
         Finish(status="completed", reason=FinishReason(unified="stop")),
     ]
     encoder = get_dialect(DIALECT).encoder()
-    assert encoder.encode_all(events) == b""
+    # The source completed: an empty image ends the stream whole, and says so.
+    assert encoder.encode_all(events) == (
+        b"event: image_generation.completed\n"
+        b'data: {"type":"image_generation.completed","b64_json":"","created_at":0,'
+        b'"size":"auto","quality":"auto","background":"auto","output_format":"png"}\n\n'
+    )
     assert [(loss.what, loss.event_index) for loss in encoder.losses] == [
         ("block:text", 1),
-        ("finish", 4),
+        ("image", 4),
     ]
 
 

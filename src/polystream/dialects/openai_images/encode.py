@@ -15,11 +15,12 @@ generation vocabulary:
 
 Reported with :meth:`~polystream.dialects._base.DialectEncoder.lose`: every block that is
 not an image (text, reasoning, tool calls, audio, transcripts: each once, at its start),
-an image block that ends without data, the held image of a ``truncated`` stream (writing
-it would make the stream look whole), a ``completed`` / ``incomplete`` finish with no image
-to complete, status updates, metadata, citations, signatures, named keep-alives, another
-dialect's unknown events, tolerated decode errors, token counts the usage object has no
-field for.
+an image block without a final image (completed with its last partial image, or empty), a
+completed stream without any image (completed empty, so that it ends whole, with its
+usage), the held image of a ``truncated`` stream (writing it would make the stream look
+whole), an ``incomplete`` finish, everything after an error, status updates, metadata,
+citations, signatures, named keep-alives, another dialect's unknown events, tolerated
+decode errors, token counts the usage object has no field for.
 """
 
 from __future__ import annotations
@@ -85,7 +86,16 @@ def foreign_error(error: ErrorInfo) -> dict[str, Any]:
 class _Image:
     """One image block being written."""
 
-    __slots__ = ("ended", "final", "final_extra", "index", "media", "prefix", "start")
+    __slots__ = (
+        "ended",
+        "final",
+        "final_extra",
+        "index",
+        "last_partial",
+        "media",
+        "prefix",
+        "start",
+    )
 
     def __init__(self, start: BlockStart, native: bool) -> None:
         self.start = start
@@ -95,6 +105,7 @@ class _Image:
         self.prefix = PREFIXES.get(str(operation), PREFIXES["generation"])
         self.final: list[str] = []
         self.final_extra: dict[str, Any] | None = None
+        self.last_partial: str | None = None
         self.ended = False
 
 
@@ -122,6 +133,10 @@ class Encoder(DialectEncoder):
 
     def _encode(self, event: Event) -> bytes:
         kind = type(event)
+        if (self._errored or self._done) and kind not in (Finish, StreamWarning, Raw):
+            # An error event ends the stream: a reader takes nothing after it.
+            self.lose(str(type(event).__struct_config__.tag), event, "after the stream's error")
+            return b""
         if kind is DataDelta:
             assert isinstance(event, DataDelta)
             return self._data(event)
@@ -220,6 +235,7 @@ class Encoder(DialectEncoder):
                 image.final.append(event.delta)
             image.final_extra = event.extra if self._native else None
             return b""
+        image.last_partial = event.delta
         name = image.prefix + PARTIAL
         payload: dict[str, Any] = {"type": name, "b64_json": event.delta}
         payload.update(self._media_fields(image))
@@ -234,8 +250,15 @@ class Encoder(DialectEncoder):
             return b""
         self._image = None
         if not image.final:
-            self.lose("image", event, "the image block ended without its image data")
-            return b""
+            if image.last_partial is not None:
+                image.final = [image.last_partial]
+                self.lose("image", event, "no final image: the last partial image completes it")
+            else:
+                image.final = [""]
+                self.lose("image", event, "the image block has no data: completed empty")
+        return self._completed(image, event)
+
+    def _completed(self, image: _Image, event: Event) -> bytes:
         name = image.prefix + COMPLETED
         payload: dict[str, Any] = {"type": name, "b64_json": "".join(image.final)}
         payload.update(self._media_fields(image))
@@ -278,6 +301,9 @@ class Encoder(DialectEncoder):
         if self._done:
             return b""
         self._done = True
+        if self._errored:
+            self._image = None
+            return b""  # (the error event ended the stream)
         if event.status == "truncated":
             if self._image is not None and self._image.final:
                 self.lose(
@@ -287,8 +313,6 @@ class Encoder(DialectEncoder):
             return b""
         if event.status == "failed":
             self._image = None
-            if self._errored:
-                return b""
             error = event.error or ErrorInfo(kind="unknown", message="the stream failed")
             return write(ERROR, {"type": ERROR, "error": foreign_error(error)}, None)
         if event.status == "incomplete":
@@ -299,5 +323,10 @@ class Encoder(DialectEncoder):
             )
         data = self._flush(event)
         if not self._wrote_image:
-            self.lose("finish", event, "an images stream ends with its image; the source has none")
+            # The source completed without an image: an empty one ends the stream whole
+            # (with its usage), as the source did.
+            self.lose("image", event, "the source has no image: completed empty")
+            empty = _Image(BlockStart(index=-1, kind="image"), False)
+            empty.final = [""]
+            data += self._completed(empty, event)
         return data

@@ -109,6 +109,14 @@ class Encoder(DialectEncoder):
 
     def _encode(self, event: Event) -> bytes:
         kind = type(event)
+        if (self._errored or self._done) and kind not in (Finish, StreamWarning, Raw):
+            # An error or done event ends the stream: a reader takes nothing after it.
+            self.lose(
+                str(type(event).__struct_config__.tag),
+                event,
+                "after the transcription's terminal event",
+            )
+            return b""
         if kind is TextDelta:
             assert isinstance(event, TextDelta)
             if event.index == self._block:
@@ -225,11 +233,11 @@ class Encoder(DialectEncoder):
         if self._done:
             return b""
         self._done = True
+        if self._errored:
+            return b""  # (the error event ended the stream)
         if event.status == "truncated":
             return b""
         if event.status == "failed":
-            if self._errored:
-                return b""
             error = event.error or ErrorInfo(kind="unknown", message="the stream failed")
             return write(ERROR, {"type": ERROR, "error": foreign_error(error)}, None)
         if event.status == "incomplete":
