@@ -29,6 +29,8 @@ FAMILIES: dict[str, str] = {
     "gemini_interactions": "interactions",
     "gemini_generate": "generate",
     "openai_speech": "speech",
+    "openai_transcription": "transcription",
+    "openai_images": "images",
 }
 """Each dialect's family: the dialects whose encoders treat each other's events as
 their own."""

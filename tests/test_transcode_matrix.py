@@ -387,9 +387,15 @@ def test_official_sdk_accepts_converted_stream(path: Path, target: str) -> None:
         source.status == "incomplete" and back.status in ("incomplete", "completed")
     ), (source.status, back.status, [loss.what for loss in losses])
     if framing == "json_array":
-        with pytest.raises(genai_errors.UnknownApiResponseError):
-            _SERVED[0] = data
-            list(_genai().models.generate_content_stream(model="m", contents="x"))
+        _SERVED[0] = data
+        if data.strip() == b"[]":
+            # Nothing of the source could be carried (a cut media stream): the SDK reads
+            # no element, so it has nothing to reject and reads no candidate.
+            chunks = list(_genai().models.generate_content_stream(model="m", contents="x"))
+            assert not any(chunk.candidates for chunk in chunks)
+        else:
+            with pytest.raises(genai_errors.UnknownApiResponseError):
+                list(_genai().models.generate_content_stream(model="m", contents="x"))
         sse, _ = convert(path.read_bytes(), dialect, source=fixture_dialect(path))
         sse_result = decode(sse, dialect).to_dict()
         array_result = back.to_dict()

@@ -55,6 +55,7 @@ from polystream.events import (
     StreamStart,
     TextDelta,
     ToolInputDelta,
+    TranscriptSegment,
     Unknown,
     Usage,
     UsageUpdate,
@@ -482,6 +483,11 @@ class Accumulator:
             state.citations.append(event.citation)
         self._citations.append(event.citation)
 
+    def _segment(self, event: TranscriptSegment) -> None:
+        # A transcript's timed segment repeats text its deltas carry: the block must be
+        # open, nothing else is kept.
+        self._get(event.index, "TranscriptSegment")
+
     def _meta(self, event: Metadata) -> None:
         key = event.name if event.candidate == 0 else f"{event.name}#{event.candidate}"
         old = self._metadata.get(key)
@@ -685,6 +691,7 @@ _HANDLERS: Final[dict[type, Callable[[Accumulator, Any], None]]] = {
     BlockEnd: Accumulator._block_end,
     Citation: Accumulator._citation,
     Metadata: Accumulator._meta,
+    TranscriptSegment: Accumulator._segment,
     UsageUpdate: Accumulator._usage_update,
     StreamStart: Accumulator._stream_start,
     StatusUpdate: Accumulator._status_update,

@@ -65,6 +65,8 @@ REGISTERED: Final = (
     "gemini_generate",
     "gemini_interactions",
     "openai_speech",
+    "openai_transcription",
+    "openai_images",
 )
 """The registered dialects, one line each: adding a dialect is adding its folder and its
 name here."""
