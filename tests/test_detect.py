@@ -56,6 +56,18 @@ def _steps(data: bytes, cuts: list[int]) -> tuple[list[Any], list[Any]]:
         (b"event: message_start\ndata: {}\n\n", ("anthropic_messages", "sse")),
         (b": hi\n\ndata: [DONE]\n\n" + _EVENT, ("openai_chat", "sse")),
         (b'data: {"candidates": []}\r\n\r\n', ("gemini_generate", "sse")),
+        (
+            b'event: session.status_running\ndata: {"type":"session.status_running"}\n\n',
+            ("anthropic_agent_session", "sse"),
+        ),
+        (
+            b'event: user.message\ndata: {"type":"user.message","content":[]}\n\n',
+            ("anthropic_agent_session", "sse"),
+        ),
+        (
+            b'event: event_start\ndata: {"type":"event_start","event":{}}\n\n',
+            ("anthropic_agent_session", "sse"),
+        ),
         (b"  \n", None),
         (b"data: {", None),
     ],

@@ -136,8 +136,8 @@ class Encoder(DialectEncoder):
             return b""
         if isinstance(event, UsageUpdate):
             if isinstance(native, dict):
-                return self._write({**native, "usage": native_usage(event.usage)})
-            return self._synth("session.usage", None, usage=native_usage(event.usage))
+                return self._write({**native, "usage": native_usage(event.usage, own=True)})
+            return self._synth("session.usage", None, usage=native_usage(event.usage, own=False))
         if isinstance(event, ErrorEvent):
             return self._error(event, extra, native)
         if isinstance(event, Finish):
@@ -292,7 +292,8 @@ class Encoder(DialectEncoder):
         body = {
             "type": error.code or "unknown_error",
             "message": error.message,
-            "retry_status": {"type": "retrying" if error.retryable else "terminal"},
+            # Another dialect's in-band error ended its stream: nothing retries it.
+            "retry_status": {"type": "terminal"},
         }
         return self._synth("session.error", None, error=body)
 

@@ -196,12 +196,10 @@ def unified_usage(usage: dict[str, Any]) -> Usage:
     )
 
 
-def native_usage(usage: Usage) -> dict[str, Any]:
-    """The ``session.usage`` snapshot of a unified usage (its own object when it came
-    from this dialect)."""
-    if isinstance(usage.raw, dict) and (
-        "cache_read_input_tokens" in usage.raw or "active_seconds" in usage.raw
-    ):
+def native_usage(usage: Usage, *, own: bool) -> dict[str, Any]:
+    """The ``session.usage`` snapshot of a unified usage: its own object when it came
+    from this dialect (``own``), else made from the counts."""
+    if own and isinstance(usage.raw, dict):
         return usage.raw
     out: dict[str, Any] = {}
     if usage.input_tokens is not None:
