@@ -55,13 +55,22 @@ RUNNING = {"type": "session.status_running", "id": "sevt_1", "processed_at": AT}
 
 
 def idle(reason: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "session.status_idle", "id": "sevt_9", "processed_at": AT,
-            "stop_details": None, "stop_reason": reason}  # fmt: skip
+    return {
+        "type": "session.status_idle",
+        "id": "sevt_9",
+        "processed_at": AT,
+        "stop_details": None,
+        "stop_reason": reason,
+    }
 
 
 def test_a_whole_message_is_a_text_block_per_content_entry() -> None:
-    message = {"type": "agent.message", "id": "sevt_2", "processed_at": AT,
-               "content": [{"type": "text", "text": "Hi"}, {"type": "redacted"}]}  # fmt: skip
+    message = {
+        "type": "agent.message",
+        "id": "sevt_2",
+        "processed_at": AT,
+        "content": [{"type": "text", "text": "Hi"}, {"type": "redacted"}],
+    }
     events = decoded(RUNNING, message, idle({"type": "end_turn"}))
     native = {"type": "agent.message", "id": "sevt_2", "processed_at": AT, "content": None}
     assert events[:7] == [
@@ -69,7 +78,7 @@ def test_a_whole_message_is_a_text_block_per_content_entry() -> None:
         StatusUpdate(status="running", extra={"session_event": RUNNING}),
         BlockStart(
             index=0, kind="text", id="sevt_2", extra={"session_event": native, "session_parts": 2}
-        ),  # fmt: skip
+        ),
         TextDelta(index=0, delta="Hi"),
         BlockEnd(index=0),
         BlockStart(index=1, kind="other", id="sevt_2", name="redacted", value={"type": "redacted"}),
@@ -83,10 +92,17 @@ def test_a_whole_message_is_a_text_block_per_content_entry() -> None:
 
 def test_a_preview_opens_the_block_and_its_buffered_event_closes_it() -> None:
     start = {"type": "event_start", "event": {"type": "agent.message", "id": "sevt_5"}}
-    delta = {"type": "event_delta", "event_id": "sevt_5",
-             "delta": {"type": "content_delta", "content": {"type": "text", "text": "Hel"}, "index": 0}}  # fmt: skip
-    done = {"type": "agent.message", "id": "sevt_5", "processed_at": AT,
-            "content": [{"type": "text", "text": "Hello"}]}  # fmt: skip
+    delta = {
+        "type": "event_delta",
+        "event_id": "sevt_5",
+        "delta": {"type": "content_delta", "content": {"type": "text", "text": "Hel"}, "index": 0},
+    }
+    done = {
+        "type": "agent.message",
+        "id": "sevt_5",
+        "processed_at": AT,
+        "content": [{"type": "text", "text": "Hello"}],
+    }
     events = decoded(RUNNING, start, delta, done, idle({"type": "end_turn"}))
     assert events[2:5] == [
         BlockStart(index=0, kind="text", id="sevt_5", extra={"session_event": start}),
@@ -105,7 +121,7 @@ def test_a_preview_opens_the_block_and_its_buffered_event_closes_it() -> None:
                     },
                 }
             },
-        ),  # fmt: skip
+        ),
         BlockEnd(index=0, value="Hello", extra={"session_event": done}),
     ]
     # The history holds the buffered event, never the preview.
@@ -117,8 +133,14 @@ def test_a_preview_opens_the_block_and_its_buffered_event_closes_it() -> None:
 
 def test_a_preview_its_model_request_abandons_is_closed_incomplete() -> None:
     start = {"type": "event_start", "event": {"type": "agent.thinking", "id": "sevt_6"}}
-    end = {"type": "span.model_request_end", "id": "sevt_7", "is_error": True,
-           "model_request_start_id": "sevt_3", "model_usage": {}, "processed_at": AT}  # fmt: skip
+    end = {
+        "type": "span.model_request_end",
+        "id": "sevt_7",
+        "is_error": True,
+        "model_request_start_id": "sevt_3",
+        "model_usage": {},
+        "processed_at": AT,
+    }
     events = decoded(RUNNING, start, end)
     assert events[2:5] == [
         BlockStart(index=0, kind="reasoning", id="sevt_6", extra={"session_event": start}),
@@ -147,9 +169,11 @@ def test_the_idle_stop_reasons(reason: dict[str, Any], status: str, unified: str
     )  # type: ignore[arg-type]
     if status == "failed":
         assert finish.error == ErrorInfo(
-            kind="server", message="the session ended retries_exhausted",
-            code="retries_exhausted", dialect=DIALECT,
-        )  # fmt: skip
+            kind="server",
+            message="the session ended retries_exhausted",
+            code="retries_exhausted",
+            dialect=DIALECT,
+        )
 
 
 def test_terminated_and_deleted() -> None:
@@ -165,13 +189,26 @@ def test_terminated_and_deleted() -> None:
 
 def test_a_retried_error_does_not_fail_the_turn_a_terminal_one_does() -> None:
     def error(retry: str) -> dict[str, Any]:
-        return {"type": "session.error", "id": "sevt_3", "processed_at": AT,
-                "error": {"type": "model_overloaded_error", "message": "busy",
-                          "retry_status": {"type": retry}}}  # fmt: skip
+        return {
+            "type": "session.error",
+            "id": "sevt_3",
+            "processed_at": AT,
+            "error": {
+                "type": "model_overloaded_error",
+                "message": "busy",
+                "retry_status": {"type": retry},
+            },
+        }
 
     retried = decoded(RUNNING, error("retrying"), idle({"type": "end_turn"}))
-    info = ErrorInfo(kind="overloaded", message="busy", retryable=True,
-                     code="model_overloaded_error", dialect=DIALECT, raw=error("retrying")["error"])  # fmt: skip
+    info = ErrorInfo(
+        kind="overloaded",
+        message="busy",
+        retryable=True,
+        code="model_overloaded_error",
+        dialect=DIALECT,
+        raw=error("retrying")["error"],
+    )
     assert retried[2] == ErrorEvent(error=info, extra={"session_event": error("retrying")})
     assert isinstance(retried[-1], Finish) and retried[-1].status == "completed"
     terminated = {"type": "session.status_terminated", "id": "sevt_8", "processed_at": AT}
@@ -183,12 +220,22 @@ def test_a_retried_error_does_not_fail_the_turn_a_terminal_one_does() -> None:
 
 
 def test_usage_adds_the_cache_to_the_input() -> None:
-    snapshot = {"input_tokens": 100, "output_tokens": 40, "cache_read_input_tokens": 2000,
-                "cache_creation": {"ephemeral_5m_input_tokens": 300, "ephemeral_1h_input_tokens": 5}}  # fmt: skip
+    snapshot = {
+        "input_tokens": 100,
+        "output_tokens": 40,
+        "cache_read_input_tokens": 2000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 300, "ephemeral_1h_input_tokens": 5},
+    }
     usage = {"type": "session.usage", "id": "sevt_4", "processed_at": AT, "usage": snapshot}
     events = decoded(RUNNING, usage, idle({"type": "end_turn"}))
-    expected = Usage(input_tokens=2405, output_tokens=40, cache_read_tokens=2000,
-                     cache_write_tokens=305, total_tokens=2445, raw=snapshot)  # fmt: skip
+    expected = Usage(
+        input_tokens=2405,
+        output_tokens=40,
+        cache_read_tokens=2000,
+        cache_write_tokens=305,
+        total_tokens=2445,
+        raw=snapshot,
+    )
     assert events[2] == UsageUpdate(
         usage=expected, extra={"session_event": {**usage, "usage": None}}
     )
@@ -196,14 +243,34 @@ def test_usage_adds_the_cache_to_the_input() -> None:
 
 
 def test_tool_uses_and_results() -> None:
-    use = {"type": "agent.tool_use", "id": "sevt_a", "name": "bash", "input": {"command": "ls"},
-           "processed_at": AT}  # fmt: skip
-    result = {"type": "agent.tool_result", "id": "sevt_b", "tool_use_id": "sevt_a",
-              "content": [{"type": "text", "text": "a.py"}], "is_error": True, "processed_at": AT}  # fmt: skip
-    custom = {"type": "agent.custom_tool_use", "id": "sevt_c", "name": "lookup",
-              "input": {"q": 1}, "processed_at": AT}  # fmt: skip
-    echoed = {"type": "user.custom_tool_result", "id": "sevt_d", "custom_tool_use_id": "sevt_c",
-              "content": [{"type": "text", "text": "42"}]}  # fmt: skip
+    use = {
+        "type": "agent.tool_use",
+        "id": "sevt_a",
+        "name": "bash",
+        "input": {"command": "ls"},
+        "processed_at": AT,
+    }
+    result = {
+        "type": "agent.tool_result",
+        "id": "sevt_b",
+        "tool_use_id": "sevt_a",
+        "content": [{"type": "text", "text": "a.py"}],
+        "is_error": True,
+        "processed_at": AT,
+    }
+    custom = {
+        "type": "agent.custom_tool_use",
+        "id": "sevt_c",
+        "name": "lookup",
+        "input": {"q": 1},
+        "processed_at": AT,
+    }
+    echoed = {
+        "type": "user.custom_tool_result",
+        "id": "sevt_d",
+        "custom_tool_use_id": "sevt_c",
+        "content": [{"type": "text", "text": "42"}],
+    }
     events = decoded(RUNNING, use, result, custom, echoed, idle({"type": "end_turn"}))
     starts = [e for e in events if isinstance(e, BlockStart)]
     assert [(s.kind, s.id, s.call_id, s.name, s.value) for s in starts] == [
@@ -229,8 +296,11 @@ def test_unknown_events_pass_through_and_strict_rejects_them() -> None:
 
 
 def test_a_delta_without_its_start_is_a_located_protocol_error() -> None:
-    delta = {"type": "event_delta", "event_id": "sevt_x",
-             "delta": {"type": "content_delta", "content": {"type": "text", "text": "x"}}}  # fmt: skip
+    delta = {
+        "type": "event_delta",
+        "event_id": "sevt_x",
+        "delta": {"type": "content_delta", "content": {"type": "text", "text": "x"}},
+    }
     events = decoded(RUNNING, delta)
     error = events[2]
     assert isinstance(error, ErrorEvent)
@@ -263,18 +333,38 @@ def test_another_dialects_events_as_session_events() -> None:
     ]
     encoder = Encoder()
     assert encoder.encode_all(events) == sse(
-        {"type": "agent.thinking", "id": "sevt_000000000000000000000001", "processed_at": "1970-01-01T00:00:00Z"},
-        {"type": "agent.message", "id": "sevt_000000000000000000000002",
-         "content": [{"type": "text", "text": "Hi"}], "processed_at": "1970-01-01T00:00:00Z"},
-        {"type": "agent.custom_tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": 1},
-         "processed_at": "1970-01-01T00:00:00Z"},
-        {"type": "session.usage", "id": "sevt_000000000000000000000003",
-         "usage": {"input_tokens": 6, "output_tokens": 5, "cache_read_input_tokens": 4},
-         "processed_at": "1970-01-01T00:00:00Z"},
-        {"type": "session.status_idle", "id": "sevt_000000000000000000000004", "stop_details": None,
-         "stop_reason": {"type": "requires_action", "event_ids": ["toolu_1"]},
-         "processed_at": "1970-01-01T00:00:00Z"},
-    )  # fmt: skip
+        {
+            "type": "agent.thinking",
+            "id": "sevt_000000000000000000000001",
+            "processed_at": "1970-01-01T00:00:00Z",
+        },
+        {
+            "type": "agent.message",
+            "id": "sevt_000000000000000000000002",
+            "content": [{"type": "text", "text": "Hi"}],
+            "processed_at": "1970-01-01T00:00:00Z",
+        },
+        {
+            "type": "agent.custom_tool_use",
+            "id": "toolu_1",
+            "name": "lookup",
+            "input": {"q": 1},
+            "processed_at": "1970-01-01T00:00:00Z",
+        },
+        {
+            "type": "session.usage",
+            "id": "sevt_000000000000000000000003",
+            "usage": {"input_tokens": 6, "output_tokens": 5, "cache_read_input_tokens": 4},
+            "processed_at": "1970-01-01T00:00:00Z",
+        },
+        {
+            "type": "session.status_idle",
+            "id": "sevt_000000000000000000000004",
+            "stop_details": None,
+            "stop_reason": {"type": "requires_action", "event_ids": ["toolu_1"]},
+            "processed_at": "1970-01-01T00:00:00Z",
+        },
+    )
     assert [(loss.what, loss.event_index) for loss in encoder.losses] == [
         ("reasoning_text", 2),
         ("event:signature-delta", 3),
@@ -291,7 +381,7 @@ def test_a_failed_foreign_stream_terminates_the_session() -> None:
             StreamStart(dialect="anthropic_messages"),
             ErrorEvent(error=error),
             Finish(status="failed", reason=FinishReason(unified="error"), error=error),
-        ]  # fmt: skip
+        ]
     )
     events = decode_events(data, DIALECT)
     assert [type(e).__name__ for e in events] == [
@@ -313,7 +403,7 @@ def test_a_truncated_foreign_stream_stays_truncated() -> None:
             TextDelta(index=0, delta="Hi"),
             BlockEnd(index=0),
             Finish(status="truncated", reason=FinishReason(unified="error")),
-        ]  # fmt: skip
+        ]
     )
     finish = decode_events(data, DIALECT)[-1]
     assert isinstance(finish, Finish) and finish.status == "truncated"
@@ -324,10 +414,13 @@ SEND = {
         {"type": "system.message", "content": [{"type": "text", "text": "Be brief."}]},
         {"type": "user.message", "content": [{"type": "text", "text": "Hello"}]},
         {"type": "user.tool_confirmation", "tool_use_id": "sevt_a", "result": "allow"},
-        {"type": "user.message", "content": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]},
+        {
+            "type": "user.message",
+            "content": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}],
+        },
         {"type": "user.message", "content": [{"type": "text", "text": "And this?"}]},
     ]
-}  # fmt: skip
+}
 
 
 def test_the_request_codec_reads_the_text_and_builds_the_body_back() -> None:

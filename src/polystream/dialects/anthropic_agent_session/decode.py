@@ -215,9 +215,13 @@ class Decoder(FramedDecoder):
                 out.append(TextDelta(index=index, delta=text))
             else:
                 index = self._open(
-                    out, "other", id=block_id, name=str(item.get("type")), value=item,
+                    out,
+                    "other",
+                    id=block_id,
+                    name=str(item.get("type")),
+                    value=item,
                     extra=extra or None,
-                )  # fmt: skip
+                )
             out.append(BlockEnd(index=index))
 
     def _thinking(self, data: dict[str, Any], out: list[Event]) -> None:
@@ -227,9 +231,11 @@ class Decoder(FramedDecoder):
             out.append(BlockEnd(index=preview[0], extra={"session_event": data}))
             return
         index = self._open(
-            out, "reasoning", id=event_id if isinstance(event_id, str) else None,
+            out,
+            "reasoning",
+            id=event_id if isinstance(event_id, str) else None,
             extra={"session_event": data},
-        )  # fmt: skip
+        )
         out.append(BlockEnd(index=index))
 
     def _preview_start(self, data: dict[str, Any], text: str, out: list[Event]) -> None:
@@ -278,10 +284,13 @@ class Decoder(FramedDecoder):
         event_id = data.get("id")
         name = data.get("name")
         index = self._open(
-            out, kind, id=event_id if isinstance(event_id, str) else None,
-            name=name if isinstance(name, str) else None, value=data.get("input"),
+            out,
+            kind,
+            id=event_id if isinstance(event_id, str) else None,
+            name=name if isinstance(name, str) else None,
+            value=data.get("input"),
             extra={"session_event": placeholders(data, "name", "input")},
-        )  # fmt: skip
+        )
         out.append(BlockEnd(index=index))
 
     def _tool_result(
@@ -290,10 +299,13 @@ class Decoder(FramedDecoder):
         event_id = data.get("id")
         call_id = data.get(field)
         index = self._open(
-            out, kind, id=event_id if isinstance(event_id, str) else None,
-            call_id=call_id if isinstance(call_id, str) else None, value=data.get("content"),
+            out,
+            kind,
+            id=event_id if isinstance(event_id, str) else None,
+            call_id=call_id if isinstance(call_id, str) else None,
+            value=data.get("content"),
             extra={"session_event": placeholders(data, field, "content")},
-        )  # fmt: skip
+        )
         out.append(BlockEnd(index=index, status="error" if data.get("is_error") is True else None))
 
     def _session_usage(self, data: dict[str, Any], out: list[Event]) -> None:

@@ -159,9 +159,14 @@ class Encoder(DialectEncoder):
     def _block_start(self, event: BlockStart, extra: dict[str, Any], native: Any) -> bytes:
         group = self._group
         block = _Block(
-            event.kind, event.id, event.name, event.call_id, event.value,
-            native if isinstance(native, dict) else None, extra,
-        )  # fmt: skip
+            event.kind,
+            event.id,
+            event.name,
+            event.call_id,
+            event.value,
+            native if isinstance(native, dict) else None,
+            extra,
+        )
         self._blocks[event.index] = block
         if block.native is not None and block.native.get("type") == "event_start":
             return self._write(block.native)
@@ -264,9 +269,11 @@ class Encoder(DialectEncoder):
             )
             id_field = SERVER_RESULTS.get(name) or CLIENT_RESULTS[name]
             return self._synth(
-                name, None, **{id_field: block.call_id or block.id or ""},
+                name,
+                None,
+                **{id_field: block.call_id or block.id or ""},
                 content=_content(block.value, "".join(block.texts)),
-            )  # fmt: skip
+            )
         return b""
 
     def _status(self, event: StatusUpdate, native: Any) -> bytes:

@@ -116,12 +116,15 @@ class SessionCodec(FamilyCodec):
         key = "initial_events" if create else "events"
         given = extra.get(key)
         users = [
-            {"type": "user.message", "content": [
-                {"type": "text", "text": p.text} for p in m.content if isinstance(p, TextPart)
-            ]}
+            {
+                "type": "user.message",
+                "content": [
+                    {"type": "text", "text": p.text} for p in m.content if isinstance(p, TextPart)
+                ],
+            }
             for m in request.messages
             if m.role == "user"
-        ]  # fmt: skip
+        ]
         if len(users) != len(request.messages):
             raise RequestError(
                 "a session takes only user messages (the agent's turns are its own events)",
