@@ -30,6 +30,7 @@ from polystream.events import (
     TextDelta,
     ToolInputDelta,
     Unknown,
+    Usage,
     UsageUpdate,
 )
 
@@ -92,6 +93,9 @@ class Encoder(DialectEncoder):
         self._created = 0
         self._serial = 0
         self._tool_calls: list[str] = []  # client tool uses written (requires_action)
+        self._source: str | None = None  # the stream's dialect (its StreamStart)
+        self._usage: Usage | None = None  # the usage written so far, merged
+        self._failed = False  # a session.error that ends the turn was written
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -119,6 +123,7 @@ class Encoder(DialectEncoder):
         native = extra.get("session_event")
         if isinstance(event, StreamStart):
             self._created = event.created or 0
+            self._source = event.dialect
             return b""
         if isinstance(event, BlockStart):
             return self._block_start(event, extra, native)
@@ -135,6 +140,7 @@ class Encoder(DialectEncoder):
             self.lose(f"metadata:{event.name}", event, "the session stream has no such event")
             return b""
         if isinstance(event, UsageUpdate):
+            self._usage = event.usage if self._usage is None else self._usage.merged(event.usage)
             if isinstance(native, dict):
                 return self._write({**native, "usage": native_usage(event.usage, own=True)})
             return self._synth("session.usage", None, usage=native_usage(event.usage, own=False))
@@ -148,6 +154,9 @@ class Encoder(DialectEncoder):
                 return sse("ping", data if isinstance(data, str) else '{"type":"ping"}')
             return b":" + (event.comment or "").encode() + b"\n\n"
         if isinstance(event, Unknown):
+            if self._source != DIALECT:
+                self.lose("event:unknown", event, "an event of another dialect")
+                return b""
             if event.name is None:
                 return b"data: " + event.data.encode() + b"\n\n"
             return sse(event.name, event.data)
@@ -185,12 +194,14 @@ class Encoder(DialectEncoder):
             delta = dict(native["delta"])
             delta["content"] = {**delta["content"], "text": event.delta}
             return self._write({**native, "delta": delta})
-        if isinstance(event, ReasoningDelta) and block.native is None:
-            if not block.texts:
-                self.lose("reasoning_text", event, "agent.thinking carries no text")
-            block.texts.append("")
+        if type(event) in _ACCEPTS.get(block.kind, ()):
+            block.texts.append(event.delta)
             return b""
-        block.texts.append(event.delta)
+        if isinstance(event, ReasoningDelta) and block.kind == "reasoning":
+            self.lose("reasoning_text", event, "agent.thinking carries no text")
+        else:
+            tag = type(event).__struct_config__.tag
+            self.lose(f"{tag}:{block.kind}", event, f"a {block.kind} block has no place for it")
         return b""
 
     def _block_end(self, event: BlockEnd, extra: dict[str, Any], native: Any) -> bytes:
@@ -246,7 +257,7 @@ class Encoder(DialectEncoder):
                 out["content"] = block.value
         return out
 
-    def _foreign(self, block: _Block, event: BlockEnd) -> bytes:
+    def _foreign(self, block: _Block, event: Event) -> bytes:
         kind = block.kind
         if kind in ("text", "refusal"):
             text = "".join(block.texts)
@@ -291,25 +302,59 @@ class Encoder(DialectEncoder):
             if extra.get("session_api_error"):
                 self._ended = True
                 return sse("error", encode_json(native))
+            retry = (
+                event.error.raw.get("retry_status") if isinstance(event.error.raw, dict) else None
+            )
+            if not (isinstance(retry, dict) and retry.get("type") == "retrying"):
+                self._failed = True
             return self._write(native)
         error = event.error
         if error.kind == "protocol":
             self.lose("error:protocol", event, "a decoding error of the source stream")
             return b""
+        self._failed = True
+        return self._session_error(error.code, error.message)
+
+    def _session_error(self, code: str | None, message: str) -> bytes:
         body = {
-            "type": error.code or "unknown_error",
-            "message": error.message,
+            "type": code or "unknown_error",
+            "message": message,
             # Another dialect's in-band error ended its stream: nothing retries it.
             "retry_status": {"type": "terminal"},
         }
         return self._synth("session.error", None, error=body)
 
+    def _flush(self, event: Event) -> bytes:
+        """Write the blocks another dialect's stream left open (at its end)."""
+        parts: list[bytes] = []
+        for index in sorted(self._blocks):
+            block = self._blocks.pop(index)
+            if block.native is None and self._group is None:
+                parts.append(self._foreign(block, event))
+        return b"".join(parts)
+
     def _finish(self, event: Finish) -> bytes:
-        if self._ended or event.status == "truncated":
+        if self._ended:
             return b""
         self._ended = True
+        parts = [self._flush(event)]
+        if event.status == "truncated":
+            return b"".join(parts)
+        usage = event.usage
+        if usage is not None and (self._usage is None or self._usage.merged(usage) != self._usage):
+            self._usage = usage if self._usage is None else self._usage.merged(usage)
+            parts.append(self._synth("session.usage", None, usage=native_usage(usage, own=False)))
         if event.status == "failed":
-            return self._synth("session.status_terminated", None)
+            if not self._failed:
+                error = event.error
+                parts.append(
+                    self._session_error(
+                        error.code if error else None,
+                        error.message if error else "the stream failed",
+                    )
+                )
+            parts.append(self._synth("session.status_terminated", None))
+            return b"".join(parts)
         unified = event.reason.unified
         stop = _STOP_REASONS.get(unified)
         if stop is None:
@@ -318,8 +363,27 @@ class Encoder(DialectEncoder):
         reason: dict[str, Any] = {"type": stop}
         if stop == "requires_action":
             reason["event_ids"] = list(self._tool_calls)
-        return self._synth("session.status_idle", None, stop_details=None, stop_reason=reason)
+        parts.append(
+            self._synth("session.status_idle", None, stop_details=None, stop_reason=reason)
+        )
+        return b"".join(parts)
 
+    def _close(self) -> bytes:
+        if self._ended or not self._blocks:
+            return b""
+        return self._flush(StreamStart(dialect=DIALECT))
+
+
+_ACCEPTS: Final[dict[str, tuple[type, ...]]] = {
+    "text": (TextDelta,),
+    "refusal": (TextDelta,),
+    "tool_call": (ToolInputDelta,),
+    "server_tool_call": (ToolInputDelta,),
+    "server_tool_result": (TextDelta,),
+    "tool_result": (TextDelta,),
+}
+"""The deltas each block kind's session event carries (a tool use's input, a result's
+text content)."""
 
 _FOREIGN_KINDS: Final = frozenset(
     {

@@ -33,8 +33,10 @@ SPEC = DialectSpec(
     ),
     errors=ErrorSpec("anthropic", param_field=False, overloaded_status=529, request_id_field=True),
     resume=ResumeSpec("counter", id_lines=True),
+    # Tried late (order 90): a dialect with a narrower rule for a name under these
+    # prefixes (``agent.session.*``, a realtime ``session.*``) is tried first.
     detect=DetectSpec(
-        64,
+        90,
         names=("event_start", "event_delta", "system.message"),
         prefixes=("session.", "agent.", "span.", "user."),
     ),
