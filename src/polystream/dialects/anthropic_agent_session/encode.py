@@ -96,6 +96,7 @@ class Encoder(DialectEncoder):
         self._source: str | None = None  # the stream's dialect (its StreamStart)
         self._usage: Usage | None = None  # the usage written so far, merged
         self._failed = False  # a session.error that ends the turn was written
+        self._usage_pending = False  # another dialect's usage merged, not written yet
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -143,7 +144,10 @@ class Encoder(DialectEncoder):
             self._usage = event.usage if self._usage is None else self._usage.merged(event.usage)
             if isinstance(native, dict):
                 return self._write({**native, "usage": native_usage(event.usage, own=True)})
-            return self._synth("session.usage", None, usage=native_usage(event.usage, own=False))
+            # Another dialect's usage: merged, and written once as the turn's snapshot
+            # before its end (see folds_usage).
+            self._usage_pending = True
+            return b""
         if isinstance(event, ErrorEvent):
             return self._error(event, extra, native)
         if isinstance(event, Finish):
@@ -236,6 +240,7 @@ class Encoder(DialectEncoder):
     def _input(self, block: _Block) -> Any:
         if block.texts:
             text = "".join(block.texts)
+            text.encode()  # a lone surrogate is named where it is in the input's text
             try:
                 return json.loads(text) if text else {}
             except ValueError:
@@ -338,12 +343,13 @@ class Encoder(DialectEncoder):
             return b""
         self._ended = True
         parts = [self._flush(event)]
-        if event.status == "truncated":
-            return b"".join(parts)
         usage = event.usage
         if usage is not None and (self._usage is None or self._usage.merged(usage) != self._usage):
             self._usage = usage if self._usage is None else self._usage.merged(usage)
-            parts.append(self._synth("session.usage", None, usage=native_usage(usage, own=False)))
+            self._usage_pending = True
+        parts.append(self._pending_usage())
+        if event.status == "truncated":
+            return b"".join(parts)
         if event.status == "failed":
             if not self._failed:
                 error = event.error
@@ -368,10 +374,22 @@ class Encoder(DialectEncoder):
         )
         return b"".join(parts)
 
-    def _close(self) -> bytes:
-        if self._ended or not self._blocks:
+    def _pending_usage(self) -> bytes:
+        """The ``session.usage`` snapshot of another dialect's usage merged so far."""
+        if not self._usage_pending or self._usage is None:
             return b""
-        return self._flush(StreamStart(dialect=DIALECT))
+        self._usage_pending = False
+        return self._synth("session.usage", None, usage=native_usage(self._usage, own=False))
+
+    def _close(self) -> bytes:
+        if self._ended:
+            return b""
+        return self._flush(StreamStart(dialect=DIALECT)) + self._pending_usage()
+
+    def folds_usage(self, source: str) -> bool:
+        """Another dialect's usage updates are only merged (written once, before the
+        turn's end); this dialect's own are written where they come."""
+        return source != DIALECT
 
 
 _ACCEPTS: Final[dict[str, tuple[type, ...]]] = {
