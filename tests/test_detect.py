@@ -59,6 +59,18 @@ def _steps(data: bytes, cuts: list[int]) -> tuple[list[Any], list[Any]]:
         (b'data: {"type":"speech.audio.delta","audio":""}\n\n', ("openai_speech", "sse")),
         (b"event: speech.audio.done\ndata: {}\n\n", ("openai_speech", "sse")),
         (b'data: {"type":"speech.audio.later"}\n\n', ("openai_speech", "sse")),
+        (
+            b'event: session.status_running\ndata: {"type":"session.status_running"}\n\n',
+            ("anthropic_agent_session", "sse"),
+        ),
+        (
+            b'event: user.message\ndata: {"type":"user.message","content":[]}\n\n',
+            ("anthropic_agent_session", "sse"),
+        ),
+        (
+            b'event: event_start\ndata: {"type":"event_start","event":{}}\n\n',
+            ("anthropic_agent_session", "sse"),
+        ),
         (b"  \n", None),
         (b"data: {", None),
     ],

@@ -67,6 +67,7 @@ REGISTERED: Final = (
     "openai_speech",
     "openai_transcription",
     "openai_images",
+    "anthropic_agent_session",
 )
 """The registered dialects, one line each: adding a dialect is adding its folder and its
 name here."""
