@@ -64,6 +64,7 @@ REGISTERED: Final = (
     "xai_messages",
     "gemini_generate",
     "gemini_interactions",
+    "openai_agent_session",
 )
 """The registered dialects, one line each: adding a dialect is adding its folder and its
 name here."""
