@@ -134,7 +134,6 @@ class Decoder(FramedDecoder):
         self._blocks = 0
         self._items: dict[str, int] = {}  # item id -> block (reasoning, tools)
         self._parts: dict[tuple[str, int], int] = {}  # (item id, content index) -> block
-        self._outputs: dict[str, int] = {}  # command item id -> its output block
         self._kinds: dict[int, BlockKind] = {}
         self._root_turn: str | None = None
         self._turn_ended = False
@@ -428,11 +427,24 @@ class Decoder(FramedDecoder):
                 else json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
             )
             out.append(ToolInputDelta(index=block, delta=text, extra=self._follow(payload)))
-        output = self._outputs.pop(key, None)
-        if output is not None:
-            out.append(BlockEnd(index=output, status=status, extra=self._follow(payload)))
         value = item if kind in ("server_tool_call", "other") else None
         out.append(BlockEnd(index=block, status=status, value=value, extra=payload))
+        result = item.get("output")
+        if kind == "server_tool_call" and result is not None:
+            # A hosted tool's output (a command's, an MCP call's): its result block.
+            index = self._block("server_tool_result")
+            follow = self._follow(payload)
+            out.append(
+                BlockStart(
+                    index=index,
+                    kind="server_tool_result",
+                    id=key or None,
+                    name=str(itype),
+                    value=result,
+                    extra=follow,
+                )
+            )
+            out.append(BlockEnd(index=index, status=status, extra=follow))
 
     def _part_added(self, payload: dict[str, Any], out: list[Event]) -> None:
         item_id = self._str(payload, "item_id")
@@ -479,19 +491,12 @@ class Decoder(FramedDecoder):
         delta = self._str(payload, "delta")
         if item_id not in self._items:
             raise self.protocol_error(f"command output for item {item_id!r}, never added")
-        block = self._outputs.get(item_id)
-        first = block is None
-        if block is None:
-            block = self._outputs[item_id] = self._block("server_tool_result")
-            out.append(
-                BlockStart(
-                    index=block,
-                    kind="server_tool_result",
-                    id=item_id,
-                    name="command_execution",
-                    extra=payload,
-                )
-            )
+        # A progress report of the tool's run: its whole output is the result block
+        # that item.done opens.
         out.append(
-            TextDelta(index=block, delta=delta, extra=self._follow(payload) if first else payload)
+            Metadata(
+                name=COMMAND_OUTPUT_DELTA,
+                value={"item_id": item_id, "delta": delta},
+                extra=payload,
+            )
         )
