@@ -56,6 +56,12 @@ def _steps(data: bytes, cuts: list[int]) -> tuple[list[Any], list[Any]]:
         (b"event: message_start\ndata: {}\n\n", ("anthropic_messages", "sse")),
         (b": hi\n\ndata: [DONE]\n\n" + _EVENT, ("openai_chat", "sse")),
         (b'data: {"candidates": []}\r\n\r\n', ("gemini_generate", "sse")),
+        (
+            b': connected\n\ndata: {"type":"agent.session.created","event_id":"e"}\n\n',
+            ("openai_agent_session", "sse"),
+        ),
+        (b'data: {"type":"agent.session.turn.item.added"}\n\n', ("openai_agent_session", "sse")),
+        (b'data: {"type":"response.created","response":{}}\n\n', ("openai_responses", "sse")),
         (b"  \n", None),
         (b"data: {", None),
     ],

@@ -5,7 +5,7 @@ See ``docs/dialects/openai_agent_session.md`` for the event coverage, the finish
 table, the usage arithmetic and what is inferred.
 
 Exports ``Decoder``, ``Encoder``, ``rebuild(events) -> dict`` (the final ``AgentSession``)
-and ``request`` (the session-create body codec).
+and, in ``binding``, ``request`` (the session-create body codec).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from .spec import SPEC
 
 if TYPE_CHECKING:
-    from .binding import DIALECT, Decoder, Encoder, rebuild, request
+    from .binding import DIALECT, Decoder, Encoder, rebuild
 
-__all__ = ["DIALECT", "SPEC", "Decoder", "Encoder", "rebuild", "request"]
+__all__ = ["DIALECT", "SPEC", "Decoder", "Encoder", "rebuild"]
 _LAZY = frozenset(__all__) - {"SPEC"}
 
 
