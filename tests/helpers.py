@@ -28,6 +28,7 @@ FAMILIES: dict[str, str] = {
     "xai_messages": "messages",
     "gemini_interactions": "interactions",
     "gemini_generate": "generate",
+    "openai_agent_session": "agent_session",
 }
 """Each dialect's family: the dialects whose encoders treat each other's events as
 their own."""

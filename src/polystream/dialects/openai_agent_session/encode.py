@@ -90,6 +90,11 @@ class Encoder(DialectEncoder):
         self._usage: Usage | None = None
         self._started = False
 
+    def folds_usage(self, source: str) -> bool:
+        """Another dialect's usage updates only go into the turn's final usage (see
+        :meth:`DialectEncoder.folds_usage`); this dialect's are its native events'."""
+        return source != DIALECT
+
     # -- own events --------------------------------------------------------------------------
 
     def _encode(self, event: Event) -> bytes:
@@ -316,6 +321,7 @@ class Encoder(DialectEncoder):
         else:
             raw = "".join(block.arguments)
             try:
+                raw.encode()  # (text UTF-8 cannot carry is named where it was sent)
                 arguments: Any = json.loads(raw) if raw else {}
             except ValueError:
                 arguments = raw
