@@ -32,6 +32,7 @@ FAMILIES: dict[str, str] = {
     "openai_transcription": "transcription",
     "openai_images": "images",
     "anthropic_agent_session": "agent_session",
+    "openai_agent_session": "agent_session",
 }
 """Each dialect's family: the dialects whose encoders treat each other's events as
 their own."""

@@ -71,6 +71,12 @@ def _steps(data: bytes, cuts: list[int]) -> tuple[list[Any], list[Any]]:
             b'event: event_start\ndata: {"type":"event_start","event":{}}\n\n',
             ("anthropic_agent_session", "sse"),
         ),
+        (
+            b': connected\n\ndata: {"type":"agent.session.created","event_id":"e"}\n\n',
+            ("openai_agent_session", "sse"),
+        ),
+        (b'data: {"type":"agent.session.turn.item.added"}\n\n', ("openai_agent_session", "sse")),
+        (b'data: {"type":"response.created","response":{}}\n\n', ("openai_responses", "sse")),
         (b"  \n", None),
         (b"data: {", None),
     ],

@@ -68,6 +68,7 @@ REGISTERED: Final = (
     "openai_transcription",
     "openai_images",
     "anthropic_agent_session",
+    "openai_agent_session",
 )
 """The registered dialects, one line each: adding a dialect is adding its folder and its
 name here."""
