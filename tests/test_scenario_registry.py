@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from polystream.dialects import DIALECTS, PROVIDERS, match_route
+from polystream.dialects import DIALECTS, PROVIDERS, SSE_DIALECTS, match_route
 from polystream.scenario import (
     MODEL_PATTERNS,
     RESUMABLE,
@@ -85,7 +85,7 @@ def test_an_interactions_user_turn_with_only_a_function_result_has_no_text() -> 
     assert summary.user_text == "weather?" and summary.has_tool_result
 
 
-@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@pytest.mark.parametrize("dialect", sorted(SSE_DIALECTS))
 def test_each_demo_step_is_a_request_the_emulator_reads_as_the_turn(dialect: str) -> None:
     first = demo_request(dialect, 1)
     second = demo_request(dialect, 2, "call_x")

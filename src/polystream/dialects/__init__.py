@@ -36,6 +36,7 @@ __all__ = [
     "PROVIDERS",
     "REGISTERED",
     "SSE_DIALECTS",
+    "TEXT_FAMILIES",
     "DialectDecoder",
     "DialectEncoder",
     "DialectInfo",
@@ -81,8 +82,14 @@ DIALECTS: dict[str, DialectSpec] = {
 DialectInfo = DialectSpec
 """The name a registered dialect's descriptor had before it held every fact about it."""
 
-SSE_DIALECTS: tuple[str, ...] = tuple(DIALECTS)
-"""The eight text-streaming dialects."""
+TEXT_FAMILIES: Final = frozenset({"responses", "chat", "messages", "generate", "interactions"})
+"""The request families of the text-chat dialects (a conversation in, text, reasoning and
+tool calls out); the others are media streams and agent sessions."""
+
+SSE_DIALECTS: tuple[str, ...] = tuple(
+    name for name, spec in DIALECTS.items() if spec.family in TEXT_FAMILIES
+)
+"""The text-streaming dialects (the eight chat dialects of the four providers)."""
 
 _OPENAI_MODELS: Final = (
     "gpt-",
