@@ -36,7 +36,7 @@ import msgspec
 from polystream.call import StreamCall
 from polystream.dialects import get_dialect
 from polystream.journal import MemoryJournal
-from polystream.proxy import SSECursorSplitter
+from polystream.gateway_core import SSECursorSplitter
 from polystream.request import Request, parse_request
 
 GAPS: tuple[tuple[str, float, bool], ...] = (

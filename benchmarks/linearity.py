@@ -56,7 +56,7 @@ from typing import Any
 
 from benchmarks import workloads
 from polystream import StreamDecoder
-from polystream.api import decode_events
+from polystream.decoding import decode_events
 from polystream.dialects import get_dialect
 
 __all__ = ["CASES", "main", "measure"]

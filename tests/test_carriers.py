@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from polystream import decode
-from polystream.api import decode_events
+from polystream.decoding import decode_events
 from polystream.dialects import Loss
 from polystream.events import SignatureDelta
 from polystream.transcode import convert

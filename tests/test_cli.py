@@ -267,27 +267,28 @@ def test_decode_result_of_a_long_gemini_array(
 ) -> None:
     # --result prints no event: the decoder coalesces them (as polystream.decode()
     # does), and the result is the one every event gives.
-    from polystream import api
+    from polystream import decoding
     from tests.dialects.test_gemini_generate_fast import array, last, usual
 
     made: list[str] = []
+    original = decoding.StreamDecoder
 
-    class Recorded(api._ResultDecoder):
+    class Recorded(decoding.StreamDecoder):
         def __init__(self, dialect: str, **options: Any) -> None:
-            made.append(dialect)
+            made.append(options.get("coalesce", "off"))
             super().__init__(dialect, **options)
 
-    monkeypatch.setattr(api, "_ResultDecoder", Recorded)
+    monkeypatch.setattr(decoding, "StreamDecoder", Recorded)
     data = array([usual(f" w{i}", i) for i in range(1, 300)] + [last(300)])
     status, lines, err = run(capsys, "decode", "--result", write(data))
-    assert (status, err, made) == (0, "", ["auto"])
-    plain = api.StreamDecoder()
+    assert (status, err, made) == (0, "", ["result"])
+    plain = original()  # (no coalescing: every event)
     plain.feed(data)
     plain.close()
     assert lines == [json.loads(json.dumps(plain.result().to_dict()))]
     assert lines[0]["text"] == "".join(f" w{i}" for i in range(1, 300))
     status, events, _ = run(capsys, "decode", write(data))
-    assert made == ["auto"]  # (events printed: every chunk's)
+    assert made == ["result", "off"]  # (events printed: every chunk's)
     assert sum(event["type"] == "text-delta" for event in events) == 299
 
 

@@ -392,7 +392,7 @@ def upstream_with_a_deep_chunk() -> Iterator[tuple[str, bytes]]:
 
 @pytest.fixture
 def gateway(upstream_with_a_deep_chunk: tuple[str, bytes]) -> Iterator[str]:
-    from polystream.proxy import GatewayConfig, Route, Upstream
+    from polystream.gateway_core import GatewayConfig, Route, Upstream
     from polystream.server.gateway import create_gateway
     from tests.gateway.conftest import CANARY, GATEWAY_KEY, AppThread
 

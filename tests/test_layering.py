@@ -50,8 +50,10 @@ LAYERS = {
     "accumulate": 4,
     "request": 4,
     # 5: decoding to a result; the gateway's core
-    "api": 5,
-    "proxy": 5,
+    "decoding": 5,
+    "gateway_core": 5,
+    "api": 5,  # (the older name of decoding)
+    "proxy": 5,  # (the older name of gateway_core)
     # 6: calling providers, transcoding, the emulator's scenarios
     "call": 6,
     "transcode": 6,

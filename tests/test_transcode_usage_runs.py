@@ -25,7 +25,7 @@ import msgspec
 import pytest
 from hypothesis import settings
 
-from polystream.api import StreamDecoder
+from polystream.decoding import StreamDecoder
 from polystream.dialects import DIALECTS, get_dialect
 from polystream.dialects._base import UsageRun, UsageTexts
 from polystream.dialects.gemini_generate import Decoder

@@ -11,7 +11,7 @@ from __future__ import annotations
 from polystream import events
 from polystream.accumulate import Accumulator, Block, Result, ToolCall
 from polystream.accumulate import accumulate as accumulate_events
-from polystream.api import StreamDecoder, decode, decode_events
+from polystream.decoding import StreamDecoder, decode, decode_events
 from polystream.dialects import DIALECTS, get_dialect
 from polystream.errors import (
     BufferLimitExceeded,

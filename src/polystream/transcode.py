@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from polystream.accumulate import Result
-from polystream.api import StreamDecoder
+from polystream.decoding import StreamDecoder
 from polystream.dialects import DialectEncoder, Loss, get_dialect
 from polystream.dialects._base import Coalesce
 from polystream.events import Event

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import polystream
 from polystream.accumulate import accumulate
-from polystream.api import StreamDecoder
+from polystream.decoding import StreamDecoder
 from polystream.dialects.gemini_generate import Decoder
 from polystream.dialects.gemini_generate.decode import _ONES
 from polystream.dialects.gemini_generate.wire import dumps_pretty, dumps_sse, usage_shape

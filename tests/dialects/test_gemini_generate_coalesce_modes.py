@@ -14,7 +14,7 @@ import pytest
 
 import polystream
 from polystream.accumulate import accumulate
-from polystream.api import StreamDecoder
+from polystream.decoding import StreamDecoder
 from polystream.dialects import DIALECTS, get_dialect
 from polystream.dialects._base import Coalesce, UsageRun
 from polystream.dialects.gemini_generate import Decoder

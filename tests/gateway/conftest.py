@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import uvicorn
 
+from polystream.gateway_core import GatewayConfig, Limits, Route, Upstream
 from polystream.journal import Journal
-from polystream.proxy import GatewayConfig, Limits, Route, Upstream
 from polystream.retry import RetryPolicy
 from polystream.scenario import Emulator, parse_scenarios
 from polystream.server import ServerThread

@@ -19,7 +19,7 @@ import pytest
 from google.genai import errors as genai_errors
 
 from polystream import decode
-from polystream.proxy import GatewayConfig, Upstream
+from polystream.gateway_core import GatewayConfig, Upstream
 from polystream.retry import RetryPolicy
 from polystream.server.gateway import create_gateway
 

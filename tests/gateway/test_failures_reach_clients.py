@@ -24,7 +24,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as gtypes
 
-from polystream.proxy import Limits
+from polystream.gateway_core import Limits
 from polystream.wire import ServerSentEvent, SSEDecoder
 
 from .conftest import CANARY, GATEWAY_KEY, AppThread
@@ -487,7 +487,7 @@ def test_a_resume_that_cannot_connect_after_output_ends_with_an_in_band_error(
 ) -> None:
     # The upstream call fails (its resume cannot connect) after the stream began: the
     # client's stream ends with its dialect's error, not with a clean end.
-    from polystream.proxy import GatewayConfig, Upstream
+    from polystream.gateway_core import GatewayConfig, Upstream
     from polystream.retry import RetryPolicy
     from polystream.server.gateway import create_gateway
 

@@ -178,7 +178,7 @@ def test_reasoning_signature_reaches_the_upstream(stack: Callable[..., Any]) -> 
         )
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
 
-    from polystream.proxy import GatewayConfig, Upstream
+    from polystream.gateway_core import GatewayConfig, Upstream
     from polystream.server.gateway import create_gateway
 
     app = create_gateway(
@@ -423,7 +423,7 @@ def test_upstream_in_band_error_after_output_reaches_client_typed(
 
 
 def test_upstream_garbage_is_a_typed_error_and_the_gateway_keeps_serving() -> None:
-    from polystream.proxy import GatewayConfig, Upstream
+    from polystream.gateway_core import GatewayConfig, Upstream
     from polystream.server.gateway import create_gateway
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -566,7 +566,7 @@ def test_fields_outside_the_unified_request_pass_through_or_are_named(
     them (a name that a header cannot carry is not echoed)."""
     import json
 
-    from polystream.proxy import GatewayConfig, Route, Upstream
+    from polystream.gateway_core import GatewayConfig, Route, Upstream
     from polystream.server.gateway import create_gateway
 
     seen: dict[str, dict[str, Any]] = {}
@@ -643,7 +643,7 @@ def test_a_pass_through_sends_the_clients_body_as_it_came() -> None:
     gateway's."""
     import json
 
-    from polystream.proxy import GatewayConfig, Route, Upstream
+    from polystream.gateway_core import GatewayConfig, Route, Upstream
     from polystream.server.gateway import create_gateway
 
     seen: list[dict[str, Any]] = []
@@ -710,7 +710,7 @@ def test_an_upstream_can_refuse_fields_a_client_would_choose() -> None:
     goes as it came, and the response names what was dropped."""
     import json
 
-    from polystream.proxy import GatewayConfig, load_config
+    from polystream.gateway_core import GatewayConfig, load_config
     from polystream.server.gateway import create_gateway
 
     seen: list[dict[str, Any]] = []

@@ -20,7 +20,7 @@ import pytest
 import polystream
 from polystream.client import _h1
 from polystream.client._h1 import AsyncH1Transport, DirectClient
-from polystream.proxy import load_config
+from polystream.gateway_core import load_config
 from polystream.scenario import Emulator, parse_scenarios
 from polystream.server import ServerThread
 from polystream.server import gateway as gateway_module

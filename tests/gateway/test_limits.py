@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from polystream import decode
-from polystream.proxy import load_config
+from polystream.gateway_core import load_config
 from polystream.scenario import Emulator, parse_scenarios
 from polystream.server import ServerThread
 from polystream.wire.sse import SSEComment, SSEDecoder

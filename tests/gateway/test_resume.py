@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from polystream import decode
+from polystream.gateway_core import GatewayConfig, Upstream
 from polystream.journal import Journal, MemoryJournal
-from polystream.proxy import GatewayConfig, Upstream
 from polystream.server import gateway as gateway_module
 from polystream.server.journal_redis import RedisJournal
 from polystream.server.journal_sqlite import SQLiteJournal

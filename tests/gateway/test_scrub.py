@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from polystream import decode
+from polystream.gateway_core import GatewayConfig, Upstream
 from polystream.journal import MemoryJournal
-from polystream.proxy import GatewayConfig, Upstream
 from polystream.server.gateway import create_gateway
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
 

@@ -18,7 +18,7 @@ import pytest
 
 import polystream
 from polystream.events import BlockEnd, BlockStart, Finish, FinishReason, StreamStart, TextDelta
-from polystream.proxy import load_config
+from polystream.gateway_core import load_config
 from polystream.scenario import Emulator, parse_scenarios
 from polystream.server import ServerThread, _gateway_stream
 from polystream.server import gateway as gateway_module

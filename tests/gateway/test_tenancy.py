@@ -20,8 +20,8 @@ import openai
 import pytest
 
 from polystream import decode
+from polystream.gateway_core import Client, GatewayConfig, Limits, Upstream, load_config
 from polystream.journal import Journal, MemoryJournal
-from polystream.proxy import Client, GatewayConfig, Limits, Upstream, load_config
 from polystream.server import _gateway_resume
 from polystream.server.gateway import create_gateway
 from polystream.server.journal_redis import RedisJournal

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polystream.proxy import SSECursorSplitter
+from polystream.gateway_core import SSECursorSplitter
 from polystream.wire.sse import ServerSentEvent, SSEComment, SSEDecoder
 from tests.helpers import split_at
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from polystream.proxy import (
+from polystream.gateway_core import (
     GatewayConfig,
     Route,
     SSECursorSplitter,

@@ -18,7 +18,7 @@ from polystream.events import (
     Unknown,
     Warning,
 )
-from polystream.proxy import scrub
+from polystream.gateway_core import scrub
 from polystream.scrub import MARKER, Scrubber, url_credentials
 
 KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz0123"

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import uvicorn
 
-from polystream.proxy import Limits
+from polystream.gateway_core import Limits
 from polystream.server._h1server import H1Server, ServerLimits
 from polystream.server._run import uvicorn_limit_concurrency
 

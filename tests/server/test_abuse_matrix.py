@@ -25,7 +25,7 @@ import httpx
 import pytest
 import uvicorn
 
-from polystream.proxy import Limits
+from polystream.gateway_core import Limits
 from polystream.server._h1server import H1Server, ServerLimits
 from tests.server.support import OwnServer, UvicornServer, talk
 

@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from polystream.api import StreamDecoder
+from polystream.decoding import StreamDecoder
 from polystream.events import KeepAlive
 from polystream.server import ServerThread
 from polystream.wire.sse import ServerSentEvent, SSEDecoder

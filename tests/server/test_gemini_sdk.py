@@ -12,7 +12,7 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from polystream.api import StreamDecoder
+from polystream.decoding import StreamDecoder
 from polystream.server import ServerThread
 from tests.server.support import WEATHER, require, track
 

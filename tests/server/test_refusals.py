@@ -20,7 +20,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from polystream.proxy import GatewayConfig, Limits, Upstream
+from polystream.gateway_core import GatewayConfig, Limits, Upstream
 from polystream.scenario import MAX_BODY_SIZE
 from polystream.server._app import create_app, emulator_refusal
 from polystream.server._refusals import gateway_refusal

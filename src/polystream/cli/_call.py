@@ -23,7 +23,7 @@ def _run(args: argparse.Namespace) -> int:
         Warning,
         dump_event,
     )
-    from polystream.proxy import DEFAULT_DIALECT
+    from polystream.gateway_core import DEFAULT_DIALECT
     from polystream.request import ReasoningConfig
 
     dialect = args.dialect or DEFAULT_DIALECT[args.provider]

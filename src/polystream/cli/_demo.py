@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
 
 def _call(client: Any, dialect: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
     """One streamed request, decoded as it arrives. Returns figures and the result."""
-    from polystream.api import StreamDecoder
+    from polystream.decoding import StreamDecoder
     from polystream.errors import PolystreamError
 
     decoder = StreamDecoder(dialect)

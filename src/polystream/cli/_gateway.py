@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from polystream.proxy import GatewayConfig
+    from polystream.gateway_core import GatewayConfig
 
 __all__ = ["register"]
 
@@ -20,8 +20,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from polystream.cli._heap import settle_heap
     from polystream.cli._listen import bind, split_listen
+    from polystream.gateway_core import GatewayConfig, Limits, load_config, parse_upstream_spec
     from polystream.journal import Journal, MemoryJournal
-    from polystream.proxy import GatewayConfig, Limits, load_config, parse_upstream_spec
     from polystream.server.gateway import create_gateway
 
     try:

@@ -108,7 +108,7 @@ def _cmd_frames(args: argparse.Namespace) -> int:
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
-    from polystream.api import StreamDecoder, _ResultDecoder
+    from polystream.decoding import StreamDecoder
     from polystream.events import dump_event
 
     out = sys.stdout.buffer
@@ -117,9 +117,10 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         options["framing"] = args.framing
     # With --result no event is printed: the decoder may coalesce them, as
     # polystream.decode() does.
-    make = _ResultDecoder if args.result else StreamDecoder
+    if args.result:
+        options["coalesce"] = "result"
     try:
-        decoder = make(args.dialect, **options)
+        decoder = StreamDecoder(args.dialect, **options)
     except LocalProtocolError as exc:
         # A dialect not available in this build, or a framing it does not have.
         print(f"polystream: error: {exc}", file=sys.stderr)

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import msgspec
 
-from polystream.api import StreamDecoder
+from polystream.decoding import StreamDecoder
 from polystream.dialects import DIALECTS, PROVIDERS, Loss, get_dialect
 from polystream.dialects._errors import status_for
 from polystream.errors import PolystreamError

@@ -15,8 +15,8 @@ import re
 from typing import Any, Final
 
 from polystream.dialects import DIALECTS
+from polystream.gateway_core import ANONYMOUS_TENANT, Limits, alias_id, counter_cursors
 from polystream.journal import Entry, Journal, JournalMiss
-from polystream.proxy import ANONYMOUS_TENANT, Limits, alias_id, counter_cursors
 from polystream.server._gateway_stream import SSE_HEADERS, StreamReplies
 from polystream.server._gateway_write import Receive, Send, send_body
 from polystream.server._journal_feed import JournalFeed

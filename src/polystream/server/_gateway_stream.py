@@ -39,8 +39,8 @@ from polystream.events import (
     ToolInputDelta,
     Warning,
 )
+from polystream.gateway_core import Limits, alias_id, scrub
 from polystream.journal import Journal, JournalConflict
-from polystream.proxy import Limits, alias_id, scrub
 from polystream.scrub import SCRUBBED_EVENTS, Scrubber
 from polystream.server._gateway_write import Message, Receive, Send, WriteDeadline, send_body
 from polystream.server._journal_feed import JournalFeed

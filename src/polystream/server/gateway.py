@@ -3,7 +3,7 @@ upstream in the upstream's own dialect and transcodes the reply back, event by e
 
 This module only moves bytes: routing, authentication, request translation, retries,
 resume decisions, transcoding and journal cursors all live in the sans-I/O core
-(:mod:`polystream.proxy`, :mod:`polystream.request`, :mod:`polystream.call`, the
+(:mod:`polystream.gateway_core`, :mod:`polystream.request`, :mod:`polystream.call`, the
 dialect encoders, :mod:`polystream.journal`). Here: a request's handling; a stream's
 pump is :mod:`polystream.server._gateway_stream`'s, a resume
 :mod:`polystream.server._gateway_resume`'s.
@@ -44,8 +44,8 @@ from polystream.client._h1 import AsyncH1Transport, DirectClient
 from polystream.dialects import DIALECTS, get_dialect, match_route, provider_of_path
 from polystream.errors import APIStatusError, TransportError
 from polystream.events import ErrorInfo, Event, StreamWarning
+from polystream.gateway_core import GatewayConfig, presented_key, scrub
 from polystream.journal import Journal, MemoryJournal
-from polystream.proxy import GatewayConfig, presented_key, scrub
 from polystream.request import RequestError, error_body, parse_request
 from polystream.request.codecs import extra_fields, sent_extra
 from polystream.retry import RetryPolicy

@@ -1,0 +1,378 @@
+"""The gateway's decisions, sans-I/O: routing, inbound authentication, resume cursors,
+and keeping upstream secrets out of everything a client or a log can see.
+
+The ASGI shell (:mod:`polystream.server.gateway`) reads requests and moves bytes; what
+to call, with which key, and how a resume names its stream, is decided here (each
+outbound event's resume cursor is its encoder's: see
+:meth:`~polystream.dialects._base.DialectEncoder.encode_entries`).
+
+Routing: with one upstream every request goes there. With several, the first route
+whose pattern matches the request's model wins; with no configured routes a model goes to
+the upstream named after the provider that serves it (its
+:attr:`~polystream.dialects.ProviderSpec.model_prefixes`: ``gpt-*``, ``o<digit>*``,
+``chatgpt-*``, ... to ``openai``; ``claude-*`` to ``anthropic``; ``grok-*`` to ``xai``;
+``gemini-*``, ``gemma-*``, ... to ``gemini``), when that upstream exists.
+A model that matches no route is a 404 in the inbound dialect's shape.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import hashlib
+import hmac
+import math
+import os
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+import msgspec
+
+from polystream.dialects import DIALECTS, PROVIDERS
+from polystream.dialects._cursors import CursorSplitter
+from polystream.scrub import Scrubber
+
+__all__ = [
+    "ANONYMOUS_TENANT",
+    "DEFAULT_DIALECT",
+    "DEFAULT_TENANT",
+    "Client",
+    "GatewayConfig",
+    "Limits",
+    "Route",
+    "SSECursorSplitter",
+    "Tenants",
+    "Upstream",
+    "alias_id",
+    "check_key",
+    "counter_cursors",
+    "load_config",
+    "parse_upstream_spec",
+    "presented_key",
+    "scrub",
+]
+
+DEFAULT_DIALECT: Final = {name: provider.default_dialect for name, provider in PROVIDERS.items()}
+"""The dialect a bare provider name means in ``--upstream`` (each provider's
+:attr:`~polystream.dialects.ProviderSpec.default_dialect`)."""
+
+
+class Upstream(msgspec.Struct, frozen=True, kw_only=True):
+    """A provider (or anything speaking its dialect) the gateway calls.
+
+    Fields:
+        name: The upstream's name in routes.
+        dialect: The dialect it speaks.
+        base_url: Its base URL (default: the provider's official one).
+        api_key: Its key. Never sent to clients, never logged.
+        api_key_env: An environment variable holding the key (default: the
+            provider's usual one, e.g. ``OPENAI_API_KEY``).
+        background: Ask an OpenAI Responses upstream for background mode, so that a
+            dropped upstream stream can be resumed (``starting_after``). Interactions
+            upstreams are always resumable.
+        drop_fields: Top-level fields of a client's body never sent to this upstream
+            in a pass-through (the client's dialect), such as ``service_tier``, which
+            would let clients choose what the key's owner pays for. The response
+            names the ones it dropped.
+    """
+
+    name: str
+    dialect: str
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None
+    background: bool = False
+    drop_fields: tuple[str, ...] = ()
+
+    def key(self, environ: Mapping[str, str] | None = None) -> str:
+        """The upstream key: explicit, else from the environment ("" when none)."""
+        if self.api_key:
+            return self.api_key
+        env = environ if environ is not None else os.environ
+        var = self.api_key_env or PROVIDERS[_provider(self.dialect)].env_key
+        return env.get(var, "")
+
+
+class Route(msgspec.Struct, frozen=True, kw_only=True):
+    """A routing rule.
+
+    Fields:
+        model: A glob matched against the request's model (``claude-*``, ``*``).
+        upstream: The upstream's name.
+        rewrite: The model name to send upstream instead, if any.
+    """
+
+    model: str
+    upstream: str
+    rewrite: str | None = None
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """Gateway limits.
+
+    Fields:
+        max_body_bytes: Largest request body (413 past it).
+        max_concurrency: Streams served at once (503 with ``Retry-After`` past it).
+        keepalive_seconds: Silence after which an SSE comment is sent to the client.
+        slow_client_seconds: A client that does not read for this long is
+            disconnected (memory stays bounded by the send buffer).
+        resume_grace_seconds: After a client disconnects, keep reading the upstream
+            into the journal for this long so the client can resume; 0 cancels the
+            upstream at once.
+        idle_timeout: Upstream silence that counts as a stall.
+        max_connections: Client connections open at once (the HTTP server refuses
+            those past it).
+        max_reply_bytes: Most bytes a non-streaming reply may grow to (the client's
+            encoded reply as the upstream's events are read): past it the upstream is
+            no longer read and the client gets a 502.
+    """
+
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_concurrency: int = 512
+    keepalive_seconds: float = 15.0
+    slow_client_seconds: float = 30.0
+    resume_grace_seconds: float = 0.0
+    idle_timeout: float = 120.0
+    max_connections: int = 1024
+    max_reply_bytes: int = 32 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        # (A keep-alive period of 0 would send comments in a loop; a bound of 0 or
+        # less would refuse every request or drop every client.)
+        if self.max_body_bytes < 1 or self.max_concurrency < 1:
+            raise ValueError("max_body_bytes and max_concurrency must be at least 1")
+        if self.max_reply_bytes < 1:
+            raise ValueError("max_reply_bytes must be at least 1")
+        for name in ("keepalive_seconds", "slow_client_seconds", "idle_timeout"):
+            value = getattr(self, name)
+            if not (0 < value < math.inf):
+                raise ValueError(f"{name} must be a finite number of seconds above 0")
+        if not (0 <= self.resume_grace_seconds < math.inf):
+            raise ValueError("resume_grace_seconds must be a finite number of seconds, 0 or more")
+
+
+class Client(msgspec.Struct, frozen=True, kw_only=True):
+    """A tenant: a client key the gateway accepts (in the config's ``clients``, by the
+    tenant's name). The streams a tenant creates can be resumed only with its key.
+
+    Fields:
+        api_key: The key.
+        api_key_env: An environment variable holding the key (read at start).
+    """
+
+    api_key: str | None = None
+    api_key_env: str | None = None
+
+
+DEFAULT_TENANT: Final = "default"
+"""The tenant of the single ``api_key`` (``--api-key``)."""
+ANONYMOUS_TENANT: Final = "anonymous"
+"""The one tenant of a gateway with no client key: every client is it."""
+
+
+class Tenants:
+    """The client keys a gateway accepts, and the tenant each names.
+
+    Args:
+        keys: ``(tenant, key)`` pairs; none: the gateway is open, every client is
+            :data:`ANONYMOUS_TENANT`.
+    """
+
+    __slots__ = ("_keys", "open")
+
+    def __init__(self, keys: list[tuple[str, str]]) -> None:
+        self._keys = [(tenant, key.encode()) for tenant, key in keys]
+        self.open = not keys
+
+    def identify(self, presented: str | None) -> str | None:
+        """The tenant whose key was presented (None: no listed key). Every key is
+        compared, each in constant time, so the time taken does not say which matched."""
+        if self.open:
+            return ANONYMOUS_TENANT
+        if presented is None:
+            return None
+        given = presented.encode()
+        found: str | None = None
+        for tenant, key in self._keys:
+            if hmac.compare_digest(key, given):
+                found = tenant
+        return found
+
+
+class GatewayConfig(msgspec.Struct, kw_only=True):
+    """Everything the gateway needs (see ``docs/gateway.md`` for the file format).
+
+    Fields:
+        upstreams: The upstreams by name.
+        routes: Routing rules, first match wins.
+        api_key: A key clients may present, the tenant :data:`DEFAULT_TENANT`.
+        clients: Client keys by tenant name. With neither ``api_key`` nor clients,
+            there is no authentication, and all streams share one anonymous tenant.
+        limits: Limits.
+    """
+
+    upstreams: dict[str, Upstream]
+    routes: list[Route] = msgspec.field(default_factory=list)
+    api_key: str | None = None
+    clients: dict[str, Client] = msgspec.field(default_factory=dict)
+    limits: Limits = msgspec.field(default_factory=Limits)
+
+    def tenants(self, environ: Mapping[str, str] | None = None) -> Tenants:
+        """The accepted keys and their tenants (client keys in ``api_key_env`` read
+        from ``environ``, default the process environment).
+
+        Raises:
+            ValueError: A client without a key (or whose variable is unset or empty),
+                a client named like the ``api_key``'s tenant or ``anonymous``, or one
+                key given to two tenants (it could not say whose a stream is).
+        """
+        env = environ if environ is not None else os.environ
+        keys: list[tuple[str, str]] = []
+        if self.api_key:
+            if DEFAULT_TENANT in self.clients:
+                raise ValueError(
+                    f"client {DEFAULT_TENANT!r} is the tenant of api_key: give it another name"
+                )
+            keys.append((DEFAULT_TENANT, self.api_key))
+        for name, client in self.clients.items():
+            if name == ANONYMOUS_TENANT:
+                raise ValueError(
+                    f"client {name!r}: the name is the open gateway's tenant; give it another"
+                )
+            key = client.api_key or (env.get(client.api_key_env, "") if client.api_key_env else "")
+            if not key:
+                where = (
+                    f"environment variable {client.api_key_env} is unset or empty"
+                    if client.api_key_env and not client.api_key
+                    else "it has no api_key or api_key_env"
+                )
+                raise ValueError(f"client {name!r} has no key: {where}")
+            keys.append((name, key))
+        seen: dict[str, str] = {}
+        for name, key in keys:
+            if key in seen:
+                raise ValueError(f"clients {seen[key]!r} and {name!r} have the same key")
+            seen[key] = name
+        return Tenants(keys)
+
+    def route(self, model: str) -> tuple[Upstream, str] | None:
+        """The upstream for ``model`` and the model name to send there (None: no route)."""
+        if len(self.upstreams) == 1 and not self.routes:
+            return next(iter(self.upstreams.values())), model
+        for route in self.routes:
+            if fnmatch.fnmatchcase(model, route.model) and route.upstream in self.upstreams:
+                return self.upstreams[route.upstream], route.rewrite or model
+        for name, provider in PROVIDERS.items():
+            if name in self.upstreams and provider.serves(model):
+                return self.upstreams[name], model
+        return None
+
+    def secrets(self, environ: Mapping[str, str] | None = None) -> list[str]:
+        """Every secret the gateway holds (upstream keys and its own key, then the
+        client keys)."""
+        keys = [u.key(environ) for u in self.upstreams.values()]
+        if self.api_key:
+            keys.append(self.api_key)
+        env = environ if environ is not None else os.environ
+        for client in self.clients.values():
+            keys.append(client.api_key or env.get(client.api_key_env or "", ""))
+        return [k for k in keys if k]
+
+
+def _provider(dialect: str) -> str:
+    return DIALECTS[dialect].provider
+
+
+def parse_upstream_spec(spec: str) -> Upstream:
+    """Parse ``--upstream PROVIDER[=BASE_URL]`` (PROVIDER may also be a dialect name).
+
+    Raises:
+        ValueError: An unknown provider or dialect.
+    """
+    name, _, base_url = spec.partition("=")
+    name = name.strip()
+    if name in DEFAULT_DIALECT:
+        dialect = DEFAULT_DIALECT[name]
+        provider = name
+    elif name in DIALECTS:
+        dialect = name
+        provider = DIALECTS[name].provider
+    else:
+        known = ", ".join([*DEFAULT_DIALECT, *DIALECTS])
+        raise ValueError(f"unknown upstream {name!r} (one of: {known})")
+    return Upstream(name=provider, dialect=dialect, base_url=base_url.strip() or None)
+
+
+def load_config(data: bytes) -> GatewayConfig:
+    """Read a gateway config file (JSON).
+
+    Raises:
+        msgspec.ValidationError: The file does not match the format.
+    """
+    raw = msgspec.json.decode(data)
+    if isinstance(raw, dict) and isinstance(raw.get("upstreams"), dict):
+        for name, upstream in raw["upstreams"].items():
+            if isinstance(upstream, dict):
+                upstream.setdefault("name", name)
+    config = msgspec.convert(raw, GatewayConfig)
+    for name, upstream in config.upstreams.items():
+        if upstream.dialect not in DIALECTS:
+            raise msgspec.ValidationError(
+                f"upstream {name!r}: unknown dialect {upstream.dialect!r}"
+            )
+    return config
+
+
+def presented_key(dialect: str, headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
+    """The key a client presented, in its dialect's usual places (the dialect's
+    :class:`~polystream.dialects.AuthSpec`): OpenAI/xAI ``Authorization: Bearer`` (or
+    ``x-api-key``), Anthropic ``x-api-key`` (or a bearer token), Gemini
+    ``x-goog-api-key`` or ``?key=``.
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    return DIALECTS[dialect].auth.presented(lower, query)
+
+
+def check_key(expected: str | None, presented: str | None) -> bool:
+    """Constant-time comparison; no expected key means no authentication."""
+    if expected is None:
+        return True
+    if presented is None:
+        return False
+    return hmac.compare_digest(expected.encode(), presented.encode())
+
+
+def scrub(text: str, secrets: Scrubber | Iterable[str]) -> str:
+    """Remove every secret, any fragment of 8 or more characters of one (as providers
+    echo keys: ``Incorrect API key provided: sk-proj-abc...wxyz``) and URL credentials
+    from text bound for a client or a log (see :class:`polystream.scrub.Scrubber`)."""
+    if not isinstance(secrets, Scrubber):
+        secrets = _scrubber(tuple(secrets))
+    return secrets.text(text)
+
+
+@functools.lru_cache(maxsize=16)
+def _scrubber(secrets: tuple[str, ...]) -> Scrubber:
+    return Scrubber(secrets)
+
+
+def counter_cursors(dialect: str) -> bool:
+    """Whether a dialect's journal cursors are the gateway's counter ``<stream>.<n>``
+    (every SSE dialect but OpenAI/xAI Responses and Interactions, whose events carry
+    their own: the ``sequence_number``, the ``event_id``)."""
+    return DIALECTS[dialect].resume.cursor == "counter"
+
+
+def alias_id(tenant: str, dialect: str, native_id: str) -> str:
+    """The journal id under which a stream's native id (the response or interaction id
+    its client resumes with) leads to the stream: one per tenant and dialect, so that
+    two tenants' equal native ids never meet. (A digest: any native id makes a short
+    id of one alphabet, never one of the gateway's minted ids, which are 32 hex
+    digits.)"""
+    digest = hashlib.sha256(f"{tenant}\x00{dialect}\x00{native_id}".encode()).hexdigest()
+    return "alias-" + digest[:40]
+
+
+SSECursorSplitter = CursorSplitter
+"""The encoders' cursor splitter (:class:`polystream.dialects._cursors.CursorSplitter`),
+by its former name."""
