@@ -32,7 +32,7 @@ from __future__ import annotations
 import base64
 from typing import Any, Final, Literal
 
-from polystream.dialects._base import FramedDecoder, Framing
+from polystream.dialects._base import Coalesce, FramedDecoder, Framing
 from polystream.dialects._errors import CODE_KINDS
 from polystream.errors import LocalProtocolError, RemoteProtocolError, StreamTruncated
 from polystream.events import (
@@ -108,6 +108,7 @@ class Decoder(FramedDecoder):
         *,
         strict: bool = False,
         keep_raw: bool = False,
+        coalesce: Coalesce = "off",
         framing: Framing | Literal["auto"] = "auto",
         audio_format: str | None = None,
         content_type: str | None = None,
@@ -135,6 +136,7 @@ class Decoder(FramedDecoder):
         super().__init__(
             strict=strict,
             keep_raw=keep_raw,
+            coalesce=coalesce,
             framing="sse" if framing == "auto" else framing,
             max_line_size=max_line_size,
             max_event_size=max_event_size,
