@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import polystream.dialects._chat.encode as chat_encode
+import polystream.dialects._chat._foreign as chat_encode
 import polystream.dialects._messages.encode as messages_encode
 from polystream.dialects import DIALECTS, _cursors, get_dialect
 from polystream.dialects._cursors import CursorSplitter

@@ -25,7 +25,7 @@ distinct origins.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from polystream.dialects._carrier import origin
 from polystream.dialects._cursors import Mark, MarkingEncoder, native_of
@@ -320,29 +320,51 @@ class ResponsesEncoder(MarkingEncoder):
             return self._native_event(event) if "type" in extra else b""
         etype = type(event)
         if etype is TextDelta:
-            return self._text_delta(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, TextDelta)
+            return self._text_delta(event)
         if etype is ReasoningDelta:
-            return self._reasoning_delta(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, ReasoningDelta)
+            return self._reasoning_delta(event)
         if etype is ToolInputDelta:
-            return self._tool_delta(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, ToolInputDelta)
+            return self._tool_delta(event)
         if etype is StreamStart:
             return self._open()
         if etype is BlockStart:
-            return self._block_start(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, BlockStart)
+            return self._block_start(event)
         if etype is BlockEnd:
-            return self._block_end(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, BlockEnd)
+            return self._block_end(event)
         if etype is DataDelta:
-            return self._data_delta(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, DataDelta)
+            return self._data_delta(event)
         if etype is Citation:
-            return self._citation(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, Citation)
+            return self._citation(event)
         if etype is SignatureDelta:
-            return self._signature(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, SignatureDelta)
+            return self._signature(event)
         if etype is Finish:
-            return self._finish(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, Finish)
+            return self._finish(event)
         if etype is ErrorEvent:
-            return self._error(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, ErrorEvent)
+            return self._error(event)
         if etype is KeepAlive:
-            data = _SSE.comment(event.comment or event.name or "keepalive")  # type: ignore[union-attr]
+            if TYPE_CHECKING:
+                assert isinstance(event, KeepAlive)
+            data = _SSE.comment(event.comment or event.name or "keepalive")
             self._mark_read(data)
             return data
         if etype is Unknown:
@@ -364,7 +386,9 @@ class ResponsesEncoder(MarkingEncoder):
     def _native_event(self, event: Event) -> bytes:
         etype = type(event)
         if etype is Citation:
-            return self._native(event, "annotation", event.citation)  # type: ignore[union-attr]
+            if TYPE_CHECKING:
+                assert isinstance(event, Citation)
+            return self._native(event, "annotation", event.citation)
         if etype is DataDelta:
             assert event.extra is not None
             key = (

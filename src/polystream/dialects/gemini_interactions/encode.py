@@ -41,7 +41,7 @@ Carriers and losses (foreign mode; each recorded with :meth:`DialectEncoder.lose
 
 from __future__ import annotations
 
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import msgspec
 
@@ -268,50 +268,78 @@ class Encoder(FoldsUsage, MarkingEncoder):
             return b""
         kind = type(event)
         if kind is TextDelta:
-            return self._text(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, TextDelta)
+            return self._text(event)
         if kind is ToolInputDelta:
-            return self._tool_input(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, ToolInputDelta)
+            return self._tool_input(event)
         if kind is ReasoningDelta:
-            return self._reasoning(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, ReasoningDelta)
+            return self._reasoning(event)
         if kind is SignatureDelta:
-            return self._signature(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, SignatureDelta)
+            return self._signature(event)
         if kind is DataDelta:
-            return self._data(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, DataDelta)
+            return self._data(event)
         if kind is BlockStart:
-            return self._block_start(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, BlockStart)
+            return self._block_start(event)
         if kind is BlockEnd:
-            return self._block_end(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, BlockEnd)
+            return self._block_end(event)
         if kind is Citation:
-            return self._citation(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, Citation)
+            return self._citation(event)
         if kind is StreamStart:
-            return self._stream_start(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, StreamStart)
+            return self._stream_start(event)
         if kind is StatusUpdate:
-            return self._status(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, StatusUpdate)
+            return self._status(event)
         if isinstance(event, UsageUpdate):
             usage = event.usage
             self._usage = usage if self._usage is None else self._usage.merged(usage)
             return b""
         if kind is ErrorEvent:
-            return self._error(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, ErrorEvent)
+            return self._error(event)
         if kind is Finish:
-            return self._finish(event)  # type: ignore[arg-type]
+            if TYPE_CHECKING:
+                assert isinstance(event, Finish)
+            return self._finish(event)
         if kind is KeepAlive:
-            if event.comment is not None:  # type: ignore[union-attr]
-                data = _SSE.comment(event.comment)  # type: ignore[union-attr]
+            if TYPE_CHECKING:
+                assert isinstance(event, KeepAlive)
+            if event.comment is not None:
+                data = _SSE.comment(event.comment)
                 self._mark_read(data)
                 return data
             self.lose("keep-alive", event, "Interactions streams have no named keep-alive event")
             return b""
         if kind is Unknown:
+            assert isinstance(event, Unknown)
             if self._native:
-                data = _SSE.event(event.data, event=event.name)  # type: ignore[union-attr]
+                data = _SSE.event(event.data, event=event.name)
                 self._mark_read(data, one=True)
                 return data
             self.lose("event:unknown", event, "an unknown event of another dialect")
             return b""
         if kind is Metadata:
+            assert isinstance(event, Metadata)
             self.lose(
-                f"metadata:{event.name}",  # type: ignore[union-attr]
+                f"metadata:{event.name}",
                 event,
                 "Interactions has no reply-level metadata event",
             )
