@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_MESSAGES",
     "error_body",
     "error_from_body",
+    "openai_error_object",
     "status_for",
 ]
 
@@ -257,3 +258,26 @@ def error_from_body(status: int, body: Any) -> ErrorInfo:
         http_status=status,
         raw=body if isinstance(body, dict) else None,
     )
+
+
+_OPENAI_TYPE_OF_KIND: Final[dict[str, str]] = {
+    "invalid_request": "invalid_request_error",
+    "authentication": "invalid_request_error",
+    "permission": "invalid_request_error",
+    "not_found": "invalid_request_error",
+    "request_too_large": "invalid_request_error",
+    "content_filter": "invalid_request_error",
+    "rate_limit": "requests",
+    "quota": "insufficient_quota",
+}
+
+
+def openai_error_object(error: ErrorInfo) -> dict[str, Any]:
+    """The ``error`` object of an in-band error event in the OpenAI shape, for an error
+    that came from another dialect (its type by kind; any other kind: ``server_error``)."""
+    return {
+        "type": _OPENAI_TYPE_OF_KIND.get(error.kind, "server_error"),
+        "code": error.code,
+        "message": error.message,
+        "param": None,
+    }

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from polystream.dialects._base import DialectEncoder
+from polystream.dialects._errors import openai_error_object
 from polystream.events import (
     BlockEnd,
     BlockStart,
@@ -60,29 +61,6 @@ _PARTS: Final = (
     "audio_output_tokens",
 )
 """Canonical counts a transcription usage object has no field for."""
-
-
-_ERROR_TYPES: Final = {
-    "invalid_request": "invalid_request_error",
-    "authentication": "invalid_request_error",
-    "permission": "invalid_request_error",
-    "not_found": "invalid_request_error",
-    "request_too_large": "invalid_request_error",
-    "content_filter": "invalid_request_error",
-    "rate_limit": "requests",
-    "quota": "insufficient_quota",
-}
-"""The OpenAI error ``type`` of a unified kind (any other: ``server_error``)."""
-
-
-def foreign_error(error: ErrorInfo) -> dict[str, Any]:
-    """The ``error`` object of another dialect's error, in the OpenAI shape."""
-    return {
-        "type": _ERROR_TYPES.get(error.kind, "server_error"),
-        "code": error.code,
-        "message": error.message,
-        "param": None,
-    }
 
 
 class Encoder(DialectEncoder):
@@ -225,7 +203,7 @@ class Encoder(DialectEncoder):
             if extra is not None and extra.get("_flat"):
                 return write(ERROR, dict(raw), extra)
             return write(ERROR, {"type": ERROR, "error": raw}, extra)
-        return write(ERROR, {"type": ERROR, "error": foreign_error(error)}, None)
+        return write(ERROR, {"type": ERROR, "error": openai_error_object(error)}, None)
 
     def _finish(self, event: Finish) -> bytes:
         if event.usage is not None:
@@ -239,7 +217,7 @@ class Encoder(DialectEncoder):
             return b""
         if event.status == "failed":
             error = event.error or ErrorInfo(kind="unknown", message="the stream failed")
-            return write(ERROR, {"type": ERROR, "error": foreign_error(error)}, None)
+            return write(ERROR, {"type": ERROR, "error": openai_error_object(error)}, None)
         if event.status == "incomplete":
             self.lose(
                 f"finish:{event.reason.unified}",
