@@ -31,7 +31,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from polystream.dialects import DIALECTS, PROVIDERS, RouteMatch, match_route, routes_of
+from polystream.dialects import (
+    DIALECTS,
+    PROVIDERS,
+    SSE_DIALECTS,
+    RouteMatch,
+    match_route,
+    routes_of,
+)
 from polystream.scenario import (
     MAX_BODY_SIZE,
     Answer,
@@ -67,11 +74,12 @@ def _base_urls() -> dict[str, str]:
     base path of the SDK that speaks the dialect's request family (the SDK of the first
     registered dialect of that family). A dialect whose base differs from its provider's
     (xAI's Messages endpoint, called with the Anthropic SDK) is listed by its own name."""
+    served = {name: DIALECTS[name] for name in SSE_DIALECTS}  # (the chat dialects it answers)
     sdk_base: dict[str, str] = {}
-    for spec in DIALECTS.values():
+    for spec in served.values():
         sdk_base.setdefault(spec.family, urlsplit(PROVIDERS[spec.provider].base_url).path)
     urls: dict[str, str] = {}
-    for name, spec in DIALECTS.items():
+    for name, spec in served.items():
         provider = PROVIDERS[spec.provider]
         url = provider.prefix + sdk_base[spec.family].rstrip("/")
         own = DIALECTS[provider.default_dialect]
