@@ -35,8 +35,8 @@ import msgspec
 
 from polystream.call import StreamCall
 from polystream.dialects import get_dialect
-from polystream.journal import MemoryJournal
 from polystream.gateway_core import SSECursorSplitter
+from polystream.journal import MemoryJournal
 from polystream.request import Request, parse_request
 
 GAPS: tuple[tuple[str, float, bool], ...] = (
