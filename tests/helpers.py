@@ -31,8 +31,8 @@ FAMILIES: dict[str, str] = {
     "openai_speech": "speech",
     "openai_transcription": "transcription",
     "openai_images": "images",
-    "anthropic_agent_session": "agent_session",
-    "openai_agent_session": "agent_session",
+    "anthropic_agent_session": "anthropic_agent_session",
+    "openai_agent_session": "openai_agent_session",
 }
 """Each dialect's family: the dialects whose encoders treat each other's events as
 their own."""

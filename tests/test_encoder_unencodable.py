@@ -107,11 +107,13 @@ def test_the_failing_event_is_named(target: str, options: dict[str, Any]) -> Non
     for event in _opening("openai_chat"):
         encoder.encode(event)
     if any(loss.what == "block:text" for loss in encoder.losses):
-        # A target that carries no text (a speech stream) reported the block lost.
+        # A target that carries no text (a speech stream) reported the block lost, once:
+        # its bad delta is not written, so it cannot fail. What else the target lacks
+        # (an image stream's image) may be reported at its end.
         for event in [TextDelta(index=0, delta=BAD), *_finish(0)]:
             encoder.encode(event)
         encoder.close()
-        assert [loss.what for loss in encoder.losses][-1:] == ["block:text"]
+        assert [loss.what for loss in encoder.losses].count("block:text") == 1
         return
     with pytest.raises(LocalProtocolError) as caught:
         for event in [TextDelta(index=0, delta=BAD), *_finish(0)]:
