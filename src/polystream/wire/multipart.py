@@ -104,7 +104,7 @@ def decode_form(content_type: str, body: bytes, *, max_size: int = 64 << 20) -> 
 
     parser = MultipartParser(
         boundary,
-        {  # type: ignore[arg-type]
+        {
             "on_part_begin": on_part_begin,
             "on_header_field": on_header_field,
             "on_header_value": on_header_value,
