@@ -44,6 +44,7 @@ LAYERS = {
     # 2: framing and text helpers
     "wire": 2,
     "scrub": 2,
+    "audio": 2,  # audio formats, G.711, resampling, WAV (bytes in, bytes out)
     # 3: the dialects (tiered inside: see DIALECT_TIERS)
     "dialects": 3,
     # 4: what reads any dialect's events or requests
