@@ -72,6 +72,7 @@ SHELLS = frozenset({"client", "server", "cli", "__main__"})
 # below, and a public dialect folder never imports another.
 DIALECT_TIERS = {
     "_spec": 0,  # the descriptor types
+    "_socket_spec": 0,  # the WebSocket families' descriptor type
     "_base": 1,  # decoder and encoder bases, and what every family shares
     "_carrier": 1,
     "_cursors": 1,
@@ -80,6 +81,7 @@ DIALECT_TIERS = {
     "_request_common": 1,
     "_google": 1,
     "_usage_fold": 1,
+    "_realtime": 1,  # the WebSocket families' session base
     "_responses": 2,  # the families shared by sibling dialects
     "_chat": 2,
     "_messages": 2,

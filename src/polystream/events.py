@@ -59,12 +59,20 @@ __all__ = [
     "FinishReason",
     "FinishStatus",
     "KeepAlive",
+    "Lifetime",
     "MediaInfo",
     "Metadata",
+    "RateLimit",
+    "RateLimits",
     "Raw",
+    "RealtimeEvent",
     "ReasoningDelta",
+    "RetryAdvice",
+    "SessionUpdate",
     "SignatureDelta",
+    "Speech",
     "StatusUpdate",
+    "Steering",
     "StreamStart",
     "StreamWarning",
     "TextDelta",
@@ -79,6 +87,7 @@ __all__ = [
     "event_to_builtins",
     "kind_for_status",
     "load_event",
+    "load_realtime_event",
 ]
 
 BlockKind: TypeAlias = Literal[
@@ -743,3 +752,167 @@ def event_to_builtins(event: Event) -> dict[str, Any]:
     """Return an event as plain JSON-compatible Python values (with ``"type"``)."""
     out: dict[str, Any] = msgspec.to_builtins(event)
     return out
+
+
+# --------------------------------------------------------------------------------------
+# Realtime session events
+# --------------------------------------------------------------------------------------
+#
+# A realtime (WebSocket) session carries many replies over one connection, and news of
+# the session itself between them. Each reply is an ordinary stream of the events above
+# (StreamStart ... Finish); what belongs to the session and to no reply is one of the
+# events below. They are not members of :data:`Event` (an encoder of an HTTP dialect
+# never meets them): :data:`RealtimeEvent` is the union a session gives, and
+# :func:`load_realtime_event` reads what :func:`dump_event` wrote of any of them.
+
+
+class SessionUpdate(EventBase, frozen=True, kw_only=True, tag="session"):
+    """The provider created the session or changed its configuration (OpenAI Realtime
+    ``session.created`` / ``session.updated``).
+
+    Fields:
+        status: ``created`` or ``updated``.
+        id: The session's id.
+        model: The model it runs.
+        config: The provider's session object, as sent.
+        input_audio: The format of the audio it expects, as far as stated.
+        output_audio: The format of the audio it sends, as far as stated.
+    """
+
+    status: str
+    id: str | None = None
+    model: str | None = None
+    config: Any = None
+    input_audio: MediaInfo | None = None
+    output_audio: MediaInfo | None = None
+
+
+class Speech(EventBase, frozen=True, kw_only=True, tag="speech"):
+    """Voice activity the provider detected in the input audio (server VAD).
+
+    Fields:
+        state: ``started``, ``stopped``, or ``timeout`` (no speech for the session's
+            idle timeout).
+        start_ms: Where the speech (or the silence, for ``timeout``) began, in
+            milliseconds of input audio since the session began.
+        end_ms: Where it ended.
+        item_id: The conversation item the speech goes into.
+    """
+
+    state: Literal["started", "stopped", "timeout"]
+    start_ms: int | None = None
+    end_ms: int | None = None
+    item_id: str | None = None
+
+
+class RateLimit(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """One rate limit as the provider reports it.
+
+    Fields:
+        name: What it limits (``requests``, ``tokens``).
+        limit: The maximum.
+        remaining: What is left.
+        reset_seconds: Seconds until it is restored.
+    """
+
+    name: str | None = None
+    limit: int | None = None
+    remaining: int | None = None
+    reset_seconds: float | None = None
+
+
+class RateLimits(EventBase, frozen=True, kw_only=True, tag="rate-limits"):
+    """The provider's rate limits changed (OpenAI Realtime ``rate_limits.updated``).
+
+    Fields:
+        limits: Each limit, in the provider's order.
+    """
+
+    limits: list[RateLimit]
+
+
+class Lifetime(EventBase, frozen=True, kw_only=True, tag="lifetime"):
+    """The session or its connection reached, or is about to reach, its maximum
+    duration.
+
+    Fields:
+        state: ``expired`` (the session is over: OpenAI Realtime ``session_expired``),
+            ``limit_reached`` (the connection takes no more requests: Responses
+            WebSocket ``websocket_connection_limit_reached``) or ``going_away`` (the
+            connection closes in ``time_left``).
+        reason: The provider's code.
+        max_duration: The documented maximum, in seconds, when there is one.
+        time_left: Seconds left, for ``going_away``.
+        message: The provider's message.
+        error: The error the provider reported it as, typed.
+    """
+
+    state: Literal["expired", "limit_reached", "going_away"]
+    reason: str | None = None
+    max_duration: float | None = None
+    time_left: float | None = None
+    message: str | None = None
+    error: ErrorInfo | None = None
+
+
+class Steering(EventBase, frozen=True, kw_only=True, tag="steering"):
+    """What became of input sent into a running reply (Responses WebSocket
+    ``response.steer`` and ``response.inject``).
+
+    Fields:
+        action: ``steer`` or ``inject``.
+        state: The provider's word: ``accepted`` (the provider holds the input, not yet
+            applied), ``pending`` (it waits for required input), ``failed`` (it was not
+            committed; ``input`` returns it) for steering; ``created`` (committed) or
+            ``failed`` for injection.
+        id: The steering submission's id, when one was allocated.
+        response_id: The response steered or injected into.
+        input: The uncommitted input a failure returns.
+        required_input: The input stubs a ``pending`` submission waits for.
+        reason: Why it is pending (``waiting_for_required_input``).
+        error: Why it failed, typed.
+    """
+
+    action: Literal["steer", "inject"]
+    state: str
+    id: str | None = None
+    response_id: str | None = None
+    input: Any = None
+    required_input: Any = None
+    reason: str | None = None
+    error: ErrorInfo | None = None
+
+
+class RetryAdvice(EventBase, frozen=True, kw_only=True, tag="retry-advice"):
+    """How a request that failed may be sent again safely.
+
+    Fields:
+        code: The provider's error code that calls for it.
+        replay: What the retry must send: ``full_history`` (the whole conversation as
+            input, not a ``previous_response_id`` the provider no longer holds).
+        new_connection: The retry goes on a new connection.
+        safe: The error came before any output, so the retry cannot repeat any.
+    """
+
+    code: str
+    replay: Literal["full_history"]
+    new_connection: bool
+    safe: bool
+
+
+RealtimeEvent: TypeAlias = (
+    Event | SessionUpdate | Speech | RateLimits | Lifetime | Steering | RetryAdvice
+)
+"""Every event a realtime session gives: the unified events of its replies and the
+session's own."""
+
+_REALTIME_DECODER: Final = msgspec.json.Decoder(RealtimeEvent)
+
+
+def load_realtime_event(data: bytes | str) -> RealtimeEvent:
+    """Parse JSON produced by :func:`dump_event` back into any realtime session event.
+
+    Raises:
+        msgspec.ValidationError: The JSON is not a valid event.
+    """
+    return _REALTIME_DECODER.decode(data)

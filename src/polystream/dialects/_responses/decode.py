@@ -41,7 +41,7 @@ from polystream.dialects._responses.wire import (
     TERMINAL,
     TOOL_NAMES,
 )
-from polystream.errors import EventOrderError, RemoteProtocolError
+from polystream.errors import EventOrderError, LocalProtocolError, RemoteProtocolError
 from polystream.events import (
     BlockEnd,
     BlockKind,
@@ -277,6 +277,33 @@ class ResponsesDecoder(FramedDecoder):
             self._seq = following - 1
             self.frame_index = taken.index
             self.frame_offset = taken.offset
+
+    def feed_payload(self, payload: Any, data: str, *, index: int) -> list[Event]:
+        """One event given without SSE framing: its JSON text ``data`` already parsed
+        into ``payload`` (a Responses WebSocket message holds one event). The events are
+        those of the SSE event ``event: <payload type>`` / ``data: <data>``; ``payload``
+        becomes their ``extra`` (the caller hands it over). Errors are located at event
+        ``index`` (the message's index) and byte offset 0 (the message's start).
+
+        Raises:
+            RemoteProtocolError: (strict mode) As :meth:`feed`.
+            LocalProtocolError: After :meth:`close`.
+        """
+        if self._closed:
+            raise LocalProtocolError("feed_payload() after close()", dialect=self.dialect)
+        kind = payload.get("type") if type(payload) is dict else None
+        frame = ServerSentEvent(data=data, event=kind if type(kind) is str else None, index=index)
+        out: list[Event] = []
+        self.frame_index = index
+        self.frame_offset = 0
+        try:
+            if self.finished:
+                self._after_finish(frame, out)
+            else:
+                self._on_payload(frame, payload, out)
+        except RemoteProtocolError as exc:
+            self._tolerate(exc, out)
+        return out
 
     def _on_event(self, event: ServerSentEvent, out: list[Event]) -> None:
         try:

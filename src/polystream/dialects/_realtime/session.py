@@ -1,0 +1,219 @@
+"""The sans-I/O session every WebSocket family builds on.
+
+A session reads the server's messages (:meth:`RealtimeSession.feed`, one whole message
+at a time, text or bytes) and gives events, and it writes the client's messages
+(the commands: :meth:`~RealtimeSession.configure`, :meth:`~RealtimeSession.send_text`,
+...), which it returns as JSON texts for the caller to send. It never touches a socket.
+
+One connection carries many replies. Each reply is an ordinary unified stream
+(``StreamStart`` ... ``Finish``, block indexes from 0) and gets a number, in the order
+replies first appear: :attr:`Routed.stream`. What belongs to no reply (the session's
+configuration, voice activity, input transcription, rate limits, errors outside a
+reply) is stream 0. Every event comes wrapped in a :class:`Routed` that says where it
+belongs, so that replies running side by side (Responses WebSocket lanes, a Realtime
+out-of-band response) stay apart.
+
+Errors are located by message: a malformed message is a
+:class:`~polystream.errors.RemoteProtocolError` whose ``event_index`` is the message's
+0-based index; in tolerant mode (the default) it becomes an
+:class:`~polystream.events.ErrorEvent` of kind ``protocol`` in stream 0 and reading goes
+on; in strict mode it is raised. Unknown messages pass through as
+:class:`~polystream.events.Unknown` events holding the message's exact text (strict mode
+rejects them).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import msgspec
+
+from polystream.errors import LocalProtocolError, RemoteProtocolError
+from polystream.events import (
+    ErrorEvent,
+    ErrorInfo,
+    Raw,
+    RealtimeEvent,
+    Unknown,
+)
+from polystream.wire.jsondepth import DEFAULT_MAX_DEPTH
+from polystream.wire.ws import DEFAULT_MAX_MESSAGE_SIZE, MessageReader, WSMessage, dump_message
+
+__all__ = ["RealtimeSession", "Routed"]
+
+
+class Routed(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A session's event and where it belongs.
+
+    Fields:
+        event: The event.
+        stream: The reply it belongs to, numbered from 1 in the order replies first
+            appear on the connection; 0 for the session's own events.
+        lane: The lane of the reply (Responses WebSocket ``stream_id``), when it has one.
+        response_id: The provider's id of the reply, once known.
+    """
+
+    event: RealtimeEvent
+    stream: int = 0
+    lane: str | None = None
+    response_id: str | None = None
+
+
+class RealtimeSession(abc.ABC):
+    """Base of the WebSocket families' sessions.
+
+    Args:
+        strict: Raise typed protocol errors instead of giving error events, and reject
+            unknown messages (conformance checking).
+        keep_raw: Give a :class:`~polystream.events.Raw` event before the events of
+            each message.
+        max_message_size: Largest server message accepted (see
+            :data:`polystream.wire.ws.DEFAULT_MAX_MESSAGE_SIZE`).
+        max_depth: Deepest JSON nesting accepted in a message.
+    """
+
+    dialect: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        strict: bool = False,
+        keep_raw: bool = False,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> None:
+        self.strict = strict
+        self.keep_raw = keep_raw
+        self._reader = MessageReader(
+            name=self.dialect, max_message_size=max_message_size, max_depth=max_depth
+        )
+        self._streams = 0
+        self._closed = False
+
+    # -- reading -----------------------------------------------------------------------
+
+    @property
+    def messages_read(self) -> int:
+        """How many server messages were fed (the next one's index)."""
+        return self._reader.count
+
+    def feed(self, message: str | bytes) -> list[Routed]:
+        """Read one whole server message; returns its events.
+
+        Raises:
+            RemoteProtocolError: (strict mode) The message is malformed, unknown, or
+                impossible in the session's state; located at its index.
+            LocalProtocolError: ``feed`` after :meth:`close`.
+        """
+        if self._closed:
+            raise LocalProtocolError("feed() after close()", dialect=self.dialect)
+        out: list[Routed] = []
+        try:
+            read = self._reader.read(message)
+        except RemoteProtocolError as exc:
+            self._tolerate(exc, out)
+            return out
+        try:
+            payload = read.value
+            if type(payload) is not dict:
+                raise RemoteProtocolError(
+                    f"message is a JSON {type(payload).__name__}, not an object"
+                )
+            kind = payload.get("type")
+            if type(kind) is not str:
+                raise RemoteProtocolError("message has no string type")
+            if self.keep_raw:
+                out.append(Routed(event=Raw(dialect=self.dialect, data=payload, name=kind)))
+            self._on_message(read, payload, kind, out)
+        except RemoteProtocolError as exc:
+            self._tolerate(exc.located(dialect=self.dialect, event_index=read.index), out)
+        return out
+
+    def close(self) -> list[Routed]:
+        """The connection closed: every reply still open ends ``truncated``."""
+        if self._closed:
+            return []
+        self._closed = True
+        out: list[Routed] = []
+        self._on_close(out)
+        return out
+
+    @abc.abstractmethod
+    def _on_message(
+        self, read: WSMessage, payload: dict[str, Any], kind: str, out: list[Routed]
+    ) -> None:
+        """Handle one message (an object with a string ``type``); raise a
+        :class:`~polystream.errors.RemoteProtocolError` for anything malformed."""
+
+    @abc.abstractmethod
+    def _on_close(self, out: list[Routed]) -> None:
+        """End every open reply."""
+
+    def _new_stream(self) -> int:
+        self._streams += 1
+        return self._streams
+
+    def _unknown(self, read: WSMessage, kind: str) -> Unknown:
+        """An unknown message, passed through (strict mode: an error)."""
+        if self.strict:
+            raise RemoteProtocolError(f"unknown message type {kind!r}")
+        assert read.text is not None
+        return Unknown(name=kind, data=read.text)
+
+    def _tolerate(self, exc: RemoteProtocolError, out: list[Routed]) -> None:
+        if self.strict:
+            raise exc.again() from None
+        out.append(
+            Routed(
+                event=ErrorEvent(
+                    error=ErrorInfo(
+                        kind="protocol",
+                        message=exc.message,
+                        dialect=exc.dialect,
+                        event_index=exc.event_index,
+                    )
+                )
+            )
+        )
+
+    # -- writing: the unified commands --------------------------------------------------
+
+    def configure(self, **settings: Any) -> list[str]:
+        """Configure the session (the messages to send)."""
+        raise self._unsupported("session configuration")
+
+    def send_text(self, text: str, **options: Any) -> list[str]:
+        """Send user text and, as a rule, ask for a reply."""
+        raise self._unsupported("text input")
+
+    def send_audio(self, audio: bytes) -> list[str]:
+        """Send input audio, in the session's input format."""
+        raise self._unsupported("audio input")
+
+    def append_item(self, item: dict[str, Any], **options: Any) -> list[str]:
+        """Add an input item (a message, a tool output) to the conversation."""
+        raise self._unsupported("appending items")
+
+    def create_response(self, **options: Any) -> list[str]:
+        """Ask for a reply (a turn)."""
+        raise self._unsupported("response requests")
+
+    def cancel(self, response_id: str | None = None) -> list[str]:
+        """Cancel a reply in progress."""
+        raise self._unsupported("cancelling a response")
+
+    def truncate(self, item_id: str, audio_end_ms: int, *, content_index: int = 0) -> list[str]:
+        """Cut an assistant audio item at what was played."""
+        raise self._unsupported("truncating audio")
+
+    def tool_result(self, call_id: str, output: str, **options: Any) -> list[str]:
+        """Send a tool's result and, as a rule, ask for the reply that uses it."""
+        raise self._unsupported("tool results")
+
+    def _unsupported(self, what: str) -> LocalProtocolError:
+        return LocalProtocolError(f"{self.dialect} has no {what}", dialect=self.dialect)
+
+    @staticmethod
+    def _message(value: dict[str, Any]) -> str:
+        return dump_message(value)
