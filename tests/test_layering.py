@@ -50,6 +50,7 @@ LAYERS = {
     # 4: what reads any dialect's events or requests
     "accumulate": 4,
     "request": 4,
+    "realtime": 4,  # the WebSocket families' sessions (public entry)
     # 5: decoding to a result; the gateway's core
     "decoding": 5,
     "gateway_core": 5,
@@ -86,6 +87,7 @@ DIALECT_TIERS = {
     "_chat": 2,
     "_messages": 2,
     "_detect": 4,  # reads every dialect's detection hints
+    "_sockets": 4,  # the WebSocket families' registry
 }
 PUBLIC_TIER = 3
 REGISTRY_TIER = 4

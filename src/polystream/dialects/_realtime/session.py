@@ -179,35 +179,37 @@ class RealtimeSession(abc.ABC):
 
     # -- writing: the unified commands --------------------------------------------------
 
-    def configure(self, **settings: Any) -> list[str]:
-        """Configure the session (the messages to send)."""
+    # Each family takes its own arguments; one it lacks raises a LocalProtocolError.
+
+    def configure(self, *args: Any, **kwargs: Any) -> list[str]:
+        """Configure the session."""
         raise self._unsupported("session configuration")
 
-    def send_text(self, text: str, **options: Any) -> list[str]:
+    def send_text(self, *args: Any, **kwargs: Any) -> list[str]:
         """Send user text and, as a rule, ask for a reply."""
         raise self._unsupported("text input")
 
-    def send_audio(self, audio: bytes) -> list[str]:
+    def send_audio(self, *args: Any, **kwargs: Any) -> list[str]:
         """Send input audio, in the session's input format."""
         raise self._unsupported("audio input")
 
-    def append_item(self, item: dict[str, Any], **options: Any) -> list[str]:
+    def append_item(self, *args: Any, **kwargs: Any) -> list[str]:
         """Add an input item (a message, a tool output) to the conversation."""
         raise self._unsupported("appending items")
 
-    def create_response(self, **options: Any) -> list[str]:
+    def create_response(self, *args: Any, **kwargs: Any) -> list[str]:
         """Ask for a reply (a turn)."""
         raise self._unsupported("response requests")
 
-    def cancel(self, response_id: str | None = None) -> list[str]:
+    def cancel(self, *args: Any, **kwargs: Any) -> list[str]:
         """Cancel a reply in progress."""
         raise self._unsupported("cancelling a response")
 
-    def truncate(self, item_id: str, audio_end_ms: int, *, content_index: int = 0) -> list[str]:
+    def truncate(self, *args: Any, **kwargs: Any) -> list[str]:
         """Cut an assistant audio item at what was played."""
         raise self._unsupported("truncating audio")
 
-    def tool_result(self, call_id: str, output: str, **options: Any) -> list[str]:
+    def tool_result(self, *args: Any, **kwargs: Any) -> list[str]:
         """Send a tool's result and, as a rule, ask for the reply that uses it."""
         raise self._unsupported("tool results")
 

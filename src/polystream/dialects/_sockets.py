@@ -1,0 +1,42 @@
+"""The WebSocket families: one line each, like the dialect registry beside it.
+
+Each family is a folder ``polystream/dialects/<name>/`` with ``SPEC`` (a
+:class:`~polystream.dialects._socket_spec.SocketSpec`, data) and ``Session`` (its
+sans-I/O session, imported on first use).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Final
+
+from polystream.dialects._realtime.session import RealtimeSession
+from polystream.dialects._socket_spec import SocketSpec
+from polystream.errors import LocalProtocolError
+
+__all__ = ["SOCKETS", "SOCKET_SPECS", "open_session"]
+
+SOCKETS: Final = (
+    "openai_responses_ws",
+    "openai_realtime",
+)
+"""The WebSocket families with a session."""
+
+SOCKET_SPECS: Final[dict[str, SocketSpec]] = {
+    name: importlib.import_module(f"polystream.dialects.{name}.spec").SPEC for name in SOCKETS
+}
+"""Every WebSocket family's descriptor, by name."""
+
+
+def open_session(name: str, **options: Any) -> RealtimeSession:
+    """A new sans-I/O session of the family ``name``; ``options`` go to its constructor
+    (``strict``, ``keep_raw``, ...).
+
+    Raises:
+        LocalProtocolError: No family has that name.
+    """
+    if name not in SOCKET_SPECS:
+        raise LocalProtocolError(f"unknown WebSocket family {name!r} (known: {', '.join(SOCKETS)})")
+    binding = importlib.import_module(f"polystream.dialects.{name}.binding")
+    session: RealtimeSession = binding.Session(**options)
+    return session

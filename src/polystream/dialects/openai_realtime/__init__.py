@@ -1,0 +1,25 @@
+"""OpenAI Realtime API over a WebSocket (``wss://api.openai.com/v1/realtime``), GA, with
+the retired beta vocabulary read as the GA one. See ``docs/dialects/openai_realtime.md``.
+
+The folder's face: ``SPEC`` (:mod:`.spec`, data) and, imported on first use,
+``Session`` (:mod:`.binding`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .spec import SPEC
+
+if TYPE_CHECKING:
+    from .binding import Session
+
+__all__ = ["SPEC", "Session"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Session":
+        from . import binding
+
+        return binding.Session
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
