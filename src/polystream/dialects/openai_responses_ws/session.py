@@ -66,7 +66,15 @@ class ReplyDecoder(ResponsesDecoder):
 class _Reply:
     """One reply while it runs."""
 
-    __slots__ = ("decoder", "error_status", "number", "request", "response_id", "started")
+    __slots__ = (
+        "decoder",
+        "error_status",
+        "number",
+        "request",
+        "response_id",
+        "retyped",
+        "started",
+    )
 
     def __init__(self, number: int, request: dict[str, Any] | None, strict: bool) -> None:
         self.number = number
@@ -75,6 +83,9 @@ class _Reply:
         self.response_id: str | None = None
         self.started = False  # its StreamStart was given
         self.error_status: Any = None  # the HTTP status of an error message it got
+        # The error of that message as the decoder typed it, and as retyped: the decoder
+        # ends the reply with the same object when no terminal event follows.
+        self.retyped: tuple[ErrorInfo, ErrorInfo] | None = None
 
 
 class _Lane:
@@ -287,13 +298,12 @@ class ResponsesSocketSession(RealtimeSession):
                 if event.id is not None:
                     reply.response_id = event.id
             elif type(event) is ErrorEvent:
-                event = msgspec.structs.replace(
-                    event, error=retype(event.error, reply.error_status, started=reply.started)
-                )
+                error = retype(event.error, reply.error_status, started=reply.started)
+                reply.retyped = (event.error, error)
+                event = msgspec.structs.replace(event, error=error)
             elif type(event) is Finish:
-                if event.error is not None:
-                    error = retype(event.error, reply.error_status, started=reply.started)
-                    event = msgspec.structs.replace(event, error=error)
+                if reply.retyped is not None and event.error is reply.retyped[0]:
+                    event = msgspec.structs.replace(event, error=reply.retyped[1])
                 if event.status in ("completed", "incomplete") and reply.response_id:
                     lane.last_response_id = reply.response_id
                 lane.active = None
