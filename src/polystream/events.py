@@ -84,6 +84,7 @@ __all__ = [
     "UsageUpdate",
     "Warning",
     "dump_event",
+    "dump_realtime_event",
     "event_to_builtins",
     "kind_for_status",
     "load_event",
@@ -909,8 +910,15 @@ session's own."""
 _REALTIME_DECODER: Final = msgspec.json.Decoder(RealtimeEvent)
 
 
+def dump_realtime_event(event: RealtimeEvent) -> bytes:
+    """Serialise any realtime session event to compact JSON with its ``"type"`` tag (as
+    :func:`dump_event` does for the unified events)."""
+    return _ENCODER.encode(event)
+
+
 def load_realtime_event(data: bytes | str) -> RealtimeEvent:
-    """Parse JSON produced by :func:`dump_event` back into any realtime session event.
+    """Parse JSON produced by :func:`dump_realtime_event` (or :func:`dump_event`) back
+    into any realtime session event.
 
     Raises:
         msgspec.ValidationError: The JSON is not a valid event.
