@@ -429,6 +429,20 @@ def test_barge_in_at_the_played_position_without_cancel_once_done() -> None:
     assert negative.barge_in(played_ms=-5) == [TRUNCATE.format(0), CANCEL]
 
 
+def test_a_truncated_item_is_not_cut_again() -> None:
+    session = Session()
+    _audio_turn(session, b"\x00" * 4800)
+    truncated = {
+        "type": "conversation.item.truncated",
+        "event_id": "e9",
+        "item_id": "item_1",
+        "content_index": 0,
+        "audio_end_ms": 40,
+    }
+    session.feed(json.dumps(truncated))
+    assert session.barge_in(played_ms=60) == [CANCEL]
+
+
 def test_barge_in_without_audio_never_truncates() -> None:
     session = Session()
     assert session.barge_in(played_ms=500) == []  # nothing running, nothing played

@@ -197,6 +197,10 @@ class RealtimeAPISession(Commands, RealtimeSession):
         elif kind.startswith(_TRANSCRIPTION):
             self._transcription(payload, kind[len(_TRANSCRIPTION) :], out)
         elif kind in CONVERSATION or kind in INPUT_BUFFER:
+            if kind == "conversation.item.truncated":
+                cut = self._audio.get(payload.get("item_id"))  # type: ignore[arg-type]
+                if cut is not None:
+                    cut.truncated = True  # (cut by a truncate sent without barge_in)
             self._session_event(StatusUpdate(status=kind, extra=payload), out)
         elif kind == "input_audio_buffer.dtmf_event_received":
             self._session_event(
