@@ -305,3 +305,27 @@ def test_gemini_tts_dropped_fault(serve: Callable[..., ServerThread]) -> None:
         ):
             seen += 1
     assert seen == 2
+
+
+def test_gemini_tts_unary_joins_the_audio(plain: ServerThread) -> None:
+    reply = gemini(plain).models.generate_content(
+        model=TTS, contents="Say hi there", config=SPEECH_CONFIG
+    )
+    assert reply.candidates is not None and reply.candidates[0].content is not None
+    parts = reply.candidates[0].content.parts or []
+    assert [(p.inline_data.mime_type, p.inline_data.data) for p in parts if p.inline_data] == [
+        (PCM_MIME, tone("Say hi there"))
+    ]
+
+
+def test_a_scenario_image_in_a_gemini_reply(serve: Callable[..., ServerThread]) -> None:
+    server = serve([{"reply": {"text": "Here.", "image": {"width": 8, "height": 4}}}])
+    reply = gemini(server).models.generate_content(
+        model="gemini-2.5-flash-image", contents="draw a cat"
+    )
+    assert reply.candidates is not None and reply.candidates[0].content is not None
+    parts = reply.candidates[0].content.parts or []
+    assert parts[0].text == "Here."
+    image = parts[1].inline_data
+    assert image is not None and image.mime_type == "image/png"
+    assert image.data == png("draw a cat", 8, 4)
