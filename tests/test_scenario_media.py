@@ -9,14 +9,19 @@ import json
 import math
 import struct
 import zlib
+from pathlib import Path
 from typing import Any
 
 import av
 import msgspec
 import pytest
 
+from polystream.decoding import StreamDecoder
+from polystream.events import TextDelta
 from polystream.scenario import Emulator, ScenarioError, _media_request, parse_scenarios
 from polystream.scenario._media import PCM_RATE, audio_file, png, tone, tone_frequency
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def read_png(data: bytes) -> tuple[int, int, list[bytes]]:
@@ -283,3 +288,25 @@ def test_speech_usage_counts_the_input_and_the_seconds() -> None:
         "usage": {"input_tokens": 3, "output_tokens": 14, "total_tokens": 17},
     }
     assert math.ceil(0.55 * 25) == 14
+
+
+def test_replayed_captures_answer_sessions_but_not_media() -> None:
+    capture = (FIXTURES / "openai_chat" / "reply_ok.sse").read_bytes()
+    emulator = Emulator(replays=[capture])
+    wav = emulator.answer(
+        "openai_speech", msgspec.json.encode({**SPEECH, "response_format": "wav"})
+    )
+    assert b"".join(c.data for c in wav.plan.chunks) == audio_file(tone("Hi"), "wav")
+    turn = emulator.answer(
+        "openai_agent_session",
+        msgspec.json.encode({"agent": {"model": "gpt-5.4-mini"}, "input": "x", "stream": True}),
+    )
+    deltas = [
+        json.loads(line.removeprefix(b"data: "))["delta"]
+        for chunk in turn.plan.chunks
+        for line in chunk.data.splitlines()
+        if b'"agent.session.turn.output_text.delta"' in line
+    ]
+    decoder = StreamDecoder("openai_chat")
+    texts = [e.delta for e in decoder.feed(capture) + decoder.close() if isinstance(e, TextDelta)]
+    assert deltas == texts and deltas

@@ -20,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from polystream.decoding import StreamDecoder
-from polystream.dialects import DIALECTS, PROVIDERS, TEXT_FAMILIES, Loss, get_dialect
+from polystream.dialects import DIALECTS, PROVIDERS, Loss, get_dialect
 from polystream.dialects._errors import status_for
 from polystream.errors import PolystreamError
 from polystream.events import Event
@@ -584,7 +584,7 @@ class Emulator:
         family = DIALECTS[summary.dialect].family
         if reply is not None and reply.replay is not None:
             recorded = self._captures[reply.replay]
-        elif scenario is None and self._replays and family in TEXT_FAMILIES:
+        elif scenario is None and self._replays and family not in MEDIA_FAMILIES:
             recorded = self._replays[self._replay_turn % len(self._replays)]
             self._replay_turn += 1
         if recorded is not None:
