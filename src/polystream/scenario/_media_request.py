@@ -17,7 +17,6 @@ from typing import Any, Final
 
 import msgspec
 
-from polystream.dialects import DIALECTS
 from polystream.errors import RequestError
 from polystream.scenario._media import (
     AUDIO_MIME,
@@ -263,8 +262,3 @@ def audio_ask(config: Any, speak: str) -> MediaAsk | None:
     if not any(isinstance(m, str) and m.upper() == "AUDIO" for m in modalities):
         return None
     return MediaAsk(audio_format="pcm", mime_type=PCM_MIME, speak=speak)
-
-
-def known_model_prefixes(dialect: str) -> tuple[str, ...]:
-    """The model names a dialect answers besides its provider's (``tts-``...)."""
-    return DIALECTS[dialect].reply.model_prefixes
