@@ -53,10 +53,12 @@ ErrorShape = Literal["openai", "anthropic", "google"]
 """The three error-body shapes: OpenAI's ``{"error": {message, type, param, code}}``
 (OpenAI and xAI), Anthropic's ``{"type": "error", "error": {type, message}}`` (Anthropic
 and xAI ``/v1/messages``), Google's ``{"error": {code, message, status}}`` (Gemini)."""
-Action = Literal["create", "resume", "generate"]
+Action = Literal["create", "resume", "generate", "send", "subscribe"]
 """What a route does: start a stream or a unary reply (``create``), read a stored
-stream again from a cursor (``resume``), or Gemini's unary ``generateContent``
-(``generate``: ``create`` with the stream chosen by the URL, not the body)."""
+stream again from a cursor (``resume``), Gemini's unary ``generateContent``
+(``generate``: ``create`` with the stream chosen by the URL, not the body), hand input
+to a running session named in the path (``send``: answered at once, the session's reply
+comes on its stream), or follow a session's events as they come (``subscribe``)."""
 CursorMode = Literal["sequence_number", "event_id", "counter"]
 """Where a stream's resume cursor comes from: the ``sequence_number`` of each event
 (Responses), its ``event_id`` (Interactions), or a counter the gateway keeps."""
@@ -76,6 +78,10 @@ class RouteSpec:
             ``streamGenerateContent``: True; ``generateContent``: False); None when the
             body's ``stream`` decides.
         versions: The values ``{version}`` may take (empty: the path has none).
+        form: The endpoint takes a ``multipart/form-data`` body (the request codec
+            reads it as a form dict, see :mod:`polystream.wire.multipart`) besides JSON.
+        operation: What the endpoint does where a dialect's routes differ in it (OpenAI
+            images: ``generation`` or ``edit``, which names the stream's events).
     """
 
     method: Literal["GET", "POST"]
@@ -83,6 +89,8 @@ class RouteSpec:
     action: Action = "create"
     stream: bool | None = None
     versions: frozenset[str] = frozenset()
+    form: bool = False
+    operation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +237,8 @@ class ReplySpec:
         item_ids: Reasoning and message blocks have ids (output items).
         signature_state: A reasoning block has a place for its signature.
         demo_model: The model the demo asks for.
+        model_prefixes: Model names the emulator knows for the dialect besides its
+            provider's (``tts-``, ``whisper-``, ``dall-e-``).
     """
 
     id_prefix: str
@@ -236,6 +246,7 @@ class ReplySpec:
     item_ids: bool = False
     signature_state: bool = True
     demo_model: str = ""
+    model_prefixes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,10 @@
   native request JSON; malformed requests raise :class:`RequestError`.
 * :mod:`~polystream.scenario._reply` — reply -> unified events; recorded captures
   retargeted to another dialect.
+* :mod:`~polystream.scenario._media`, :mod:`~polystream.scenario._media_request`,
+  :mod:`~polystream.scenario._media_blocks`, :mod:`~polystream.scenario._media_reply` —
+  the media families: the tone and the PNG, their requests' options, their replies.
+* :mod:`~polystream.scenario._sessions` — agent sessions and their queued turns.
 * :mod:`~polystream.scenario._plan` — unified events -> wire frames (through the
   dialect encoders) -> a timed delivery plan with the transport faults applied.
 * :mod:`~polystream.scenario._errors` — error bodies in each provider's shape.
@@ -28,19 +32,23 @@ from polystream.scenario._emulator import (
     error_to_answer,
     json_answer,
     loss_header,
+    text_answer,
 )
 from polystream.scenario._errors import ErrorAnswer, error_answer, provider_of_path
 from polystream.scenario._format import (
+    AudioSpec,
     Chunking,
     Faults,
     FinishSpec,
     HttpError,
+    ImageSpec,
     InBandError,
     Match,
     ReasoningSpec,
     Reply,
     Scenario,
     ScenarioError,
+    SegmentSpec,
     ServerToolSpec,
     Timing,
     ToolCallSpec,
@@ -70,6 +78,7 @@ __all__ = [
     "MODEL_PATTERNS",
     "RESUMABLE",
     "Answer",
+    "AudioSpec",
     "Chunk",
     "Chunking",
     "DeliveryPlan",
@@ -79,6 +88,7 @@ __all__ = [
     "FinishSpec",
     "Frame",
     "HttpError",
+    "ImageSpec",
     "InBandError",
     "Match",
     "ReasoningSpec",
@@ -87,6 +97,7 @@ __all__ = [
     "RequestSummary",
     "Scenario",
     "ScenarioError",
+    "SegmentSpec",
     "ServerToolSpec",
     "StoredReply",
     "Timing",
@@ -109,4 +120,5 @@ __all__ = [
     "schedule",
     "split_text",
     "summarize",
+    "text_answer",
 ]

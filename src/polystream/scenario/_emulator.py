@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import msgspec
@@ -31,6 +32,8 @@ from polystream.scenario._errors import (
     provider_of_path,
 )
 from polystream.scenario._format import Faults, Scenario, ScenarioError, Timing
+from polystream.scenario._media_reply import media_events
+from polystream.scenario._media_request import MEDIA_FAMILIES
 from polystream.scenario._plan import (
     RESUMABLE,
     Chunk,
@@ -42,6 +45,7 @@ from polystream.scenario._plan import (
 )
 from polystream.scenario._reply import reply_events, reply_id, retarget, strip_usage
 from polystream.scenario._request import RequestError, RequestSummary, summarize
+from polystream.scenario._sessions import Sessions
 from polystream.wire.jsondepth import decode_body
 
 __all__ = [
@@ -54,6 +58,7 @@ __all__ = [
     "error_to_answer",
     "json_answer",
     "loss_header",
+    "text_answer",
 ]
 
 MAX_BODY_SIZE: Final = 8 * 1024 * 1024
@@ -160,6 +165,7 @@ class Emulator:
         self._serial = 0
         self._replay_turn = 0
         self._store: OrderedDict[str, StoredReply] = OrderedDict()
+        self.sessions = Sessions()
 
     # -- requests ---------------------------------------------------------------------
 
@@ -173,6 +179,8 @@ class Emulator:
         stream: bool | None = None,
         framing: str | None = None,
         created: int = 0,
+        form: dict[str, Any] | None = None,
+        operation: str | None = None,
     ) -> Answer:
         """Answer one request to a generating endpoint.
 
@@ -184,38 +192,23 @@ class Emulator:
             stream: Whether the endpoint streams, when the URL decides (Gemini).
             framing: ``sse`` or ``json_array`` (Gemini ``alt=sse`` or not).
             created: The current Unix time, for ``created`` fields.
+            form: The form dict of a ``multipart/form-data`` body (read by the shell
+                with :func:`polystream.wire.multipart.decode_form`), read instead of
+                ``body``.
+            operation: The route's operation (images: ``generation`` or ``edit``).
         """
         provider = DIALECTS[dialect].provider
         self._serial += 1
         request_id = f"req_{reply_id('', self.seed, self._serial)[:20]}"
-        if content_type is not None and "json" not in content_type.lower():
-            return self._error(
-                provider,
-                dialect,
-                400,
-                f"Invalid Content-Type header ({content_type}), expected application/json.",
-                request_id,
-            )
+        parsed = form if form is not None else self._json(dialect, body, content_type, request_id)
+        if isinstance(parsed, Answer):
+            return parsed
         try:
-            parsed = decode_body(body)
-        except msgspec.DecodeError:
-            return self._error(provider, dialect, 400, _bad_json(dialect), request_id)
-        try:
-            summary = summarize(dialect, parsed, model=model, stream=stream)
+            summary = summarize(dialect, parsed, model=model, stream=stream, operation=operation)
         except RequestError as exc:
-            return error_to_answer(
-                error_answer(
-                    provider,
-                    exc.status,
-                    exc.message,
-                    dialect=dialect,
-                    param=exc.param,
-                    code=exc.code,
-                    request_id=request_id,
-                )
-            )
+            return self._request_error(provider, dialect, exc, request_id)
         position, scenario = self._select(summary)
-        if not self._model_known(summary.model, provider):
+        if not self._model_known(summary.model, provider, dialect):
             return self._error(
                 provider,
                 dialect,
@@ -226,25 +219,26 @@ class Emulator:
             )
         faults = scenario.faults if scenario is not None else Faults()
         timing = scenario.timing if scenario is not None else Timing()
-        if scenario is not None and position is not None:
-            self._served[position] += 1
-            failure = faults.http_error
-            if failure is not None and (
-                failure.times is None or self._served[position] <= failure.times
-            ):
-                return error_to_answer(
-                    error_answer(
-                        provider,
-                        failure.status,
-                        failure.message,
-                        dialect=dialect,
-                        retry_after=failure.retry_after,
-                        request_id=request_id,
-                    )
-                )
+        failed = self._http_error(scenario, position, provider, dialect, request_id)
+        if failed is not None:
+            return failed
         response_id = reply_id(dialect, self.seed, self._serial)
         events = self._events(scenario, summary, response_id, created)
         headers = {"x-request-id": request_id, "request-id": request_id}
+        media = summary.media
+        if media is not None and media.framing == "raw":
+            return self._raw(summary, events, faults, timing, headers)
+        if DIALECTS[dialect].family == "agent_session":
+            self.sessions.open(dialect, response_id)
+            if not summary.stream:
+                # A session created without streaming runs its first turn on its stream
+                # endpoint, which delivers it with the scenario's timing and faults.
+                self.sessions.queue(
+                    dialect,
+                    response_id,
+                    self._stream_answer(dialect, events, faults, timing, dict(headers)),
+                )
+                faults, timing = Faults(), Timing()
         if not summary.stream:
             return self._unary(
                 summary=summary,
@@ -258,6 +252,22 @@ class Emulator:
             # Chat Completions sends the usage chunk only when asked
             # (stream_options.include_usage); the non-streaming body always has usage.
             events = strip_usage(events)
+        return self._stream_answer(
+            dialect, events, faults, timing, headers, framing=framing, response_id=response_id
+        )
+
+    def _stream_answer(
+        self,
+        dialect: str,
+        events: list[Event],
+        faults: Faults,
+        timing: Timing,
+        headers: dict[str, str],
+        *,
+        framing: str | None = None,
+        response_id: str | None = None,
+    ) -> Answer:
+        """A streamed answer: the events encoded, faulted and timed."""
         losses: list[Loss] = []
         frames = render_frames(
             dialect,
@@ -269,7 +279,7 @@ class Emulator:
         )
         if losses:
             headers[LOSS_HEADER] = loss_header(losses)
-        if dialect in RESUMABLE:
+        if dialect in RESUMABLE and response_id is not None:
             full = frames
             if faults.no_terminal:
                 full = render_frames(dialect, events, framing=framing, error=faults.error)
@@ -286,6 +296,114 @@ class Emulator:
         headers["content-type"] = "text/event-stream" if sse else "application/json"
         plan = plan_delivery(frames, timing=timing, faults=faults, sse=sse)
         return Answer(status=200, headers=headers, plan=plan)
+
+    def _raw(
+        self,
+        summary: RequestSummary,
+        events: list[Event],
+        faults: Faults,
+        timing: Timing,
+        headers: dict[str, str],
+    ) -> Answer:
+        """A body that is the audio file itself (speech without ``stream_format: sse``),
+        sent as the encoder writes it. It cannot carry an error: an in-band error fault
+        fails the request with its status, as a unary answer does."""
+        if faults.error is not None:
+            return self._unary(
+                summary=summary,
+                events=events,
+                response_id="",
+                faults=faults,
+                timing=timing,
+                headers=headers,
+            )
+        frames = render_frames(
+            summary.dialect, events, framing="raw", terminal=not faults.no_terminal
+        )
+        media = summary.media
+        headers["content-type"] = (media.mime_type if media is not None else None) or (
+            "application/octet-stream"
+        )
+        plan = plan_delivery(frames, timing=timing, faults=faults, sse=False)
+        return Answer(status=200, headers=headers, plan=plan)
+
+    def send(
+        self,
+        dialect: str,
+        session_id: str,
+        body: bytes,
+        *,
+        content_type: str | None = None,
+        created: int = 0,
+    ) -> Answer:
+        """Input sent to a session (Anthropic ``POST /v1/sessions/{id}/events``): the
+        session's turn is queued for its stream; the answer lists the events sent, each
+        with its id and ``processed_at``. An ``http_error`` fault fails this request
+        (no turn is queued); the other faults and the timing apply to the turn's stream.
+        """
+        provider = DIALECTS[dialect].provider
+        self._serial += 1
+        request_id = f"req_{reply_id('', self.seed, self._serial)[:20]}"
+        parsed = self._json(dialect, body, content_type, request_id)
+        if isinstance(parsed, Answer):
+            return parsed
+        try:
+            summary = summarize(dialect, parsed)
+        except RequestError as exc:
+            return self._request_error(provider, dialect, exc, request_id)
+        position, scenario = self._select(summary)
+        failed = self._http_error(scenario, position, provider, dialect, request_id)
+        if failed is not None:
+            return failed
+        faults = scenario.faults if scenario is not None else Faults()
+        timing = scenario.timing if scenario is not None else Timing()
+        response_id = reply_id(dialect, self.seed, self._serial)
+        events = self._events(scenario, summary, response_id, created)
+        headers = {"x-request-id": request_id, "request-id": request_id}
+        turn = self._stream_answer(dialect, events, faults, timing, dict(headers))
+        self.sessions.queue(dialect, session_id, turn)
+        sent = parsed.get("events") if isinstance(parsed, dict) else None
+        stamp = _iso(created)
+        data = [
+            {
+                **event,
+                "id": f"sevt_{reply_id('', self.seed, self._serial)[:16]}{n}",
+                "processed_at": stamp,
+            }
+            for n, event in enumerate(sent if isinstance(sent, list) else [])
+            if isinstance(event, dict)
+        ]
+        answer = json_answer({"data": data})
+        answer.headers |= headers
+        return answer
+
+    def subscribe(self, dialect: str, session_id: str) -> Answer | None:
+        """A session's stream: its next queued turn, or None when none is queued yet
+        (the shell then waits, see :meth:`stream_headers`). A session of a dialect that
+        creates its sessions itself, and that was never created here, is a 404."""
+        creates = any(route.action == "create" for route in DIALECTS[dialect].routes)
+        if creates and not self.sessions.known(dialect, session_id):
+            return self._error(
+                DIALECTS[dialect].provider,
+                dialect,
+                404,
+                f"Session with id '{session_id}' not found.",
+                "req_subscribe",
+            )
+        self.sessions.open(dialect, session_id)
+        return self.sessions.next_turn(dialect, session_id)
+
+    @staticmethod
+    def stream_headers() -> dict[str, str]:
+        """The headers of a session stream that waits for its turn (sent at once)."""
+        return {**_SSE_HEADERS, "content-type": "text/event-stream"}
+
+    def reject(self, dialect: str, status: int, message: str) -> Answer:
+        """Refuse a request to ``dialect``'s endpoint in its provider's shape (the
+        shell's own refusals: a malformed multipart form)."""
+        return error_to_answer(
+            error_answer(DIALECTS[dialect].provider, status, message, dialect=dialect)
+        )
 
     def retrieve(
         self,
@@ -371,6 +489,65 @@ class Emulator:
             )
         )
 
+    def _json(self, dialect: str, body: bytes, content_type: str | None, request_id: str) -> Any:
+        """The parsed JSON body, or the error :class:`Answer` refusing it."""
+        provider = DIALECTS[dialect].provider
+        if content_type is not None and "json" not in content_type.lower():
+            return self._error(
+                provider,
+                dialect,
+                400,
+                f"Invalid Content-Type header ({content_type}), expected application/json.",
+                request_id,
+            )
+        try:
+            return decode_body(body)
+        except msgspec.DecodeError:
+            return self._error(provider, dialect, 400, _bad_json(dialect), request_id)
+
+    def _request_error(
+        self, provider: str, dialect: str, exc: RequestError, request_id: str
+    ) -> Answer:
+        return error_to_answer(
+            error_answer(
+                provider,
+                exc.status,
+                exc.message,
+                dialect=dialect,
+                param=exc.param,
+                code=exc.code,
+                request_id=request_id,
+            )
+        )
+
+    def _http_error(
+        self,
+        scenario: Scenario | None,
+        position: int | None,
+        provider: str,
+        dialect: str,
+        request_id: str,
+    ) -> Answer | None:
+        """Count the request against its scenario; its ``http_error`` answer, if due."""
+        if scenario is None or position is None:
+            return None
+        self._served[position] += 1
+        failure = scenario.faults.http_error
+        if failure is None:
+            return None
+        if failure.times is not None and self._served[position] > failure.times:
+            return None
+        return error_to_answer(
+            error_answer(
+                provider,
+                failure.status,
+                failure.message,
+                dialect=dialect,
+                retry_after=failure.retry_after,
+                request_id=request_id,
+            )
+        )
+
     def _select(self, summary: RequestSummary) -> tuple[int | None, Scenario | None]:
         for position, scenario in enumerate(self.scenarios):
             if scenario.matches(
@@ -384,10 +561,15 @@ class Emulator:
                 return position, scenario
         return None, None
 
-    def _model_known(self, model: str, provider: str) -> bool:
+    def _model_known(self, model: str, provider: str, dialect: str) -> bool:
+        spec = DIALECTS[dialect]
         if self.any_model or self._replays:
             return True
+        if not model and spec.family == "agent_session":
+            return True  # (a session names an agent, not always a model)
         if provider in PROVIDERS and PROVIDERS[provider].serves(model):
+            return True
+        if spec.reply.model_prefixes and model.startswith(spec.reply.model_prefixes):
             return True
         return any(
             s.match.model is not None and fnmatch.fnmatchcase(model, s.match.model)
@@ -399,9 +581,10 @@ class Emulator:
     ) -> list[Event]:
         reply = scenario.reply if scenario is not None else None
         recorded: list[Event] | None = None
+        family = DIALECTS[summary.dialect].family
         if reply is not None and reply.replay is not None:
             recorded = self._captures[reply.replay]
-        elif scenario is None and self._replays:
+        elif scenario is None and self._replays and family not in MEDIA_FAMILIES:
             recorded = self._replays[self._replay_turn % len(self._replays)]
             self._replay_turn += 1
         if recorded is not None:
@@ -409,6 +592,8 @@ class Emulator:
                 recorded, dialect=summary.dialect, response_id=response_id, model=summary.model
             )
         chunking = scenario.chunking if scenario is not None else None
+        if family in MEDIA_FAMILIES:
+            return media_events(reply, summary, created=created, chunking=chunking)
         return reply_events(
             reply, summary, response_id=response_id, created=created, chunking=chunking
         )
@@ -446,6 +631,13 @@ class Emulator:
         native = _rebuild(dialect, events, losses=losses)
         if losses:
             headers[LOSS_HEADER] = loss_header(losses)
+        media = summary.media
+        if media is not None and media.response_format == "text":
+            # (A transcription asked for as text is the transcript alone.)
+            text = native.get("text")
+            answer = text_answer(text if isinstance(text, str) else "", timing, faults)
+            answer.headers |= headers
+            return answer
         if dialect in RESUMABLE:
             frames = render_frames(dialect, events)
             self._keep(
@@ -476,6 +668,22 @@ def json_answer(
         [Frame(data=body)], timing=timing or Timing(), faults=faults or Faults(), sse=False
     )
     return Answer(status=200, headers={"content-type": "application/json"}, plan=plan)
+
+
+def text_answer(text: str, timing: Timing | None = None, faults: Faults | None = None) -> Answer:
+    """A plain-text body as an :class:`Answer` (timing and drop faults applied)."""
+    plan = plan_delivery(
+        [Frame(data=text.encode("utf-8"))],
+        timing=timing or Timing(),
+        faults=faults or Faults(),
+        sse=False,
+    )
+    return Answer(status=200, headers={"content-type": "text/plain; charset=utf-8"}, plan=plan)
+
+
+def _iso(created: int) -> str:
+    """A Unix time as the ISO 8601 text Anthropic's session events carry."""
+    return datetime.fromtimestamp(created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def loss_header(losses: Iterable[Loss]) -> str:

@@ -24,16 +24,19 @@ from polystream.errors import PolystreamError
 from polystream.events import ErrorKind, UnifiedFinishReason
 
 __all__ = [
+    "AudioSpec",
     "Chunking",
     "Faults",
     "FinishSpec",
     "HttpError",
+    "ImageSpec",
     "InBandError",
     "Match",
     "ReasoningSpec",
     "Reply",
     "Scenario",
     "ScenarioError",
+    "SegmentSpec",
     "ServerToolSpec",
     "Timing",
     "ToolCallSpec",
@@ -129,6 +132,56 @@ class UsageSpec(_Spec):
     total_tokens: int | None = None
 
 
+class AudioSpec(_Spec):
+    """The reply's audio: a tone (see :func:`polystream.scenario._media.tone`).
+
+    Fields:
+        text: What the tone stands for (default: the text of the request, the words a
+            text-to-speech request speaks); it gives the frequency and the length.
+        frequency: The tone's frequency in Hz instead (20 to 12,000).
+        seconds: Its length in seconds instead (above 0, at most 20).
+        chunk: Bytes of audio per delta (a positive multiple of 6: whole samples, and
+            base64 without padding).
+    """
+
+    text: str | None = None
+    frequency: float | None = None
+    seconds: float | None = None
+    chunk: int = 4800
+
+
+class ImageSpec(_Spec):
+    """The reply's image: a PNG (see :func:`polystream.scenario._media.png`).
+
+    Fields:
+        text: What the picture stands for (default: the request's prompt); it gives the
+            colours.
+        width, height: The size in pixels instead of the requested one (1 to 2048).
+        partial_images: How many partial images come first, instead of the request's
+            ``partial_images`` (0 to 3).
+    """
+
+    text: str | None = None
+    width: int | None = None
+    height: int | None = None
+    partial_images: int | None = None
+
+
+class SegmentSpec(_Spec):
+    """A diarized transcript segment.
+
+    Fields:
+        text: What the speaker says.
+        speaker: The speaker's label.
+        start, end: Its times in seconds (default: one after the other, 0.4 s a word).
+    """
+
+    text: str
+    speaker: str = "A"
+    start: float | None = None
+    end: float | None = None
+
+
 class FinishSpec(_Spec):
     """How the reply ends.
 
@@ -145,15 +198,23 @@ class FinishSpec(_Spec):
 
 
 class Reply(_Spec):
-    """What the model says, in order: reasoning, server tools, text, tool calls.
+    """What the model says, in order: reasoning, server tools, text, tool calls, audio,
+    image.
 
     Fields:
         reasoning: The reasoning (a string is shorthand for ``{"text": ...}``).
-        text: The visible text; a list of strings gives the exact deltas.
+        text: The visible text; a list of strings gives the exact deltas. A
+            transcription's transcript.
         tool_calls: Client tool calls.
         server_tools: Provider-executed tool calls and their results.
         citations: Citation objects attached to the text block, passed through as
             sent (each dialect's encoder carries what it can).
+        audio: An audio block (a tone); ``true`` for the default one. Speech and
+            audio-out requests get one without asking.
+        image: An image block (a PNG); ``true`` for the default one. Image requests
+            get one without asking.
+        segments: A transcript's diarized segments (default, for a diarizing request:
+            one per sentence of the text, all by speaker ``A``).
         usage: Token usage (default: counted from the words of the request and reply).
         finish: How the reply ends.
         replay: A recorded capture to replay instead (any dialect; a path relative
@@ -165,6 +226,9 @@ class Reply(_Spec):
     tool_calls: list[ToolCallSpec] = msgspec.field(default_factory=list)
     server_tools: list[ServerToolSpec] = msgspec.field(default_factory=list)
     citations: list[Any] = msgspec.field(default_factory=list)
+    audio: AudioSpec | bool | None = None
+    image: ImageSpec | bool | None = None
+    segments: list[SegmentSpec] = msgspec.field(default_factory=list)
     usage: UsageSpec | None = None
     finish: FinishSpec | None = None
     replay: str | None = None
@@ -350,6 +414,26 @@ def _check(scenario: Scenario) -> None:
         raise ValueError("faults.keepalive must be > 0")
     if faults.error is not None and faults.error.after < 0:
         raise ValueError("faults.error.after must be >= 0")
+    if scenario.reply is not None:
+        _check_media(scenario.reply)
+
+
+def _check_media(reply: Reply) -> None:
+    audio, image = reply.audio, reply.image
+    if isinstance(audio, AudioSpec):
+        if audio.frequency is not None and not 20 <= audio.frequency <= 12_000:
+            raise ValueError("reply.audio.frequency must be 20 to 12000 Hz")
+        if audio.seconds is not None and not 0 < audio.seconds <= 20:
+            raise ValueError("reply.audio.seconds must be above 0 and at most 20")
+        if audio.chunk < 6 or audio.chunk % 6:
+            raise ValueError("reply.audio.chunk must be a positive multiple of 6")
+    if isinstance(image, ImageSpec):
+        for name in ("width", "height"):
+            value = getattr(image, name)
+            if value is not None and not 1 <= value <= 2048:
+                raise ValueError(f"reply.image.{name} must be 1 to 2048")
+        if image.partial_images is not None and not 0 <= image.partial_images <= 3:
+            raise ValueError("reply.image.partial_images must be 0 to 3")
 
 
 def parse_scenarios(document: Any, *, source: str = "<scenarios>") -> list[Scenario]:

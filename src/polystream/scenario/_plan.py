@@ -152,7 +152,8 @@ def render_frames(
     Args:
         dialect: The target dialect.
         events: Its unified events (``StreamStart`` ... ``Finish``).
-        framing: ``sse`` or ``json_array`` (``gemini_generate``); None: the default.
+        framing: ``sse``, ``json_array`` (``gemini_generate``) or ``raw`` (speech: each
+            encoder write is a frame); None: the default.
         error: Inject this in-band error once at least ``error.after`` wire events
             were produced (never before the ``StreamStart``).
         terminal: False: leave out the ``Finish`` and the encoder's closing bytes
@@ -163,7 +164,7 @@ def render_frames(
         The frames, in order.
     """
     encoder, reframe = _make_encoder(dialect, framing)
-    sse = encoder.content_type == "text/event-stream" and framing != "json_array"
+    sse = encoder.content_type == "text/event-stream" and framing not in ("json_array", "raw")
     frames: list[Frame] = []
     pending = b""
     resumable = dialect in RESUMABLE

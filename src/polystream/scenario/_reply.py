@@ -44,7 +44,15 @@ from polystream.events import (
     UsageUpdate,
     Warning,
 )
-from polystream.scenario._format import Chunking, ReasoningSpec, Reply, UsageSpec
+from polystream.scenario._format import AudioSpec, Chunking, ReasoningSpec, Reply, UsageSpec
+from polystream.scenario._media import PCM_MIME
+from polystream.scenario._media_blocks import (
+    as_audio,
+    as_image,
+    audio_block,
+    audio_tokens,
+    image_block,
+)
 from polystream.scenario._request import RequestSummary
 
 __all__ = [
@@ -85,11 +93,16 @@ def reply_id(dialect: str, seed: str, serial: int) -> str:
 
 def default_reply(summary: RequestSummary) -> Reply:
     """The reply given when no scenario matches: deterministic, and its text contains
-    the last user message verbatim."""
+    the last user message verbatim. A request for audio out (Gemini
+    ``responseModalities: ["AUDIO"]``) gets the default audio instead of text."""
+    if summary.media is not None and summary.media.audio_format is not None:
+        return Reply(audio=True)
+    # (A session may name an agent but no model.)
+    speaker = summary.model or "the agent"
     if summary.user_text:
-        text = f"Emulated reply from {summary.model}. You said: {summary.user_text}"
+        text = f"Emulated reply from {speaker}. You said: {summary.user_text}"
     else:
-        text = f"Emulated reply from {summary.model}."
+        text = f"Emulated reply from {speaker}."
     return Reply(text=text)
 
 
@@ -218,7 +231,27 @@ def reply_events(
         events.append(BlockEnd(index=index))
         generated.append(arguments)
         index += 1
-    usage = _usage(reply.usage, summary, generated, reasoning)
+    audio = as_audio(reply.audio)
+    media = summary.media
+    if reply.audio is None and media is not None and media.audio_format is not None:
+        audio = AudioSpec()  # (a request for audio out gets audio unless the reply says no)
+    spoken = 0
+    if audio is not None:
+        blocks, seconds = audio_block(
+            index,
+            audio,
+            speak=summary.user_text,
+            audio_format=(media.audio_format if media is not None else None) or "pcm",
+            mime_type=(media.mime_type if media is not None else None) or PCM_MIME,
+        )
+        events.extend(blocks)
+        spoken = audio_tokens(seconds)
+        index += 1
+    image = as_image(reply.image)
+    if image is not None:
+        events.extend(image_block(index, image, prompt=summary.user_text))
+        index += 1
+    usage = _usage(reply.usage, summary, generated, reasoning, audio=spoken)
     finish = reply.finish
     unified = (finish.reason if finish is not None else None) or (
         "tool_calls" if reply.tool_calls else "stop"
@@ -246,6 +279,8 @@ def _usage(
     summary: RequestSummary,
     generated: list[str],
     reasoning: ReasoningSpec | None,
+    *,
+    audio: int = 0,
 ) -> Usage:
     if spec is not None:
         total = spec.total_tokens
@@ -260,12 +295,13 @@ def _usage(
             total_tokens=total,
         )
     prompt = _count(summary.user_text) + 8
-    output = sum(_count(text) for text in generated if text) or 1
+    output = sum(_count(text) for text in generated if text) + audio or 1
     reasoning_tokens = _count(reasoning.text) if reasoning is not None and reasoning.text else 0
     return Usage(
         input_tokens=prompt,
         output_tokens=output,
         reasoning_tokens=reasoning_tokens,
+        audio_output_tokens=audio or None,
         total_tokens=prompt + output,
     )
 

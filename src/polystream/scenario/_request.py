@@ -21,6 +21,7 @@ import msgspec
 from polystream.dialects import DIALECTS, PROVIDERS
 from polystream.errors import RequestError
 from polystream.scenario._errors import ANTHROPIC_SHAPE, GOOGLE_SHAPE
+from polystream.scenario._media_request import MEDIA_FAMILIES, MediaAsk, audio_ask, media_ask
 
 __all__ = ["MODEL_PATTERNS", "RequestError", "RequestSummary", "summarize"]
 
@@ -45,6 +46,8 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
         has_tool_result: The last input item is a tool result.
         background: OpenAI/xAI Responses ``background: true``.
         include_usage: Chat ``stream_options.include_usage: true``.
+        media: What a media request asks for (audio format, image size, ...), and a
+            Gemini request for audio out; None for a text request.
     """
 
     dialect: str
@@ -57,18 +60,25 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
     has_tool_result: bool = False
     background: bool = False
     include_usage: bool = False
+    media: MediaAsk | None = None
 
 
 def summarize(
-    dialect: str, body: Any, *, model: str | None = None, stream: bool | None = None
+    dialect: str,
+    body: Any,
+    *,
+    model: str | None = None,
+    stream: bool | None = None,
+    operation: str | None = None,
 ) -> RequestSummary:
     """Summarise a native request body.
 
     Args:
         dialect: The dialect of the endpoint that received it.
-        body: The parsed JSON body.
+        body: The parsed JSON body, or the form dict of a multipart body.
         model: The model named in the URL (Gemini ``models/{model}:...``).
         stream: Whether the endpoint streams (Gemini decides by URL, not body).
+        operation: The route's operation (images: ``generation`` or ``edit``).
 
     Returns:
         The summary.
@@ -90,8 +100,29 @@ def summarize(
         return _generate(dialect, provider, body, model or "", bool(stream))
     if spec.family == "interactions":
         return _interactions(dialect, provider, body)
-    raise RequestError(
-        f"the emulator does not answer {dialect} requests yet", status=501, code="not_implemented"
+    return _by_codec(dialect, provider, body, model, operation)
+
+
+def _by_codec(
+    dialect: str, provider: str, body: dict[str, Any], model: str | None, operation: str | None
+) -> RequestSummary:
+    """A media or agent-session request, read by its family's request codec (the model,
+    the stream flag, the text), and its media options."""
+    spec = DIALECTS[dialect]
+    request = spec.request_codec().parse(body, model=model)
+    media: MediaAsk | None = None
+    stream = request.stream
+    if spec.family in MEDIA_FAMILIES:
+        media = media_ask(spec.family, body, operation=operation)
+        if media.framing is not None:
+            stream = True  # (speech: the body streams, as events or as the audio file)
+    return RequestSummary(
+        dialect=dialect,
+        provider=provider,
+        model=request.model,
+        stream=bool(stream),
+        user_text=request.last_user_text(),
+        media=media,
     )
 
 
@@ -362,6 +393,7 @@ def _generate(
         has_tools=bool(tools),
         tool_names=_tool_names(tools),
         has_tool_result=tool_result,
+        media=audio_ask(body.get("generationConfig"), user_text),
     )
 
 

@@ -49,6 +49,7 @@ from polystream.scenario import (
     json_answer,
     provider_of_path,
 )
+from polystream.wire.multipart import FormError, decode_form, is_form
 
 __all__ = [
     "ENDPOINTS",
@@ -155,41 +156,111 @@ class _PlanResponse(Response):
         ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        plan: DeliveryPlan = self.answer.plan
-        stats = self.stats
         await send(
             {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
         )
-        gone = asyncio.Event()
-
-        async def watch() -> None:
-            # The body was read already: the next message is the disconnect.
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
-
-        watcher = asyncio.create_task(watch())
-        loop = asyncio.get_running_loop()
-        start = loop.time()
+        gone, watcher = _watch(receive)
         try:
-            for chunk in plan.chunks:
-                if not await _wait_until(start + chunk.at, loop, gone):
-                    stats.cancelled += 1
-                    return
-                await send({"type": "http.response.body", "body": chunk.data, "more_body": True})
-                stats.chunks += 1
-            if plan.drop:
-                stats.dropped += 1
-                _drop_filter.pending += 1
-                return  # the server closes the connection mid-body
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-            stats.completed += 1
-        except OSError:
-            # ASGI 2.4 servers raise on a send after the client left: the same as a
-            # disconnect seen by the watcher, not a failure.
-            stats.cancelled += 1
+            await _deliver(self.answer.plan, send, gone, self.stats)
         finally:
             watcher.cancel()
+
+
+def _watch(receive: Receive) -> tuple[asyncio.Event, asyncio.Task[None]]:
+    """An event set when the client disconnects, and the task that watches for it."""
+    gone = asyncio.Event()
+
+    async def watch() -> None:
+        # The body was read already: the next message is the disconnect.
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+
+    return gone, asyncio.create_task(watch())
+
+
+async def _deliver(plan: DeliveryPlan, send: Send, gone: asyncio.Event, stats: ServerStats) -> None:
+    """Send a plan's chunks, each at its time from now, then end the body (or drop the
+    connection, as planned); stop at once when the client goes away."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        for chunk in plan.chunks:
+            if not await _wait_until(start + chunk.at, loop, gone):
+                stats.cancelled += 1
+                return
+            await send({"type": "http.response.body", "body": chunk.data, "more_body": True})
+            stats.chunks += 1
+        if plan.drop:
+            stats.dropped += 1
+            _drop_filter.pending += 1
+            return  # the server closes the connection mid-body
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        stats.completed += 1
+    except OSError:
+        # ASGI 2.4 servers raise on a send after the client left: the same as a
+        # disconnect seen by the watcher, not a failure.
+        stats.cancelled += 1
+
+
+class _Turns:
+    """Wakes the session streams that wait for a turn when input arrives: each waits on
+    the event current when it last looked; a notification sets it and starts a new one."""
+
+    def __init__(self) -> None:
+        self.arrived = asyncio.Event()
+
+    def notify(self) -> None:
+        self.arrived.set()
+        self.arrived = asyncio.Event()
+
+
+class _SubscriptionResponse(Response):
+    """A session stream with no turn queued yet: the headers at once (the SDKs send the
+    session's input only once the stream is open), then the session's next turn as soon
+    as it is queued, delivered as planned."""
+
+    def __init__(
+        self, emulator: Emulator, dialect: str, session: str, turns: _Turns, stats: ServerStats
+    ) -> None:
+        self.emulator = emulator
+        self.dialect = dialect
+        self.session = session
+        self.turns = turns
+        self.stats = stats
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = [
+            (name.encode("latin-1"), value.encode("latin-1"))
+            for name, value in emulator.stream_headers().items()
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        gone, watcher = _watch(receive)
+        try:
+            turn = await self._next(gone)
+            if turn is None:
+                self.stats.cancelled += 1
+                return
+            await _deliver(turn.plan, send, gone, self.stats)
+        finally:
+            watcher.cancel()
+
+    async def _next(self, gone: asyncio.Event) -> Answer | None:
+        while not gone.is_set():
+            arrived = self.turns.arrived  # (taken before looking: no wake-up is missed)
+            turn = self.emulator.subscribe(self.dialect, self.session)
+            if turn is not None:
+                return turn
+            waiter = asyncio.ensure_future(arrived.wait())
+            left = asyncio.ensure_future(gone.wait())
+            try:
+                await asyncio.wait({waiter, left}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+                left.cancel()
+        return None
 
 
 async def _wait_until(
@@ -244,6 +315,7 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
     """
     emu = emulator if emulator is not None else Emulator()
     stats = ServerStats()
+    turns = _Turns()
 
     def respond(answer: Answer) -> Response:
         stats.requests += 1
@@ -255,23 +327,58 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
         model = found.params.get("model")
         stream = found.route.stream
         framing: str | None = None
-        if stream:
+        if stream and "json_array" in DIALECTS[found.dialect].framings:
             # google-genai calls {base}/v1beta/models/{model}:streamGenerateContent[?alt=sse]
             # (google/genai/models.py): the path decides streaming, alt the framing.
             framing = "sse" if request.query_params.get("alt") == "sse" else "json_array"
         body = await _read_body(request)
         if body is None:
             return respond(emu.too_large(provider_of_path(request.url.path), found.dialect))
+        content_type = request.headers.get("content-type")
+        form: dict[str, Any] | None = None
+        if found.route.form and is_form(content_type):
+            assert content_type is not None
+            try:
+                form = decode_form(content_type, body, max_size=MAX_BODY_SIZE).fields
+            except FormError as exc:
+                return respond(emu.reject(found.dialect, 400, str(exc)))
         answer = emu.answer(
             found.dialect,
             body,
-            content_type=request.headers.get("content-type"),
+            content_type=content_type,
             model=model,
             stream=stream,
             framing=framing,
             created=int(time.time()),
+            form=form,
+            operation=found.route.operation,
         )
+        if DIALECTS[found.dialect].family == "agent_session" and answer.status == 200:
+            turns.notify()  # (a session created without streaming may have queued its turn)
         return respond(answer)
+
+    async def send_input(request: Request, found: RouteMatch) -> Response:
+        body = await _read_body(request)
+        if body is None:
+            return respond(emu.too_large(provider_of_path(request.url.path), found.dialect))
+        answer = emu.send(
+            found.dialect,
+            found.params["id"],
+            body,
+            content_type=request.headers.get("content-type"),
+            created=int(time.time()),
+        )
+        if answer.status == 200:
+            turns.notify()
+        return respond(answer)
+
+    async def subscribe(request: Request, found: RouteMatch) -> Response:
+        turn = emu.subscribe(found.dialect, found.params["id"])
+        if turn is not None:
+            return respond(turn)
+        stats.requests += 1
+        stats.streams += 1
+        return _SubscriptionResponse(emu, found.dialect, found.params["id"], turns, stats)
 
     async def retrieve(request: Request, found: RouteMatch) -> Response:
         query = request.query_params
@@ -313,8 +420,13 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
             allowed = _canonical(path) and bool(routes_of(path))
             return respond(emu.unknown_path(path, method, allowed=allowed))
         try:
-            if found.route.action == "resume":
+            action = found.route.action
+            if action == "resume":
                 return await retrieve(request, found)
+            if action == "send":
+                return await send_input(request, found)
+            if action == "subscribe":
+                return await subscribe(request, found)
             return await generate(request, found)
         except Exception as exc:  # the server keeps serving; the client gets a 500
             logger.error("internal error on %s %s: %r", method, path, exc)

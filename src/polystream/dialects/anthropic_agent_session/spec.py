@@ -23,8 +23,8 @@ SPEC = DialectSpec(
     framings=("sse",),
     description="Anthropic Managed Agents session event stream (SSE)",
     routes=(
-        RouteSpec("GET", "/v1/sessions/{id}/events/stream", stream=True),
-        RouteSpec("POST", "/v1/sessions/{id}/events", stream=False),
+        RouteSpec("GET", "/v1/sessions/{id}/events/stream", "subscribe", stream=True),
+        RouteSpec("POST", "/v1/sessions/{id}/events", "send", stream=False),
     ),
     auth=AuthSpec(
         "x-api-key",

@@ -23,7 +23,7 @@ SPEC = DialectSpec(
     description="OpenAI Agents API session events (SSE)",
     routes=(
         RouteSpec("POST", "/v1/agents/sessions"),
-        RouteSpec("GET", "/v1/agents/sessions/{id}/events", stream=True),
+        RouteSpec("GET", "/v1/agents/sessions/{id}/events", "subscribe", stream=True),
     ),
     auth=OPENAI_AUTH,
     errors=ErrorSpec("openai", param_field=True),

@@ -22,12 +22,14 @@ SPEC = DialectSpec(
     framings=("sse",),
     description="OpenAI image generation and edits (SSE)",
     routes=(
-        RouteSpec("POST", "/v1/images/generations"),
-        RouteSpec("POST", "/v1/images/edits"),
+        RouteSpec("POST", "/v1/images/generations", operation="generation"),
+        RouteSpec("POST", "/v1/images/edits", form=True, operation="edit"),
     ),
     auth=OPENAI_AUTH,
     errors=ErrorSpec("openai", param_field=True),
     resume=ResumeSpec("counter", id_lines=True),
     detect=DetectSpec(74, prefixes=("image_generation.", "image_edit.")),
-    reply=ReplySpec("", "", signature_state=False, demo_model="gpt-image-1"),
+    reply=ReplySpec(
+        "", "", signature_state=False, demo_model="gpt-image-1", model_prefixes=("dall-e-",)
+    ),
 )

@@ -26,5 +26,7 @@ SPEC = DialectSpec(
     errors=ErrorSpec("openai", param_field=True),
     resume=ResumeSpec("counter", id_lines=True),
     detect=DetectSpec(60, names=("speech.audio.delta", "speech.audio.done"), prefixes=("speech.",)),
-    reply=ReplySpec("", "", signature_state=False, demo_model="gpt-4o-mini-tts"),
+    reply=ReplySpec(
+        "", "", signature_state=False, demo_model="gpt-4o-mini-tts", model_prefixes=("tts-",)
+    ),
 )

@@ -21,10 +21,16 @@ SPEC = DialectSpec(
     family="transcription",
     framings=("sse",),
     description="OpenAI audio transcriptions (SSE)",
-    routes=(RouteSpec("POST", "/v1/audio/transcriptions"),),
+    routes=(RouteSpec("POST", "/v1/audio/transcriptions", form=True),),
     auth=OPENAI_AUTH,
     errors=ErrorSpec("openai", param_field=True),
     resume=ResumeSpec("counter", id_lines=True),
     detect=DetectSpec(73, prefixes=("transcript.text.",)),
-    reply=ReplySpec("", "", signature_state=False, demo_model="gpt-4o-transcribe"),
+    reply=ReplySpec(
+        "",
+        "",
+        signature_state=False,
+        demo_model="gpt-4o-transcribe",
+        model_prefixes=("whisper-",),
+    ),
 )
