@@ -4,8 +4,12 @@
 (:func:`benchmarks.workloads.speech_sse`, 2,000 deltas by default) and times, per peer,
 reading the whole stream to its audio bytes and usage:
 
-* ``polystream``: ``StreamDecoder("openai_speech")`` fed the body in 64 KiB reads, then
-  ``rebuild`` (each delta's base64 decoded, the bytes joined);
+* ``polystream``: ``StreamDecoder("openai_speech")`` fed the body in 64 KiB reads, each
+  ``DataDelta``'s base64 decoded as it comes, the bytes joined; the usage from the
+  ``Finish``;
+* ``polystream_native``: the same decoder keeping its events, then ``native()``, the
+  speech stream's final object (``{"audio": <base64 of the whole>, "usage"}``: each
+  delta checked and decoded, the whole encoded again), its audio decoded;
 * ``sdk``: ``client.audio.speech.with_streaming_response.create(...,
   stream_format="sse")`` over an ``httpx2`` mock transport, its bytes parsed by the SDK's
   own SSE reader (``openai._streaming.SSEDecoder``, what its ``Stream`` uses: the SDK has
@@ -23,7 +27,7 @@ import hashlib
 import json
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from benchmarks.peers import clock
@@ -35,9 +39,36 @@ _READ = 64 * 1024
 
 
 def _polystream(work: Workload) -> Callable[[], tuple[bytes, Any]]:
-    from polystream import StreamDecoder, get_dialect
+    from polystream import StreamDecoder
+    from polystream.events import DataDelta, Event, Finish
 
-    spec = get_dialect("openai_speech")
+    body = work.body
+
+    def events(decoder: StreamDecoder) -> Iterator[Event]:
+        for start in range(0, len(body), _READ):
+            yield from decoder.feed(body[start : start + _READ])
+        yield from decoder.close()
+
+    def run() -> tuple[bytes, Any]:
+        audio: list[bytes] = []
+        usage = None
+        for event in events(StreamDecoder("openai_speech")):
+            if type(event) is DataDelta:
+                audio.append(base64.b64decode(event.delta))
+            elif type(event) is Finish and event.usage is not None:
+                usage = {
+                    "input_tokens": event.usage.input_tokens,
+                    "output_tokens": event.usage.output_tokens,
+                    "total_tokens": event.usage.total_tokens,
+                }
+        return b"".join(audio), usage
+
+    return run
+
+
+def _polystream_native(work: Workload) -> Callable[[], tuple[bytes, Any]]:
+    from polystream import StreamDecoder
+
     body = work.body
 
     def run() -> tuple[bytes, Any]:
@@ -45,7 +76,7 @@ def _polystream(work: Workload) -> Callable[[], tuple[bytes, Any]]:
         for start in range(0, len(body), _READ):
             decoder.feed(body[start : start + _READ])
         decoder.close()
-        rebuilt = spec.rebuild(decoder.events)
+        rebuilt = decoder.native()
         return base64.b64decode(rebuilt["audio"]), rebuilt["usage"]
 
     return run
@@ -87,7 +118,7 @@ def _sdk(work: Workload) -> Callable[[], tuple[bytes, Any]]:
 
 def peers() -> dict[str, Callable[[Workload], Callable[[], tuple[bytes, Any]]]]:
     """The contestants, by name."""
-    return {"polystream": _polystream, "sdk": _sdk}
+    return {"polystream": _polystream, "polystream_native": _polystream_native, "sdk": _sdk}
 
 
 def measure(work: Workload, repeat: int = 5) -> dict[str, Any]:
