@@ -13,7 +13,9 @@ reading the whole stream to its audio bytes and usage:
 * ``sdk``: ``client.audio.speech.with_streaming_response.create(...,
   stream_format="sse")`` over an ``httpx2`` mock transport, its bytes parsed by the SDK's
   own SSE reader (``openai._streaming.SSEDecoder``, what its ``Stream`` uses: the SDK has
-  no model for these events), each event's JSON loaded and its audio decoded.
+  no model for these events), each event's JSON loaded and its audio decoded;
+* ``minimal``: the body (whole, in memory) split on blank lines, each event's data
+  decoded by ``msgspec``, its audio decoded: no SSE parser, no checks, the floor.
 
 Every run's audio is checked against the workload's digest before its time counts. It
 prints one JSON object: per peer, the median CPU seconds and the check.
@@ -27,7 +29,7 @@ import hashlib
 import json
 import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks.peers import clock
@@ -44,24 +46,29 @@ def _polystream(work: Workload) -> Callable[[], tuple[bytes, Any]]:
 
     body = work.body
 
-    def events(decoder: StreamDecoder) -> Iterator[Event]:
-        for start in range(0, len(body), _READ):
-            yield from decoder.feed(body[start : start + _READ])
-        yield from decoder.close()
-
     def run() -> tuple[bytes, Any]:
+        decoder = StreamDecoder("openai_speech")
         audio: list[bytes] = []
-        usage = None
-        for event in events(StreamDecoder("openai_speech")):
-            if type(event) is DataDelta:
-                audio.append(base64.b64decode(event.delta))
-            elif type(event) is Finish and event.usage is not None:
-                usage = {
-                    "input_tokens": event.usage.input_tokens,
-                    "output_tokens": event.usage.output_tokens,
-                    "total_tokens": event.usage.total_tokens,
-                }
-        return b"".join(audio), usage
+        usage: list[dict[str, Any]] = []
+
+        def take(events: list[Event]) -> None:
+            for event in events:
+                if type(event) is DataDelta:
+                    audio.append(base64.b64decode(event.delta))
+                elif type(event) is Finish and event.usage is not None:
+                    counts = event.usage
+                    usage.append(
+                        {
+                            "input_tokens": counts.input_tokens,
+                            "output_tokens": counts.output_tokens,
+                            "total_tokens": counts.total_tokens,
+                        }
+                    )
+
+        for start in range(0, len(body), _READ):
+            take(decoder.feed(body[start : start + _READ]))
+        take(decoder.close())
+        return b"".join(audio), usage[-1] if usage else None
 
     return run
 
@@ -116,9 +123,36 @@ def _sdk(work: Workload) -> Callable[[], tuple[bytes, Any]]:
     return run
 
 
+def _minimal(work: Workload) -> Callable[[], tuple[bytes, Any]]:
+    import msgspec
+
+    body = work.body
+    loads = msgspec.json.decode
+
+    def run() -> tuple[bytes, Any]:
+        audio: list[bytes] = []
+        usage = None
+        for block in body.split(b"\n\n"):
+            if not block.startswith(b"data: "):
+                continue
+            event = loads(block[6:])
+            if event["type"] == "speech.audio.delta":
+                audio.append(base64.b64decode(event["audio"]))
+            elif event["type"] == "speech.audio.done":
+                usage = event["usage"]
+        return b"".join(audio), usage
+
+    return run
+
+
 def peers() -> dict[str, Callable[[Workload], Callable[[], tuple[bytes, Any]]]]:
     """The contestants, by name."""
-    return {"polystream": _polystream, "polystream_native": _polystream_native, "sdk": _sdk}
+    return {
+        "polystream": _polystream,
+        "polystream_native": _polystream_native,
+        "sdk": _sdk,
+        "minimal": _minimal,
+    }
 
 
 def measure(work: Workload, repeat: int = 5) -> dict[str, Any]:

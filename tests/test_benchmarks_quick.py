@@ -1025,7 +1025,7 @@ def test_speech_benchmark_checks_both_peers_on_the_same_audio() -> None:
     work = workloads.speech_sse("speech_sse", deltas=20, size=300)
     assert work.body.count(b"speech.audio.delta") == 20
     cells = speech.measure(work, repeat=1)
-    assert set(cells) == {"polystream", "polystream_native", "sdk"}
+    assert set(cells) == {"polystream", "polystream_native", "sdk", "minimal"}
     for cell in cells.values():
         assert cell["check"] is None and len(cell["times"]) == 1
     # The check is of the audio and the usage: a wrong digest or usage fails every peer.
