@@ -211,10 +211,11 @@ def realtime_session(
     ``function_call`` item whose arguments come in ``arg_fragments`` deltas, the
     ``.done`` events, ``response.done`` with the usage, ``rate_limits.updated``. The
     message is spoken: ``audio_deltas`` ``response.output_audio.delta`` of ``chunk_ms``
-    of PCM each (100 ms: 4,800 bytes, 6,400 base64 characters), the transcript in
-    ``transcript_deltas`` deltas among them, every ``transcript_deltas``-th ahead of
-    its audio as the service sends it; except every ``text_every``-th turn, a
-    text-mode one, whose message is ``text_deltas`` ``response.output_text.delta``.
+    of PCM each (100 ms: 4,800 bytes, 6,400 base64 characters), with the transcript's
+    ``transcript_deltas`` deltas spread among them, each just before the audio it
+    speaks (the transcript runs ahead of the audio, as the service sends it); except
+    every ``text_every``-th turn, a text-mode one, whose message is ``text_deltas``
+    ``response.output_text.delta``.
     """
     rng = _rng(name)
     out = _Writer(rng)
