@@ -4,12 +4,18 @@
 (:func:`benchmarks.workloads.speech_sse`, 2,000 deltas by default) and times, per peer,
 reading the whole stream to its audio bytes and usage:
 
-* ``polystream``: ``StreamDecoder("openai_speech")`` fed the body in 64 KiB reads, then
-  ``rebuild`` (each delta's base64 decoded, the bytes joined);
+* ``polystream``: ``StreamDecoder("openai_speech")`` fed the body in 64 KiB reads, each
+  ``DataDelta``'s base64 decoded as it comes, the bytes joined; the usage from the
+  ``Finish``;
+* ``polystream_native``: the same decoder keeping its events, then ``native()``, the
+  speech stream's final object (``{"audio": <base64 of the whole>, "usage"}``: each
+  delta checked and decoded, the whole encoded again), its audio decoded;
 * ``sdk``: ``client.audio.speech.with_streaming_response.create(...,
   stream_format="sse")`` over an ``httpx2`` mock transport, its bytes parsed by the SDK's
   own SSE reader (``openai._streaming.SSEDecoder``, what its ``Stream`` uses: the SDK has
-  no model for these events), each event's JSON loaded and its audio decoded.
+  no model for these events), each event's JSON loaded and its audio decoded;
+* ``minimal``: the body (whole, in memory) split on blank lines, each event's data
+  decoded by ``msgspec``, its audio decoded: no SSE parser, no checks, the floor.
 
 Every run's audio is checked against the workload's digest before its time counts. It
 prints one JSON object: per peer, the median CPU seconds and the check.
@@ -35,9 +41,41 @@ _READ = 64 * 1024
 
 
 def _polystream(work: Workload) -> Callable[[], tuple[bytes, Any]]:
-    from polystream import StreamDecoder, get_dialect
+    from polystream import StreamDecoder
+    from polystream.events import DataDelta, Event, Finish
 
-    spec = get_dialect("openai_speech")
+    body = work.body
+
+    def run() -> tuple[bytes, Any]:
+        decoder = StreamDecoder("openai_speech")
+        audio: list[bytes] = []
+        usage: list[dict[str, Any]] = []
+
+        def take(events: list[Event]) -> None:
+            for event in events:
+                if type(event) is DataDelta:
+                    audio.append(base64.b64decode(event.delta))
+                elif type(event) is Finish and event.usage is not None:
+                    counts = event.usage
+                    usage.append(
+                        {
+                            "input_tokens": counts.input_tokens,
+                            "output_tokens": counts.output_tokens,
+                            "total_tokens": counts.total_tokens,
+                        }
+                    )
+
+        for start in range(0, len(body), _READ):
+            take(decoder.feed(body[start : start + _READ]))
+        take(decoder.close())
+        return b"".join(audio), usage[-1] if usage else None
+
+    return run
+
+
+def _polystream_native(work: Workload) -> Callable[[], tuple[bytes, Any]]:
+    from polystream import StreamDecoder
+
     body = work.body
 
     def run() -> tuple[bytes, Any]:
@@ -45,7 +83,7 @@ def _polystream(work: Workload) -> Callable[[], tuple[bytes, Any]]:
         for start in range(0, len(body), _READ):
             decoder.feed(body[start : start + _READ])
         decoder.close()
-        rebuilt = spec.rebuild(decoder.events)
+        rebuilt = decoder.native()
         return base64.b64decode(rebuilt["audio"]), rebuilt["usage"]
 
     return run
@@ -85,9 +123,36 @@ def _sdk(work: Workload) -> Callable[[], tuple[bytes, Any]]:
     return run
 
 
+def _minimal(work: Workload) -> Callable[[], tuple[bytes, Any]]:
+    import msgspec
+
+    body = work.body
+    loads = msgspec.json.decode
+
+    def run() -> tuple[bytes, Any]:
+        audio: list[bytes] = []
+        usage = None
+        for block in body.split(b"\n\n"):
+            if not block.startswith(b"data: "):
+                continue
+            event = loads(block[6:])
+            if event["type"] == "speech.audio.delta":
+                audio.append(base64.b64decode(event["audio"]))
+            elif event["type"] == "speech.audio.done":
+                usage = event["usage"]
+        return b"".join(audio), usage
+
+    return run
+
+
 def peers() -> dict[str, Callable[[Workload], Callable[[], tuple[bytes, Any]]]]:
     """The contestants, by name."""
-    return {"polystream": _polystream, "sdk": _sdk}
+    return {
+        "polystream": _polystream,
+        "polystream_native": _polystream_native,
+        "sdk": _sdk,
+        "minimal": _minimal,
+    }
 
 
 def measure(work: Workload, repeat: int = 5) -> dict[str, Any]:

@@ -1025,6 +1025,100 @@ def test_speech_benchmark_checks_both_peers_on_the_same_audio() -> None:
     work = workloads.speech_sse("speech_sse", deltas=20, size=300)
     assert work.body.count(b"speech.audio.delta") == 20
     cells = speech.measure(work, repeat=1)
-    assert set(cells) == {"polystream", "sdk"}
+    assert set(cells) == {"polystream", "polystream_native", "sdk", "minimal"}
     for cell in cells.values():
         assert cell["check"] is None and len(cell["times"]) == 1
+    # The check is of the audio and the usage: a wrong digest or usage fails every peer.
+    wrong_audio = dataclasses.replace(work, meta={**work.meta, "audio_sha256": "0" * 64})
+    wrong_usage = dataclasses.replace(work, meta={**work.meta, "usage": {"input_tokens": 1}})
+    for wrong, what in ((wrong_audio, "audio differs"), (wrong_usage, "usage differs")):
+        for cell in speech.measure(wrong, repeat=1).values():
+            assert cell["check"].startswith(what)
+
+
+@pytest.fixture(scope="module")
+def realtime_session() -> Any:
+    from benchmarks import realtime
+
+    return realtime.realtime_session(
+        responses=4,
+        audio_deltas=6,
+        chunk_ms=20,
+        transcript_deltas=3,
+        text_deltas=5,
+        arg_fragments=4,
+    )
+
+
+def test_realtime_session_has_the_documented_shape(realtime_session: Any) -> None:
+    from benchmarks import realtime
+    from benchmarks.realtime import _Frames
+    from openai.resources.realtime.realtime import RealtimeConnection
+    from openai.types.realtime import ResponseAudioDeltaEvent
+
+    from polystream.dialects.openai_realtime.wire import SERVER_MESSAGES
+    from polystream.events import ErrorEvent, Unknown
+    from polystream.realtime import open_session
+
+    session = realtime_session
+    counts = session.counts
+    # Four turns, the fourth in text mode: 3 x 6 audio deltas of 20 ms (960 bytes each).
+    assert counts["response.created"] == counts["response.done"] == 4
+    assert counts["response.output_audio.delta"] == 18
+    assert counts["response.output_audio_transcript.delta"] == 9
+    assert counts["response.output_text.delta"] == 5
+    assert counts["response.function_call_arguments.delta"] == 16
+    assert len(session.messages) == sum(counts.values())
+    assert set(counts) <= SERVER_MESSAGES
+    again = realtime.realtime_session(
+        responses=4,
+        audio_deltas=6,
+        chunk_ms=20,
+        transcript_deltas=3,
+        text_deltas=5,
+        arg_fragments=4,
+    )
+    assert again.sha256 == session.sha256 and again.answer == session.answer
+    assert realtime.realtime_session(responses=4).sha256 != session.sha256
+    answer = session.answer
+    assert len(answer.audio) == 18 * 960
+    assert len(answer.tools) == len(answer.usage) == 4
+    assert all(json.loads(arguments)["rows"] for _, arguments in answer.tools)
+    first = json.loads(session.messages[0])
+    assert list(first)[:2] == ["type", "event_id"]
+    assert first["session"]["audio"]["output"]["format"] == {"type": "audio/pcm", "rate": 24000}
+    # polystream reads every message, strictly, as known messages.
+    strict = open_session("openai_realtime", strict=True)
+    events = [routed.event for message in session.messages for routed in strict.feed(message)]
+    assert not [e for e in events if isinstance(e, ErrorEvent | Unknown)]
+    # The SDK's receive path gives its typed models.
+    connection = RealtimeConnection(_Frames(session.messages))  # type: ignore[arg-type]
+    parsed = [connection.recv() for _ in session.messages]
+    assert sum(type(event) is ResponseAudioDeltaEvent for event in parsed) == 18
+
+
+def test_realtime_benchmark_peers_agree(realtime_session: Any) -> None:
+    from benchmarks import realtime
+
+    cells = realtime.measure(realtime_session, repeat=1)
+    assert set(cells) == {"polystream", "sdk", "minimal", "minimal_msgspec"}
+    for name, cell in cells.items():
+        assert cell["check"] is None, (name, cell["check"])
+        assert len(cell["times"]) == 1 and cell["messages_per_second"] > 0
+
+
+def test_realtime_check_catches_a_wrong_answer(realtime_session: Any) -> None:
+    from benchmarks import realtime
+
+    right = realtime_session.answer
+    assert realtime.check(realtime_session, right) is None
+    name, arguments = right.tools[0]
+    wrong = [
+        dataclasses.replace(right, text=right.text + "x"),
+        dataclasses.replace(right, transcript=right.transcript[1:]),
+        dataclasses.replace(right, audio=right.audio[:-1] + bytes([right.audio[-1] ^ 1])),
+        dataclasses.replace(right, tools=[(name, arguments[:-1]), *right.tools[1:]]),
+        dataclasses.replace(right, usage=[(*right.usage[0][:5], None), *right.usage[1:]]),
+    ]
+    for answer in wrong:
+        assert realtime.check(realtime_session, answer) is not None

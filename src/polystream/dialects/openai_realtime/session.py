@@ -302,7 +302,8 @@ class RealtimeAPISession(Commands, RealtimeSession):
         self._playing = item
 
     def _emit(self, number: int, rid: str, events: list[Event], out: list[Routed]) -> None:
-        out.extend(Routed(event=event, stream=number, response_id=rid) for event in events)
+        for event in events:
+            out.append(Routed(event=event, stream=number, response_id=rid))
 
     # -- the session's own -------------------------------------------------------------
 
