@@ -616,3 +616,13 @@ def test_a_deep_upstream_error_body_is_kept_as_text() -> None:
         call.on_error_status(400, {}, body)
     assert raised.value.status_code == 400
     assert raised.value.kind == "invalid_request"
+
+
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_many_shallow_brackets_are_not_deep(kind: type) -> None:
+    # More opening brackets than the bound, none nested past it: the quick count says
+    # "maybe" and the scan says no; one more level past the bound is found where it is.
+    flat = "[" + ",".join(["{}", "[]"] * 200) + "]"
+    deep = "[" * 128 + "{}" + "]" * 128
+    assert too_deep(flat if kind is str else flat.encode()) is None
+    assert too_deep(deep if kind is str else deep.encode()) == 128

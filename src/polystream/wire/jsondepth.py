@@ -55,12 +55,27 @@ def too_deep(data: bytes | str, max_depth: int = DEFAULT_MAX_DEPTH) -> int | Non
     if len(data) <= max_depth:
         return None
     if isinstance(data, str):
-        if data.count("{") + data.count("[") <= max_depth:
+        if not _more_opens(data, "{", "[", max_depth):
             return None
         return _scan(_TOKENS_STR.finditer(data), max_depth)
-    if data.count(b"{") + data.count(b"[") <= max_depth:
+    if not _more_opens(data, b"{", b"[", max_depth):
         return None
     return _scan(_TOKENS_BYTES.finditer(data), max_depth)
+
+
+def _more_opens(data: Any, brace: Any, bracket: Any, limit: int) -> bool:
+    """Whether ``data`` holds more than ``limit`` opening brackets, counted with ``find``
+    and stopped once past the limit (``count`` reads a long text whole, and for one
+    character it is several times slower than ``find`` on CPython)."""
+    seen = 0
+    for opening in (brace, bracket):
+        at = data.find(opening)
+        while at != -1:
+            seen += 1
+            if seen > limit:
+                return True
+            at = data.find(opening, at + 1)
+    return False
 
 
 def _scan(
