@@ -22,7 +22,6 @@ decodes what it has so far, each time).
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Iterable
 from typing import Any, Final
 
