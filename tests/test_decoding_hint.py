@@ -179,8 +179,11 @@ def test_only_the_first_hint_bytes_are_read() -> None:
     events = decoder.feed(padding + SPEECH) + decoder.close()
     assert decoder.looks_like is None
     assert not any(isinstance(e, StreamWarning) for e in events)
-    # Within them, it is found.
-    decoder = StreamDecoder("openai_responses")
-    decoder.feed(padding[: HINT_BYTES - len(SPEECH)] + SPEECH)
-    decoder.close()
-    assert decoder.looks_like == "openai_speech"
+    # Within them, it is found, however they were cut.
+    data = padding[: HINT_BYTES - len(SPEECH)] + SPEECH
+    for step in (len(data), 1024, 1000):
+        decoder = StreamDecoder("openai_responses")
+        for start in range(0, len(data), step):
+            decoder.feed(data[start : start + step])
+        decoder.close()
+        assert decoder.looks_like == "openai_speech", step

@@ -120,7 +120,8 @@ class StreamDecoder:
         # once, until it knows.
         self._watching = False
         self._head: list[bytes] = []
-        self._head_size = 0
+        self._head_size = 0  # bytes kept (or read by the hint detector)
+        self._hint_read = 0  # bytes the hint detector read
         self._hinter: Detector | None = None
         self._hint_done = False
         self._looks_like: str | None = None
@@ -297,6 +298,7 @@ class StreamDecoder:
     def _read(self, piece: bytes) -> None:
         """The hint detector reads the next piece of the first bytes."""
         assert self._hinter is not None
+        self._hint_read += len(piece)
         try:
             found = self._hinter.feed(piece)
         except RemoteProtocolError:
@@ -306,7 +308,7 @@ class StreamDecoder:
             self._hint_done = True
             if found[0] != self._dialect_name:
                 self._looks_like = found[0]
-        elif self._head_size >= HINT_BYTES:
+        elif self._hint_read >= HINT_BYTES:
             self._hint_done = True
 
     def _hint(self) -> str | None:
@@ -359,6 +361,10 @@ class StreamDecoder:
                     f"the stream looks like {looks} (decode it as {looks}, or auto)"
                 )
                 out.insert(at, StreamWarning(code=MISMATCH, message=message))
+            if kind is Finish:
+                self._watching = False  # the end: nothing more to say
+                self._head = []
+                self._hinter = None
         return events if out is None else out
 
 
