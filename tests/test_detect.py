@@ -10,14 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from polystream import StreamDecoder
+from polystream import StreamDecoder, decode
 from polystream.dialects import _detect
-from polystream.dialects._detect import MAX_DETECT_BYTES, Detector, detect
+from polystream.dialects._detect import (
+    MAX_DETECT_BYTES,
+    Detector,
+    detect,
+    dialect_for_media_type,
+)
 from polystream.errors import RemoteProtocolError
+from polystream.events import BlockStart, MediaInfo, StreamStart
 from polystream.wire.sse import SSEDecoder
 
 from .helpers import fixture_dialect, split_at, stream_fixtures
@@ -77,6 +84,24 @@ def _steps(data: bytes, cuts: list[int]) -> tuple[list[Any], list[Any]]:
         ),
         (b'data: {"type":"agent.session.turn.item.added"}\n\n', ("openai_agent_session", "sse")),
         (b'data: {"type":"response.created","response":{}}\n\n', ("openai_responses", "sse")),
+        (
+            b'data: {"type":"transcript.text.delta","delta":"Hi"}\n\n',
+            ("openai_transcription", "sse"),
+        ),
+        (
+            b'event: image_generation.partial_image\ndata: {"type":'
+            b'"image_generation.partial_image","b64_json":""}\n\n',
+            ("openai_images", "sse"),
+        ),
+        (b'data: {"type":"image_edit.completed"}\n\n', ("openai_images", "sse")),
+        # Raw audio: the signature of an audio file (rule 0).
+        (b"ID3\x04\x00\x00\x00\x00\x00\x00", ("openai_speech", "raw")),
+        (b"\xff\xfb\x90\x64\x00", ("openai_speech", "raw")),
+        (b"RIFF\x24\x08\x00\x00WAVEfmt ", ("openai_speech", "raw")),
+        (b"fLaC\x00\x00\x00\x22", ("openai_speech", "raw")),
+        (b"OggS\x00\x02", ("openai_speech", "raw")),
+        (b"\xff\xf1\x50\x80", ("openai_speech", "raw")),
+        (b"RIFF\x24\x08\x00\x00AVI ", None),  # not audio, not a stream: more input
         (b"  \n", None),
         (b"data: {", None),
     ],
@@ -164,3 +189,85 @@ def test_each_byte_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert decoder.dialect == "openai_chat"
     assert sum(fed) == 200 * len(comment) + len(_EVENT)
     assert decoder._prefix == [] and events
+
+
+@pytest.mark.parametrize(
+    ("data", "media_type"),
+    [
+        (b"ID3\x04\x00\x00\x00\x00\x00\x00", "audio/mpeg"),
+        (b"\xff\xf3\x48\xc4", "audio/mpeg"),
+        (b"RIFF\x24\x08\x00\x00WAVEfmt ", "audio/wav"),
+        (b"fLaC\x00\x00\x00\x22", "audio/flac"),
+        (b"OggS\x00\x02", "audio/ogg"),
+        (b"\xff\xf9\x50\x80", "audio/aac"),
+    ],
+)
+def test_raw_audio_byte_by_byte(data: bytes, media_type: str) -> None:
+    detector = Detector()
+    answers = [detector.feed(data[i : i + 1]) for i in range(len(data))]
+    found = answers.index(("openai_speech", "raw"))
+    assert answers[:found] == [None] * found
+    assert detector.media_type == media_type
+    # Only at the start: after a blank byte it is not an audio file.
+    assert Detector().feed(b" " + data) is None
+
+
+def test_dialect_for_media_type() -> None:
+    for media_type in (
+        "audio/mpeg",
+        "audio/pcm",
+        "Audio/WAV; charset=binary",
+        "audio/l16;rate=8000",
+    ):
+        assert dialect_for_media_type(media_type) == "openai_speech"
+    for media_type in ("text/event-stream", "application/json", "audio", "", None, ";"):
+        assert dialect_for_media_type(media_type) is None
+
+
+@pytest.mark.parametrize(
+    ("content_type", "media"),
+    [
+        ("audio/mpeg", {"mime_type": "audio/mpeg", "format": "mp3", "channels": 1}),
+        (
+            "audio/pcm",
+            {"mime_type": "audio/pcm", "format": "pcm", "sample_rate": 24000, "channels": 1},
+        ),
+        ("audio/flac", {"mime_type": "audio/flac", "format": "flac", "channels": 1}),
+        ("audio/opus", {"mime_type": "audio/opus", "format": "opus", "channels": 1}),
+        ("audio/aac", {"mime_type": "audio/aac", "format": "aac", "channels": 1}),
+        ("audio/wav", {"mime_type": "audio/wav", "format": "wav", "channels": 1}),
+        ("audio/x-unknown", {"channels": 1}),
+    ],
+)
+def test_an_audio_content_type_is_a_raw_speech_body(content_type: str, media: Any) -> None:
+    body = bytes(range(7))  # no signature: the Content-Type alone decides
+    decoder = StreamDecoder(content_type=content_type)
+    assert decoder.dialect == "openai_speech"  # known before any byte
+    events = decoder.feed(body) + decoder.close()
+    assert events[1] == BlockStart(index=0, kind="audio", media=msgspec.convert(media, MediaInfo))
+    audio = decoder.result().audio
+    assert audio is not None and audio.data == body
+
+
+def test_a_content_type_no_dialect_claims_leaves_detection_to_the_bytes() -> None:
+    decoder = StreamDecoder(content_type="text/event-stream")
+    assert decoder.dialect is None
+    decoder.feed(_EVENT)
+    assert decoder.dialect == "openai_chat"
+    # Given to a dialect without a raw framing, it is not passed on.
+    decoder = StreamDecoder("openai_chat", content_type="audio/mpeg")
+    start = decoder.feed(_EVENT)[0]
+    assert isinstance(start, StreamStart)
+    assert (start.dialect, start.model) == ("openai_chat", "gpt-x")
+
+
+def test_a_sniffed_audio_file_is_decoded_in_its_format() -> None:
+    flac = b"fLaC\x00\x00\x00\x22" + bytes(40)
+    result = decode(flac)
+    assert result.dialect == "openai_speech"
+    assert result.audio is not None
+    assert (result.audio.format, result.audio.mime_type, result.audio.data) == (
+        "flac",
+        "audio/flac",
+        flac,
+    )

@@ -44,11 +44,12 @@ LAYERS = {
     # 2: framing and text helpers
     "wire": 2,
     "scrub": 2,
-    "audio": 2,  # audio formats, G.711, resampling, WAV (bytes in, bytes out)
+    "audio": 2,  # audio formats, media types, G.711, resampling, WAV (bytes in, bytes out)
     # 3: the dialects (tiered inside: see DIALECT_TIERS)
     "dialects": 3,
     # 4: what reads any dialect's events or requests
     "accumulate": 4,
+    "media": 4,  # the audio, images and transcript of a Result
     "request": 4,
     "realtime": 4,  # the WebSocket families' sessions (public entry)
     # 5: decoding to a result; the gateway's core

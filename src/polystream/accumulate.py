@@ -24,6 +24,10 @@ Rules (each one a bug class of today's tools):
 * Signatures and other opaque state are concatenated and kept on their block.
 * Usage merges count by count; a later empty usage never overwrites (see
   :meth:`polystream.events.Usage.merged`).
+* Media: a block's base64 data deltas are joined as bytes, never as text with padding
+  inside; :attr:`Result.audio`, :attr:`Result.images` and :attr:`Result.transcript`
+  gather the ``audio``, ``image`` and ``transcript`` blocks of candidate 0 (see
+  :mod:`polystream.media`, which also says what they cost in memory).
 """
 
 from __future__ import annotations
@@ -61,12 +65,34 @@ from polystream.events import (
     UsageUpdate,
     Warning,
 )
+from polystream.media import (
+    Audio,
+    DataParts,
+    Image,
+    MediaBlock,
+    Segment,
+    Transcript,
+    audio_of,
+    images_of,
+    transcript_of,
+)
 from polystream.wire.jsondepth import DEFAULT_MAX_DEPTH, too_deep
 
-__all__ = ["Accumulator", "Block", "Result", "ToolCall", "accumulate"]
+__all__ = [
+    "Accumulator",
+    "Audio",
+    "Block",
+    "Image",
+    "Result",
+    "Segment",
+    "ToolCall",
+    "Transcript",
+    "accumulate",
+]
 
 _TOOL_KINDS: Final = frozenset({"tool_call", "server_tool_call"})
 _TEXTUAL_KINDS: Final = frozenset({"text", "reasoning", "refusal", "compaction", "code"})
+_MEDIA_KINDS: Final = frozenset({"audio", "image", "transcript"})
 _FRAGMENTS: Final = frozenset({TextDelta, ReasoningDelta, ToolInputDelta})
 """The events whose delta is a fragment of their block's text (see ``_text``)."""
 _DECODE_ANY: Final = msgspec.json.Decoder()
@@ -113,8 +139,10 @@ class Block(msgspec.Struct, kw_only=True, omit_defaults=True):
         text: Text content (text, reasoning, refusal, compaction, code blocks).
         arguments: Parsed tool input (tool blocks), or None if invalid.
         arguments_json: Tool input as streamed (tool blocks).
-        data: Base64 content (image and audio blocks).
-        mime_type: Media type of ``data``.
+        data: Base64 content (image and audio blocks): one valid base64 text of the
+            block's bytes (deltas that each end in padding are decoded and the bytes
+            encoded once; see :mod:`polystream.media`).
+        mime_type: Media type of ``data``, as the last data delta stated it.
         signature: Opaque provider state (signature, thoughtSignature, encrypted content).
         value: Whole content sent at the start or end (server tool results, ...).
         citations: Citations attached to the block, in order.
@@ -165,6 +193,9 @@ class Result(msgspec.Struct, kw_only=True):
         warnings: Anomalies seen while decoding (sequence gaps, ...).
         errors: Every error event, in order (in-band and tolerated protocol errors).
         unknown: How many unknown native events passed through.
+        audio: The ``audio`` blocks of candidate 0 joined into one (None without any).
+        images: The ``image`` blocks of candidate 0, one :class:`Image` each.
+        transcript: The ``transcript`` blocks of candidate 0 (None without any).
     """
 
     dialect: str | None = None
@@ -184,12 +215,19 @@ class Result(msgspec.Struct, kw_only=True):
     warnings: list[Warning] = msgspec.field(default_factory=list)
     errors: list[ErrorInfo] = msgspec.field(default_factory=list)
     unknown: int = 0
+    audio: Audio | None = None
+    images: list[Image] = msgspec.field(default_factory=list)
+    transcript: Transcript | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form printed by ``polystream decode --result`` (a stable contract)."""
+        """The JSON form printed by ``polystream decode --result`` (a stable contract).
+
+        ``audio``, ``images`` and ``transcript`` are there only when the stream had
+        such blocks (:meth:`Audio.to_dict`, :meth:`Image.to_dict`,
+        :meth:`Transcript.to_dict`: bytes as base64, with their count)."""
         usage = self.usage
         reason = self.finish_reason
-        return {
+        out: dict[str, Any] = {
             "dialect": self.dialect,
             "id": self.id,
             "model": self.model,
@@ -224,6 +262,13 @@ class Result(msgspec.Struct, kw_only=True):
             "warnings": [{"code": w.code, "message": w.message} for w in self.warnings],
             "unknown": self.unknown,
         }
+        if self.audio is not None:
+            out["audio"] = self.audio.to_dict()
+        if self.images:
+            out["images"] = [image.to_dict() for image in self.images]
+        if self.transcript is not None:
+            out["transcript"] = self.transcript.to_dict()
+        return out
 
 
 def _error_dict(error: ErrorInfo) -> dict[str, Any]:
@@ -249,14 +294,15 @@ class _BlockState:
     __slots__ = (
         "arguments",
         "citations",
-        "data_parts",
+        "data",
+        "end",
         "end_value",
         "ended",
         "error",
         "fold_at",
-        "mime_type",
         "parsed",
         "parts",
+        "segments",
         "signature_parts",
         "start",
         "status",
@@ -268,11 +314,12 @@ class _BlockState:
         # When ``parts`` reaches this length, its last _FOLD_RUN fragments are folded
         # into one string (the entries before them are already folded runs).
         self.fold_at = _FOLD_RUN
-        self.data_parts: list[str] = []  # base64 fragments
+        self.data: DataParts | None = None  # base64 fragments, from the first
+        self.segments: list[TranscriptSegment] | None = None
         self.signature_parts: list[str] = []
         self.citations: list[Any] = []
-        self.mime_type: str | None = None
         self.ended = False
+        self.end: BlockEnd | None = None
         self.end_value: Any = None
         self.status: str | None = None
         # Tool blocks: the arguments parsed once, at the block's end.
@@ -460,12 +507,10 @@ class Accumulator:
 
     def _data(self, event: DataDelta) -> None:
         state = self._get(event.index, "DataDelta")
-        if event.replace:
-            state.data_parts = [event.delta]
-        else:
-            state.data_parts.append(event.delta)
-        if event.mime_type is not None:
-            state.mime_type = event.mime_type
+        data = state.data
+        if data is None:
+            data = state.data = DataParts()
+        data.add(event)
 
     def _signature(self, event: SignatureDelta) -> None:
         # Signatures may arrive after the block's content (Gemini's final empty part),
@@ -484,9 +529,13 @@ class Accumulator:
         self._citations.append(event.citation)
 
     def _segment(self, event: TranscriptSegment) -> None:
-        # A transcript's timed segment repeats text its deltas carry: the block must be
-        # open, nothing else is kept.
-        self._get(event.index, "TranscriptSegment")
+        # A transcript's timed segment repeats text its deltas carry: kept for the
+        # transcript's timing (the block must be open).
+        state = self._get(event.index, "TranscriptSegment")
+        if state.segments is None:
+            state.segments = [event]
+        else:
+            state.segments.append(event)
 
     def _meta(self, event: Metadata) -> None:
         key = event.name if event.candidate == 0 else f"{event.name}#{event.candidate}"
@@ -506,13 +555,14 @@ class Accumulator:
     def _block_end(self, event: BlockEnd) -> None:
         state = self._get(event.index, "BlockEnd")
         state.ended = True
+        state.end = event
         state.end_value = event.value
         state.status = event.status
         # No more fragments can come: join them once, and parse tool arguments once.
         if len(state.parts) > 1:
             state.parts = [_join(state.parts)]
-        if len(state.data_parts) > 1:
-            state.data_parts = [_join(state.data_parts)]
+        if state.data is not None:
+            state.data.end()
         if state.start.kind in _TOOL_KINDS:
             self._tool_arguments(state)
 
@@ -546,10 +596,22 @@ class Accumulator:
         text: list[str] = []
         reasoning: list[str] = []
         refusal: list[str] = []
+        media: dict[str, list[MediaBlock]] = {}
         for index in self._order:
             state = self._blocks[index]
             block = self._block(state, final=final)
             blocks.append(block)
+            if block.candidate == 0 and block.kind in _MEDIA_KINDS:
+                media.setdefault(block.kind, []).append(
+                    MediaBlock(
+                        start=state.start,
+                        data=state.data,
+                        complete=state.ended,
+                        text=block.text,
+                        end=state.end,
+                        segments=state.segments or [],
+                    )
+                )
             if block.candidate == 0:
                 if block.kind == "text" and block.text:
                     text.append(block.text)
@@ -592,6 +654,9 @@ class Accumulator:
             warnings=list(self._warnings),
             errors=list(self._errors),
             unknown=self._unknown,
+            audio=audio_of(media["audio"]) if "audio" in media else None,
+            images=images_of(media["image"]) if "image" in media else [],
+            transcript=transcript_of(media["transcript"]) if "transcript" in media else None,
         )
 
     def _block(self, state: _BlockState, *, final: bool) -> Block:
@@ -637,9 +702,9 @@ class Accumulator:
                 block.text = joined
             if value is not None:
                 block.value = value
-        if state.data_parts:
-            block.data = _join(state.data_parts)
-            block.mime_type = state.mime_type
+        if state.data is not None and state.data.parts:
+            block.data = state.data.text()
+            block.mime_type = state.data.mime_type
         if state.signature_parts:
             block.signature = _join(state.signature_parts)
         return block

@@ -1,5 +1,6 @@
-"""WAV files of 16-bit PCM, read and written in memory with the standard library's
-:mod:`wave` (no file is opened: the bytes come in and go out)."""
+"""WAV files of 16-bit PCM in memory: read with the standard library's :mod:`wave`,
+written with :func:`~polystream.audio.media_types.pcm_to_wav`'s header (no file is
+opened: the bytes come in and go out)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 import wave
 
 from polystream.audio.formats import AudioError, AudioFormat
+from polystream.audio.media_types import pcm_to_wav
 
 __all__ = ["read_wav", "write_wav"]
 
@@ -40,10 +42,4 @@ def write_wav(pcm: bytes, fmt: AudioFormat) -> bytes:
     if fmt.encoding != "pcm16":
         raise AudioError(f"WAV is written from 16-bit PCM only (got {fmt.encoding})")
     fmt.check(pcm)
-    out = io.BytesIO()
-    with wave.open(out, "wb") as writer:
-        writer.setnchannels(fmt.channels)
-        writer.setsampwidth(2)
-        writer.setframerate(fmt.rate)
-        writer.writeframes(pcm)
-    return out.getvalue()
+    return pcm_to_wav(pcm, sample_rate=fmt.rate, channels=fmt.channels)

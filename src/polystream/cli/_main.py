@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -24,6 +24,9 @@ from polystream.errors import (
     ProtocolError,
     RemoteProtocolError,
 )
+
+if TYPE_CHECKING:
+    from polystream.media import Audio
 
 __all__ = ["CHUNK_SIZE", "main"]
 
@@ -115,6 +118,8 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"strict": args.strict, "keep_raw": args.raw}
     if args.framing != "auto":
         options["framing"] = args.framing
+    if args.content_type:
+        options["content_type"] = args.content_type
     # With --result no event is printed: the decoder may coalesce them, as
     # polystream.decode() does.
     if args.result:
@@ -141,6 +146,35 @@ def _cmd_decode(args: argparse.Namespace) -> int:
             write_json_line(out, result.to_dict())
     except PolystreamError as exc:
         return fail(str(exc))
+    if decoder.looks_like is not None:
+        sys.stdout.flush()
+        print(
+            f"polystream: warning: nothing in the input was recognised as {decoder.dialect}: "
+            f"it looks like {decoder.looks_like} (try --dialect {decoder.looks_like} or auto)",
+            file=sys.stderr,
+        )
+    if args.audio_out is not None:
+        return _write_audio(args.audio_out, decoder.result().audio)
+    return EXIT_OK
+
+
+def _write_audio(path: str, audio: Audio | None) -> int:
+    """``decode --audio-out``: the joined audio, as WAV when it is PCM of a known rate."""
+    if audio is None:
+        return fail(f"the stream has no audio: nothing written to {path}")
+    if audio.format == "pcm" and audio.sample_rate:
+        data = audio.wav()
+    else:
+        data = audio.data
+        if audio.format == "pcm":
+            sys.stdout.flush()
+            print(
+                "polystream: warning: the PCM audio's sample rate is not stated: "
+                f"raw samples written to {path}, without a WAV header",
+                file=sys.stderr,
+            )
+    with open(path, "wb") as handle:
+        handle.write(data)
     return EXIT_OK
 
 
@@ -185,9 +219,22 @@ def _parser() -> argparse.ArgumentParser:
     decode.add_argument("--raw", action="store_true", help="include raw native events")
     decode.add_argument(
         "--framing",
-        choices=["auto", "sse", "json_array"],
+        choices=["auto", "sse", "json_array", "raw"],
         default="auto",
-        help="framing for gemini_generate (default: detect)",
+        help="framing: sse or json_array for gemini_generate, sse or raw (the audio file "
+        "itself) for openai_speech (default: detect)",
+    )
+    decode.add_argument(
+        "--content-type",
+        metavar="TYPE",
+        help="the response's Content-Type: an audio type (audio/mpeg, audio/pcm, ...) is "
+        "a raw audio body (openai_speech, raw framing, in that format)",
+    )
+    decode.add_argument(
+        "--audio-out",
+        metavar="FILE",
+        help="also write the stream's audio, joined, to FILE: a WAV file when it is PCM "
+        "of a known sample rate, else the audio bytes as they are (mp3, opus, ...)",
     )
     decode.add_argument("file", metavar="FILE|-", help="input file, or - for stdin")
     decode.set_defaults(run=_cmd_decode)

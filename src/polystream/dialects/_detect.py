@@ -1,7 +1,14 @@
 """Detect a stream's dialect from its first bytes (``dialect="auto"``).
 
-The rules, in order (documented in the README):
+The rules, in order (documented in docs/cli.md):
 
+0. The input starts with the signature of an audio file (an ID3 tag or an MPEG audio
+   frame, ``RIFF....WAVE``, ``fLaC``, ``OggS``, an AAC ADTS frame:
+   :func:`polystream.audio.sniff_audio`): the dialect whose
+   :attr:`~polystream.dialects._spec.DetectSpec.media_types` claims that media type
+   (``openai_speech``), in its ``raw`` framing; :attr:`Detector.media_type` is the
+   type. (A response whose ``Content-Type`` is known is claimed from it alone:
+   :func:`dialect_for_media_type`.)
 1. The first non-blank byte is ``[``: ``gemini_generate`` in the JSON-array framing.
    A ``{`` is a single JSON document, not a stream: an error.
 2. Otherwise the input is read as SSE, and the first event whose data is a JSON object
@@ -15,7 +22,12 @@ The rules, in order (documented in the README):
    * ``object: chat.completion.chunk`` or a ``choices`` key: ``openai_chat``, or
      ``xai_chat`` for a ``grok`` model;
    * ``candidates``, ``usageMetadata``, ``promptFeedback`` or ``modelVersion`` keys:
-     ``gemini_generate`` in the SSE framing.
+     ``gemini_generate`` in the SSE framing;
+   * the media and agent dialects by their event names: ``speech.``
+     (``openai_speech``), ``transcript.text.`` (``openai_transcription``),
+     ``image_generation.`` / ``image_edit.`` (``openai_images``), ``agent.session.``
+     (``openai_agent_session``), ``session.``, ``agent.``, ``span.``, ``user.``
+     (``anthropic_agent_session``).
 
 Detection needs at most :data:`MAX_DETECT_BYTES` of input: when nothing decides within
 it (blank bytes included), it fails. :class:`Detector` reads a stream that arrives in
@@ -28,16 +40,20 @@ from typing import Any, Final
 
 import msgspec
 
+from polystream.audio import SNIFF_BYTES, may_be_audio, sniff_audio
 from polystream.dialects._spec import DetectSpec
 from polystream.errors import RemoteProtocolError
 from polystream.wire.framing import BLANK
 from polystream.wire.jsondepth import too_deep
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
 
-__all__ = ["BLANK", "MAX_DETECT_BYTES", "Detector", "detect"]
+__all__ = ["BLANK", "MAX_DETECT_BYTES", "RAW", "Detector", "detect", "dialect_for_media_type"]
 
 MAX_DETECT_BYTES: Final = 1024 * 1024
 """Input read before giving up on detection (1 MiB)."""
+
+RAW: Final = "raw"
+"""The framing of a body that is a media file, not a stream of events."""
 
 
 def _model_of(obj: dict[str, Any], *path: str) -> str:
@@ -64,6 +80,22 @@ def _rules() -> list[tuple[str, DetectSpec]]:
             )
         )
     return _RULES
+
+
+def dialect_for_media_type(media_type: str | None) -> str | None:
+    """The dialect whose :attr:`~polystream.dialects._spec.DetectSpec.media_types`
+    claims a body of this media type (a ``Content-Type``; its parameters are ignored),
+    to decode in its ``raw`` framing; None when no dialect does."""
+    if not media_type:
+        return None
+    base = media_type.split(";", 1)[0].strip().lower()
+    if not base:
+        return None
+    for name, rule in _rules():
+        for claimed in rule.media_types:
+            if base == claimed or (claimed.endswith("/") and base.startswith(claimed)):
+                return name
+    return None
 
 
 def _claims(rule: DetectSpec, tags: tuple[str, str], obj: dict[str, Any]) -> bool:
@@ -122,9 +154,10 @@ class Detector:
 
     Every byte up to the limit goes to one SSE parser as it comes, blank bytes too:
     they give it no event, and whether the input is SSE at all is decided by its first
-    non-blank byte."""
+    non-blank byte. The first :data:`~polystream.audio.SNIFF_BYTES` bytes are kept
+    while they may still be the start of an audio file."""
 
-    __slots__ = ("_blank", "_error", "_found", "_size", "_sse")
+    __slots__ = ("_blank", "_error", "_found", "_head", "_media_type", "_size", "_sse")
 
     def __init__(self) -> None:
         self._size = 0  # bytes fed so far
@@ -132,6 +165,15 @@ class Detector:
         self._sse = SSEDecoder(max_line_size=MAX_DETECT_BYTES, max_event_size=MAX_DETECT_BYTES)
         self._found: tuple[str, str] | None = None
         self._error: RemoteProtocolError | None = None
+        # The first bytes while they may begin an audio file; None once they cannot.
+        self._head: bytes | None = b""
+        self._media_type: str | None = None
+
+    @property
+    def media_type(self) -> str | None:
+        """The media type of the audio file the input is (the ``raw`` framing), once
+        found."""
+        return self._media_type
 
     def feed(self, data: bytes) -> tuple[str, str] | None:
         """Consume the next piece of the stream; return :func:`detect`'s answer for
@@ -153,6 +195,10 @@ class Detector:
     def _feed(self, data: bytes) -> tuple[str, str] | None:
         before = self._size
         self._size += len(data)
+        if self._head is not None and data:
+            found = self._sniff(data)
+            if found is not None:
+                return found
         if self._blank:
             stripped = data.lstrip(BLANK)
             if stripped:
@@ -185,4 +231,22 @@ class Detector:
                 + (" (all blank)" if self._blank else ""),
                 byte_offset=0,
             )
+        return None
+
+    def _sniff(self, data: bytes) -> tuple[str, str] | None:
+        """Rule 0: the input begins an audio file some dialect claims."""
+        assert self._head is not None
+        head = self._head + data[: SNIFF_BYTES - len(self._head)]
+        media_type = sniff_audio(head)
+        if media_type is not None:
+            self._head = None
+            dialect = dialect_for_media_type(media_type)
+            if dialect is not None:
+                self._media_type = media_type
+                self._found = (dialect, RAW)
+                return self._found
+        elif may_be_audio(head):
+            self._head = head
+        else:
+            self._head = None
         return None

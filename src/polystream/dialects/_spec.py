@@ -198,6 +198,12 @@ class DetectSpec:
     with a :attr:`model_prefix` claims the event only when the model at
     :attr:`model_path` starts with it (xAI's siblings of the OpenAI and Anthropic
     dialects: the same events, a ``grok`` model).
+
+    :attr:`media_types` claims a body that is not a stream of events but a media file
+    (the audio of a speech request): a ``Content-Type`` it names (an entry ending in
+    ``/`` names every subtype: ``audio/``), or the first bytes of such a file
+    (:func:`polystream.audio.sniff_audio`). The dialect then decodes in its ``raw``
+    framing, and its decoder takes that media type as its ``content_type`` option.
     """
 
     order: int
@@ -207,6 +213,7 @@ class DetectSpec:
     objects: tuple[str, ...] = ()
     model_path: tuple[str, ...] = ()
     model_prefix: str | None = None
+    media_types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

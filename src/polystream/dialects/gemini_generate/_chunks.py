@@ -8,6 +8,7 @@ from typing import Any, Final
 
 import msgspec
 
+from polystream.audio import media_of_type
 from polystream.dialects._base import FramedDecoder
 from polystream.dialects._carrier import unwrap_base64
 from polystream.events import (
@@ -732,7 +733,14 @@ class ChunkDecoder(FramedDecoder):
             extra["inlineData_order"] = inner
         # One block per part, audio included: base64 fragments do not concatenate as
         # text (each may end in padding), so each fragment stays a whole block.
-        index = self._new_block(state, c, kind, out, name="inlineData" if kind == "other" else None)
+        if kind == "audio":
+            # Its format, sample rate and channels, from the media type
+            # (``audio/L16;codec=pcm;rate=24000``: 24 kHz PCM, mono).
+            index = self._new_block(state, c, kind, out, media=media_of_type(mime))
+        else:
+            index = self._new_block(
+                state, c, kind, out, name="inlineData" if kind == "other" else None
+            )
         out.append(
             DataDelta(
                 index=index,

@@ -55,7 +55,10 @@ Blocks (unified block index per part run; ``BlockStart.candidate`` is the candid
 * ``executableCode`` -> ``code`` block (the code as one TextDelta);
   ``codeExecutionResult`` -> ``code_result`` block with the object as ``value``;
   ``inlineData`` -> one ``image`` / ``audio`` block per part (:class:`DataDelta`; base64
-  fragments with padding do not concatenate as text); ``toolCall`` of a built-in tool ->
+  fragments with padding do not concatenate as text); an audio block's
+  :class:`~polystream.events.MediaInfo` is read from its ``mimeType``
+  (``audio/L16;codec=pcm;rate=24000``: ``format="pcm"``, ``sample_rate=24000``,
+  ``channels=1``; :func:`polystream.audio.media_of_type`); ``toolCall`` of a built-in tool ->
   ``server_tool_call`` (``id``, ``name`` = ``toolType``, ``value`` = ``args``),
   ``toolResponse`` -> ``server_tool_result`` with the object as ``value``;
   ``functionResponse``, ``fileData`` and unknown part kinds -> an ``other`` block

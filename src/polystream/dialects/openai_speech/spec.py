@@ -25,7 +25,12 @@ SPEC = DialectSpec(
     auth=OPENAI_AUTH,
     errors=ErrorSpec("openai", param_field=True),
     resume=ResumeSpec("counter", id_lines=True),
-    detect=DetectSpec(60, names=("speech.audio.delta", "speech.audio.done"), prefixes=("speech.",)),
+    detect=DetectSpec(
+        60,
+        names=("speech.audio.delta", "speech.audio.done"),
+        prefixes=("speech.",),
+        media_types=("audio/",),
+    ),
     reply=ReplySpec(
         "", "", signature_state=False, demo_model="gpt-4o-mini-tts", model_prefixes=("tts-",)
     ),
