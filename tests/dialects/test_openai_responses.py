@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import json
 from pathlib import Path
 from typing import Any
@@ -298,12 +300,16 @@ def test_code_interpreter_and_partial_images() -> None:
     )
     events = decode_events((FIX / "image_generation.sse").read_bytes(), D)
     data = [e for e in events if isinstance(e, DataDelta)]
-    assert [(d.delta[-5:], d.replace, d.mime_type) for d in data] == [
-        ("part0", True, "image/png"),
-        ("part1", True, "image/png"),
-        ("final", True, "image/png"),
+    assert [(base64.b64decode(d.delta)[-5:], d.replace, d.partial, d.mime_type) for d in data] == [
+        (b"part0", True, 0, "image/png"),
+        (b"part1", True, 1, "image/png"),
+        (b"final", True, None, "image/png"),
     ]
-    assert accumulate(events).blocks[0].data == "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABfinal"
+    result = accumulate(events)
+    assert result.blocks[0].data == "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABZmluYWw="
+    assert [(i.index, i.partial_images, i.final, i.data[-5:]) for i in result.images] == [
+        (0, 2, True, b"final")
+    ]
 
 
 def test_parallel_tool_calls_are_distinct_blocks() -> None:

@@ -793,6 +793,7 @@ class ResponsesDecoder(FramedDecoder):
         block = self._block_of(payload, kind)
         data = self._pop_str(payload, "partial_image_b64", kind)
         fmt = payload.get("output_format")
+        partial = payload.get("partial_image_index")
         self._output = True
         out.append(
             DataDelta(
@@ -800,6 +801,7 @@ class ResponsesDecoder(FramedDecoder):
                 delta=data,
                 mime_type=f"image/{fmt}" if isinstance(fmt, str) else None,
                 replace=True,
+                partial=partial if type(partial) is int else None,
                 cursor=seq,
                 extra=payload,
             )
