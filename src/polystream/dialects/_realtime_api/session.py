@@ -13,7 +13,9 @@ response is stream 0:
   news (``conversation.item.*``, ``conversation.created``) -> status updates named by
   the message type; a DTMF key -> :class:`~polystream.events.Metadata` ``dtmf``;
 * the input audio's transcription -> one ``transcript`` block per item and content
-  index (``TextDelta``, ``TranscriptSegment``, its usage, its end);
+  index (``TextDelta``, ``TranscriptSegment``, its usage, its end; xAI's ``updated``, the
+  transcript so far, a ``Metadata`` ``interim_transcript``);
+* ``ping`` (xAI) -> :class:`~polystream.events.KeepAlive`;
 * ``rate_limits.updated`` -> :class:`~polystream.events.RateLimits`;
 * ``error`` -> :class:`~polystream.events.ErrorEvent`; the codes that end the session
   (:attr:`RealtimeAPISession.expiry`) -> :class:`~polystream.events.Lifetime`
@@ -44,7 +46,7 @@ import msgspec
 from polystream.audio.formats import AudioFormat
 from polystream.dialects._realtime.session import RealtimeSession, Routed
 from polystream.dialects._realtime_api.audio_format import DEFAULT_FORMAT, media_info, read_format
-from polystream.dialects._realtime_api.commands import Commands
+from polystream.dialects._realtime_api.commands import Commands, Transport
 from polystream.dialects._realtime_api.reply import IMPLICIT, Reply
 from polystream.dialects._realtime_api.usage import to_usage
 from polystream.dialects._realtime_api.wire import (
@@ -64,6 +66,7 @@ from polystream.events import (
     Event,
     Finish,
     FinishReason,
+    KeepAlive,
     Lifetime,
     Metadata,
     RateLimit,
@@ -132,6 +135,8 @@ class RealtimeAPISession(Commands, RealtimeSession):
         self.conversation_id: str | None = None
         self.input_format: AudioFormat = DEFAULT_FORMAT
         self.output_format: AudioFormat = DEFAULT_FORMAT
+        self.input_transport = "json"
+        self.output_transport: Transport = "json"
         self._output_media = media_info(DEFAULT_FORMAT)
         self._replies: dict[str, tuple[int, Reply]] = {}  # running, by response id
         self._item_reply: OrderedDict[str, str] = OrderedDict()  # item -> response id
@@ -230,6 +235,8 @@ class RealtimeAPISession(Commands, RealtimeSession):
             )
         elif kind == "rate_limits.updated":
             self._rate_limits(payload, out)
+        elif kind == "ping":
+            self._session_event(KeepAlive(name=kind, extra=payload), out)
         else:
             assert kind == "error"
             self._error(payload, out)
@@ -269,8 +276,17 @@ class RealtimeAPISession(Commands, RealtimeSession):
         )
 
     def _configured(self, session: dict[str, Any]) -> None:
-        """The session's configuration as the server stated it (a family reads what it
-        needs beyond the audio formats)."""
+        """A configuration the client sent or the server stated: the audio transports
+        (xAI's ``audio.input.transport`` / ``audio.output.transport``)."""
+        audio = session.get("audio")
+        for side in ("input", "output"):
+            config = audio.get(side) if isinstance(audio, dict) else None
+            transport = config.get("transport") if isinstance(config, dict) else None
+            if transport in ("json", "binary"):
+                if side == "input":
+                    self.input_transport = transport
+                else:
+                    self.output_transport = transport
 
     # -- responses ---------------------------------------------------------------------
 
@@ -338,6 +354,19 @@ class RealtimeAPISession(Commands, RealtimeSession):
         for call in reply.call_ids:
             self._call_reply.pop(call, None)
 
+    def _on_data(self, read: WSMessage, data: bytes, out: list[Routed]) -> None:
+        """A binary message: output audio (xAI's ``transport: binary``), for the newest
+        response running (see :meth:`.reply.Reply.binary_audio`)."""
+        if not self._replies:
+            raise RemoteProtocolError(f"binary audio of {len(data)} bytes with no response running")
+        rid = next(reversed(self._replies))
+        number, reply = self._replies[rid]
+        events: list[Event] = []
+        part = reply.binary_audio(data, self._output_media, events)
+        if part is not None:
+            self._count_audio(rid, part[0], part[1], len(data))
+        self._emit(number, rid, events, out)
+
     def _count_audio(self, rid: str, item: str, content_index: int, size: int) -> None:
         """Count ``size`` bytes of output audio received for an assistant item."""
         state = self._audio.get(item)
@@ -404,6 +433,16 @@ class RealtimeAPISession(Commands, RealtimeSession):
                     end=float(end) if isinstance(end, int | float) else None,
                     speaker=speaker if isinstance(speaker, str) else None,
                     id=sid if isinstance(sid, str) else None,
+                    extra=payload,
+                )
+            )
+        elif what == "updated":
+            # The transcript so far (xAI), which a later one may revise: not a delta.
+            text = payload.get("transcript")
+            events.append(
+                Metadata(
+                    name="interim_transcript",
+                    value=text if isinstance(text, str) else "",
                     extra=payload,
                 )
             )
