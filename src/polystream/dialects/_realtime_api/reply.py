@@ -366,9 +366,14 @@ class Reply:
 
     def _part_block(self, payload: dict[str, Any], kind: str, *, audio: bool, which: int) -> int:
         """The block of a content part's delta: the audio (``which`` 0) or transcript
-        (1) of an audio part, the block of a text part."""
+        (1) of an audio part, the block of a text part. A delta that names no content
+        part (xAI's transcript deltas) is the item's last part of its kind."""
         state = self._message(payload, kind)
         ci = payload.get("content_index")
+        if ci is None:  # (xAI names no part: the item's last of the kind)
+            ci = next(
+                (i for i, b in reversed(state.parts.items()) if (b[1] is not None) == audio), None
+            )
         blocks = state.parts.get(ci) if type(ci) is int else None
         if blocks is None:
             raise EventOrderError(f"{kind} for content part {ci} of item {state.id}, never added")

@@ -492,7 +492,7 @@ class RealtimeAPISession(Commands, RealtimeSession):
         info = error_info(error, output_started=False)
         ended = next((v for v in (info.code, error.get("type")) if v in self.expiry), None)
         if ended is not None:
-            info = msgspec.structs.replace(info, kind="timeout")
+            info = msgspec.structs.replace(info, kind="timeout", retryable=False)
             event: RealtimeEvent = Lifetime(
                 state="expired",
                 reason=ended,
