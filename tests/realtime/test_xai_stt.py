@@ -24,6 +24,7 @@ from polystream.events import (
     StreamStart,
     TextDelta,
     TranscriptSegment,
+    Unknown,
 )
 from polystream.realtime import open_session
 
@@ -266,6 +267,21 @@ def test_close_truncates_the_running_turn_and_those_asked_for() -> None:
     )
     with pytest.raises(LocalProtocolError):
         session.feed('{"type":"transcript.created"}')
+
+
+def test_unknown_messages_pass_through_in_the_running_turn() -> None:
+    session = Session()
+    text = '{"type":"transcript.language","language":"en"}'
+    assert where(session.feed(text)) == [
+        (0, None, None, Unknown(name="transcript.language", data=text))
+    ]
+    session.feed('{"type":"transcript.partial","text":"a","is_final":false}')
+    assert where(session.feed(text))[-1] == (
+        1,
+        None,
+        None,
+        Unknown(name="transcript.language", data=text),
+    )
 
 
 def test_malformed_messages_and_bounds_are_located() -> None:
