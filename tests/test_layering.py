@@ -84,6 +84,9 @@ DIALECT_TIERS = {
     "_google": 1,
     "_usage_fold": 1,
     "_realtime": 1,  # the WebSocket families' session base
+    "_realtime_api": 2,  # the Realtime API session (OpenAI, xAI)
+    "_responses_ws": 2,  # the Responses WebSocket session (OpenAI, xAI)
+    "_xai_voice": 2,  # what xAI's text-to-speech and speech-to-text sockets share
     "_responses": 2,  # the families shared by sibling dialects
     "_chat": 2,
     "_messages": 2,

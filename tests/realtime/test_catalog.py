@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from polystream.dialects._realtime.session import RealtimeSession, Routed
-from polystream.dialects.openai_realtime import wire as realtime_wire
+from polystream.dialects._realtime_api import wire as realtime_wire
+from polystream.dialects._realtime_api.finish_reason import FINISH_REASONS
+from polystream.dialects._responses_ws import wire as responses_wire
 from polystream.dialects.openai_realtime.binding import Session as RealtimeSessionOpenAI
-from polystream.dialects.openai_realtime.finish_reason import FINISH_REASONS
-from polystream.dialects.openai_responses_ws import wire as responses_wire
 from polystream.dialects.openai_responses_ws.binding import Session as ResponsesSession
 from polystream.events import ErrorEvent, StreamWarning, Unknown
 

@@ -730,7 +730,7 @@ def test_commands_exact_messages() -> None:
 
 
 def test_send_audio_splits_at_the_append_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from polystream.dialects.openai_realtime import commands
+    from polystream.dialects._realtime_api import commands
 
     monkeypatch.setattr(commands, "APPEND_LIMIT", 4)
     out = Session().send_audio(b"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09")

@@ -19,6 +19,10 @@ __all__ = ["SOCKETS", "SOCKET_SPECS", "open_session"]
 SOCKETS: Final = (
     "openai_responses_ws",
     "openai_realtime",
+    "xai_responses_ws",
+    "xai_realtime",
+    "xai_tts",
+    "xai_stt",
 )
 """The WebSocket families with a session."""
 

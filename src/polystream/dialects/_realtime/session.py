@@ -19,16 +19,19 @@ Errors are located by message: a malformed message is a
 :class:`~polystream.events.ErrorEvent` of kind ``protocol`` in stream 0 and reading goes
 on; in strict mode it is raised. Unknown messages pass through as
 :class:`~polystream.events.Unknown` events holding the message's exact text (strict mode
-rejects them).
+rejects them). A family whose binary messages are data (raw audio) reads them with
+:meth:`RealtimeSession._on_data`.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
+from polystream.dialects._socket_spec import SocketSpec
 from polystream.errors import LocalProtocolError, RemoteProtocolError
 from polystream.events import (
     ErrorEvent,
@@ -74,6 +77,10 @@ class RealtimeSession(abc.ABC):
     """
 
     dialect: ClassVar[str]
+    spec: ClassVar[SocketSpec]
+    binary: ClassVar[Literal["json", "data"]] = "json"
+    """What the server's binary messages hold: JSON, or data (raw audio) that
+    :meth:`_on_data` reads."""
 
     def __init__(
         self,
@@ -86,7 +93,10 @@ class RealtimeSession(abc.ABC):
         self.strict = strict
         self.keep_raw = keep_raw
         self._reader = MessageReader(
-            name=self.dialect, max_message_size=max_message_size, max_depth=max_depth
+            name=self.dialect,
+            max_message_size=max_message_size,
+            max_depth=max_depth,
+            binary=self.binary,
         )
         self._streams = 0
         self._closed = False
@@ -115,6 +125,11 @@ class RealtimeSession(abc.ABC):
             self._tolerate(exc, out)
             return out
         try:
+            if read.data is not None:
+                if self.keep_raw:
+                    out.append(Routed(event=Raw(dialect=self.dialect, data=read.data)))
+                self._on_data(read, read.data, out)
+                return out
             payload = read.value
             if type(payload) is not dict:
                 raise RemoteProtocolError(
@@ -145,6 +160,10 @@ class RealtimeSession(abc.ABC):
     ) -> None:
         """Handle one message (an object with a string ``type``); raise a
         :class:`~polystream.errors.RemoteProtocolError` for anything malformed."""
+
+    def _on_data(self, read: WSMessage, data: bytes, out: list[Routed]) -> None:
+        """Handle one binary data message (families whose :attr:`binary` is ``data``)."""
+        raise RemoteProtocolError(f"unexpected binary message of {len(data)} bytes")
 
     @abc.abstractmethod
     def _on_close(self, out: list[Routed]) -> None:
@@ -189,8 +208,9 @@ class RealtimeSession(abc.ABC):
         """Send user text and, as a rule, ask for a reply."""
         raise self._unsupported("text input")
 
-    def send_audio(self, *args: Any, **kwargs: Any) -> list[str]:
-        """Send input audio, in the session's input format."""
+    def send_audio(self, *args: Any, **kwargs: Any) -> Sequence[str | bytes]:
+        """Send input audio, in the session's input format (JSON texts, or bytes
+        messages for a family that takes raw audio)."""
         raise self._unsupported("audio input")
 
     def append_item(self, *args: Any, **kwargs: Any) -> list[str]:

@@ -1,10 +1,20 @@
-"""``openai_realtime``'s code: the session (see :mod:`.session`)."""
+"""``openai_realtime``'s code: the shared Realtime API session
+(:mod:`polystream.dialects._realtime_api`) bound to OpenAI's name and descriptor."""
 
 from __future__ import annotations
 
-from polystream.dialects.openai_realtime.session import RealtimeAPISession
+from typing import ClassVar
+
+from polystream.dialects._realtime_api.session import RealtimeAPISession
+from polystream.dialects._socket_spec import SocketSpec
+from polystream.dialects.openai_realtime.spec import SPEC
 
 __all__ = ["Session"]
 
-Session = RealtimeAPISession
-"""The family's sans-I/O session."""
+
+class Session(RealtimeAPISession):
+    """An OpenAI Realtime WebSocket session (see
+    :class:`~polystream.dialects._realtime_api.session.RealtimeAPISession`)."""
+
+    dialect: ClassVar[str] = "openai_realtime"
+    spec: ClassVar[SocketSpec] = SPEC

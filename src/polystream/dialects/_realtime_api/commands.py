@@ -2,13 +2,14 @@
 
 Each command returns the JSON texts to send, in order. Audio travels base64 in
 ``input_audio_buffer.append``; one append carries at most 15 MiB, so a long buffer is
-split into several (at a frame boundary).
+split into several (at a frame boundary). When the session's input transport is
+``binary`` (xAI's ``audio.input.transport``), audio goes as bytes messages instead.
 """
 
 from __future__ import annotations
 
 import base64
-from typing import Any, Final
+from typing import Any, ClassVar, Final, Literal
 
 from polystream.wire.ws import dump_message
 
@@ -19,16 +20,34 @@ APPEND_LIMIT: Final = 11 * 1024 * 1024
 under the service's 15 MiB)."""
 
 
+Transport = Literal["json", "binary"]
+
+
 class Commands:
-    """The GA client messages (mixed into the session)."""
+    """The GA client messages (mixed into the session).
+
+    Class attributes:
+        session_type: The ``type`` a ``session.update`` carries unless given (None:
+            none, as xAI's sessions have no type).
+    """
+
+    session_type: ClassVar[str | None] = "realtime"
+    input_transport: Transport = "json"
+    """How input audio travels: base64 in JSON, or (``binary``) bytes messages."""
 
     def configure(self, session: dict[str, Any] | None = None, **fields: Any) -> list[str]:
-        """``session.update``: ``session`` then ``fields``, with ``type: "realtime"``
-        unless a type is given (``transcription`` for a transcription session)."""
-        config: dict[str, Any] = {"type": "realtime"}
+        """``session.update``: ``session`` then ``fields``, with the family's
+        :attr:`session_type` unless a type is given (``transcription`` for an OpenAI
+        transcription session). An ``audio.input.transport`` it sets applies to the
+        audio sent after it."""
+        config: dict[str, Any] = {} if self.session_type is None else {"type": self.session_type}
         config.update(session or {})
         config.update(fields)
+        self._configured(config)
         return [dump_message({"type": "session.update", "session": config})]
+
+    def _configured(self, session: dict[str, Any]) -> None:
+        """A configuration the client sent or the server stated (the session reads it)."""
 
     def send_text(self, text: str, *, respond: bool = True, role: str = "user") -> list[str]:
         """A ``conversation.item.create`` of a text message, then (``respond``) a
@@ -39,10 +58,13 @@ class Commands:
             out += self.create_response()
         return out
 
-    def send_audio(self, audio: bytes) -> list[str]:
+    def send_audio(self, audio: bytes) -> list[str] | list[bytes]:
         """``input_audio_buffer.append`` messages for ``audio`` (in the session's input
-        format), split to respect the 15 MiB limit of one append."""
+        format), split to respect the 15 MiB limit of one append; with a ``binary``
+        input transport, the audio as bytes messages (split the same way)."""
         step = APPEND_LIMIT
+        if self.input_transport == "binary":
+            return [bytes(audio[at : at + step]) for at in range(0, len(audio), step)]
         return [
             dump_message(
                 {

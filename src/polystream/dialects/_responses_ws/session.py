@@ -1,4 +1,6 @@
-"""The Responses WebSocket session: one ``response.create`` per turn, lanes, steering.
+"""The Responses WebSocket session: one ``response.create`` per turn, lanes, steering;
+shared by the families that speak it (``openai_responses_ws``, ``xai_responses_ws``),
+each binding the class with its name, descriptor and reply decoder.
 
 Each reply is decoded by the Responses decoder that reads the SSE stream
 (:class:`~polystream.dialects._responses.decode.ResponsesDecoder`, through its
@@ -32,10 +34,8 @@ import msgspec
 from polystream.dialects._realtime.session import RealtimeSession, Routed
 from polystream.dialects._responses.decode import ResponsesDecoder
 from polystream.dialects._responses.errors import error_info
-from polystream.dialects._responses.quirks import OPENAI, Quirks
-from polystream.dialects.openai_responses_ws.errors import CONNECTION_LIMIT, retry_advice, retype
-from polystream.dialects.openai_responses_ws.spec import SPEC
-from polystream.dialects.openai_responses_ws.wire import REPLY_EVENTS, STEERING
+from polystream.dialects._responses_ws.errors import CONNECTION_LIMIT, retry_advice, retype
+from polystream.dialects._responses_ws.wire import REPLY_EVENTS, STEERING
 from polystream.errors import BufferLimitExceeded, LocalProtocolError, RemoteProtocolError
 from polystream.events import (
     ErrorEvent,
@@ -56,13 +56,6 @@ __all__ = ["ResponsesSocketSession"]
 _IMPLICIT: dict[str, Any] = {"implicit": True}
 
 
-class ReplyDecoder(ResponsesDecoder):
-    """One reply's decoder: the shared Responses decoder, OpenAI's quirks."""
-
-    dialect: ClassVar[str] = "openai_responses"
-    quirks: ClassVar[Quirks] = OPENAI
-
-
 class _Reply:
     """One reply while it runs."""
 
@@ -76,10 +69,16 @@ class _Reply:
         "started",
     )
 
-    def __init__(self, number: int, request: dict[str, Any] | None, strict: bool) -> None:
+    def __init__(
+        self,
+        number: int,
+        request: dict[str, Any] | None,
+        decoder: type[ResponsesDecoder],
+        strict: bool,
+    ) -> None:
         self.number = number
         self.request = request
-        self.decoder = ReplyDecoder(strict=strict)
+        self.decoder = decoder(strict=strict)
         self.response_id: str | None = None
         self.started = False  # its StreamStart was given
         self.error_status: Any = None  # the HTTP status of an error message it got
@@ -101,21 +100,30 @@ class _Lane:
 
 
 class ResponsesSocketSession(RealtimeSession):
-    """A Responses WebSocket connection, sans-I/O.
+    """A Responses WebSocket connection, sans-I/O (bound by a family's ``binding.py``).
+
+    Class attributes (what a family binds):
+        reply_decoder: The decoder of each reply: the shared Responses decoder bound to
+            the provider's quirks (its dialect is the replies' ``StreamStart`` dialect).
+        steering: The family has ``response.steer`` and ``response.inject``.
 
     Args:
-        max_lanes: Most lanes at once (the service allows 32); a server message naming
-            one more is a :class:`~polystream.errors.BufferLimitExceeded`, a request for
-            one more a :class:`~polystream.errors.LocalProtocolError`.
+        max_lanes: Most lanes at once (by default the descriptor's ``lanes``: OpenAI
+            allows 32); a server message naming one more is a
+            :class:`~polystream.errors.BufferLimitExceeded`, a request for one more a
+            :class:`~polystream.errors.LocalProtocolError`.
         max_pending: Most requests one lane may wait on.
         **options: See :class:`~polystream.dialects._realtime.session.RealtimeSession`.
     """
 
-    dialect: ClassVar[str] = "openai_responses_ws"
+    reply_decoder: ClassVar[type[ResponsesDecoder]]
+    steering: ClassVar[bool] = True
 
-    def __init__(self, *, max_lanes: int = SPEC.lanes, max_pending: int = 1024, **options: Any):
+    def __init__(
+        self, *, max_lanes: int | None = None, max_pending: int = 1024, **options: Any
+    ) -> None:
         super().__init__(**options)
-        self.max_lanes = max_lanes
+        self.max_lanes = self.spec.lanes if max_lanes is None else max_lanes
         self.max_pending = max_pending
         self._lanes: dict[str | None, _Lane] = {}
         self._defaults: dict[str, Any] = {}
@@ -207,7 +215,7 @@ class ResponsesSocketSession(RealtimeSession):
                     event=Lifetime(
                         state="limit_reached",
                         reason=code,
-                        max_duration=SPEC.max_duration,
+                        max_duration=self.spec.max_duration,
                         message=info.message,
                         error=info,
                         extra=_IMPLICIT,
@@ -286,7 +294,7 @@ class ResponsesSocketSession(RealtimeSession):
 
     def _open(self, lane: _Lane) -> _Reply:
         request = lane.pending.popleft() if lane.pending else None
-        reply = lane.active = _Reply(self._new_stream(), request, self.strict)
+        reply = lane.active = _Reply(self._new_stream(), request, self.reply_decoder, self.strict)
         return reply
 
     def _emit(
@@ -445,7 +453,13 @@ class ResponsesSocketSession(RealtimeSession):
     def steer(self, input: str | list[Any], *, previous_response_id: str) -> list[str]:
         """A ``response.steer``: queue user input (text, or user messages) for a
         continuation of the response ``previous_response_id`` (its lane follows from
-        the response; the outcome comes back as :class:`~polystream.events.Steering`)."""
+        the response; the outcome comes back as :class:`~polystream.events.Steering`).
+
+        Raises:
+            LocalProtocolError: The family has no steering.
+        """
+        if not self.steering:
+            raise self._unsupported("response.steer")
         return [
             self._message(
                 {
@@ -458,7 +472,13 @@ class ResponsesSocketSession(RealtimeSession):
 
     def inject(self, items: list[Any], *, response_id: str) -> list[str]:
         """A ``response.inject`` (beta): commit input items (client tool outputs) into
-        the running response ``response_id``."""
+        the running response ``response_id``.
+
+        Raises:
+            LocalProtocolError: The family has no injection.
+        """
+        if not self.steering:
+            raise self._unsupported("response.inject")
         return [
             self._message({"type": "response.inject", "response_id": response_id, "input": items})
         ]

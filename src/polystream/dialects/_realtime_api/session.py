@@ -1,8 +1,9 @@
-"""The OpenAI Realtime session (GA, and the retired beta vocabulary), sans-I/O.
+"""The Realtime API session: OpenAI's vocabulary (GA, and the retired beta names),
+shared by the families that speak it (``openai_realtime``, ``xai_realtime``), sans-I/O.
 
 Each response (``response.created`` ... ``response.done``) is a unified stream of its
 own (:mod:`.reply`), numbered in order of creation; the server's messages name their
-response (``response_id``, or the item an MCP message names). What belongs to no
+response (``response_id``, or the item or function call they name). What belongs to no
 response is stream 0:
 
 * ``session.created`` / ``session.updated`` -> :class:`~polystream.events.SessionUpdate`
@@ -12,44 +13,50 @@ response is stream 0:
   news (``conversation.item.*``, ``conversation.created``) -> status updates named by
   the message type; a DTMF key -> :class:`~polystream.events.Metadata` ``dtmf``;
 * the input audio's transcription -> one ``transcript`` block per item and content
-  index (``TextDelta``, ``TranscriptSegment``, its usage, its end);
+  index (``TextDelta``, ``TranscriptSegment``, its usage, its end; xAI's ``updated``, the
+  transcript so far, a ``Metadata`` ``interim_transcript``);
+* ``ping`` (xAI) -> :class:`~polystream.events.KeepAlive`;
 * ``rate_limits.updated`` -> :class:`~polystream.events.RateLimits`;
-* ``error`` -> :class:`~polystream.events.ErrorEvent`; ``session_expired`` (the 60-minute
-  limit) -> :class:`~polystream.events.Lifetime` ``expired``.
+* ``error`` -> :class:`~polystream.events.ErrorEvent`; the codes that end the session
+  (:attr:`RealtimeAPISession.expiry`) -> :class:`~polystream.events.Lifetime`
+  ``expired``.
 
-A message of the retired beta interface (``response.audio.delta``,
-``response.text.delta``, ``transcription_session.updated``, ...) is read as the GA
-message that replaced it; its carrier event's ``extra`` keeps the message as sent and
-adds ``"retired_beta"``: the GA name (not a native field).
+A message under an older name (:attr:`RealtimeAPISession.aliases`: the retired beta's
+``response.audio.delta``, ``response.text.delta``, ``transcription_session.updated``, ...)
+is read as the message that replaced it; its carrier event's ``extra`` keeps the message
+as sent and adds ``"retired_beta"``: the current name (not a native field).
 
 Barge-in: the session counts the audio received for each assistant item;
 :meth:`RealtimeAPISession.barge_in` gives the ``conversation.item.truncate`` (at what
 was played, clamped to what was received) and the ``response.cancel`` (only while the
 response runs).
+
+A family binds the class with its name, its :class:`~polystream.dialects._socket_spec.
+SocketSpec` and the class attributes that say how it differs.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 import msgspec
 
 from polystream.audio.formats import AudioFormat
 from polystream.dialects._realtime.session import RealtimeSession, Routed
-from polystream.dialects._responses.errors import error_info
-from polystream.dialects.openai_realtime.audio_format import DEFAULT_FORMAT, media_info, read_format
-from polystream.dialects.openai_realtime.commands import Commands
-from polystream.dialects.openai_realtime.reply import IMPLICIT, Reply
-from polystream.dialects.openai_realtime.spec import SPEC
-from polystream.dialects.openai_realtime.usage import to_usage
-from polystream.dialects.openai_realtime.wire import (
+from polystream.dialects._realtime_api.audio_format import DEFAULT_FORMAT, media_info, read_format
+from polystream.dialects._realtime_api.commands import Commands, Transport
+from polystream.dialects._realtime_api.reply import IMPLICIT, Reply
+from polystream.dialects._realtime_api.usage import to_usage
+from polystream.dialects._realtime_api.wire import (
     BETA_SERVER,
     CONVERSATION,
     INPUT_BUFFER,
     OUTPUT_BUFFER,
     SERVER_MESSAGES,
 )
+from polystream.dialects._responses.errors import error_info
 from polystream.errors import BufferLimitExceeded, EventOrderError, RemoteProtocolError
 from polystream.events import (
     BlockEnd,
@@ -59,6 +66,7 @@ from polystream.events import (
     Event,
     Finish,
     FinishReason,
+    KeepAlive,
     Lifetime,
     Metadata,
     RateLimit,
@@ -81,7 +89,6 @@ _SPEECH: Final = {
     "input_audio_buffer.timeout_triggered": "timeout",
 }
 _TRANSCRIPTION: Final = "conversation.item.input_audio_transcription."
-_EXPIRED: Final = "session_expired"
 
 
 class _Audio:
@@ -97,7 +104,15 @@ class _Audio:
 
 
 class RealtimeAPISession(Commands, RealtimeSession):
-    """An OpenAI Realtime WebSocket session.
+    """A session of the Realtime API's vocabulary (bound by a family's ``binding.py``).
+
+    Class attributes (what a family binds):
+        server_messages: The server messages the family has (any other is unknown).
+        aliases: Older message names -> the current one they are read as.
+        expiry: The error codes (or types) that say the session reached its maximum
+            duration.
+        route_to_running: A response message that names no response, item or call
+            belongs to the newest response running (else it is an error).
 
     Args:
         max_responses: Most responses running at once (in-band and out-of-band); one
@@ -107,18 +122,25 @@ class RealtimeAPISession(Commands, RealtimeSession):
         **options: See :class:`~polystream.dialects._realtime.session.RealtimeSession`.
     """
 
-    dialect: ClassVar[str] = "openai_realtime"
+    server_messages: ClassVar[frozenset[str]] = SERVER_MESSAGES
+    aliases: ClassVar[Mapping[str, str]] = BETA_SERVER
+    expiry: ClassVar[frozenset[str]] = frozenset({"session_expired"})
+    route_to_running: ClassVar[bool] = False
 
     def __init__(self, *, max_responses: int = 16, max_items: int = 256, **options: Any) -> None:
         super().__init__(**options)
         self.max_responses = max_responses
         self.max_items = max_items
         self.session_id: str | None = None
+        self.conversation_id: str | None = None
         self.input_format: AudioFormat = DEFAULT_FORMAT
         self.output_format: AudioFormat = DEFAULT_FORMAT
+        self.input_transport = "json"
+        self.output_transport: Transport = "json"
         self._output_media = media_info(DEFAULT_FORMAT)
         self._replies: dict[str, tuple[int, Reply]] = {}  # running, by response id
         self._item_reply: OrderedDict[str, str] = OrderedDict()  # item -> response id
+        self._call_reply: OrderedDict[str, str] = OrderedDict()  # call id -> response id
         self._audio: OrderedDict[str, _Audio] = OrderedDict()  # assistant audio items
         self._playing: str | None = None  # the item whose audio came last
         self._transcripts: dict[tuple[str, int], int] = {}  # open: (item, index) -> block
@@ -167,10 +189,10 @@ class RealtimeAPISession(Commands, RealtimeSession):
     def _on_message(
         self, read: WSMessage, payload: dict[str, Any], kind: str, out: list[Routed]
     ) -> None:
-        if kind in BETA_SERVER:
-            kind = BETA_SERVER[kind]
+        if kind in self.aliases:
+            kind = self.aliases[kind]
             payload = {**payload, "retired_beta": kind}
-        elif kind not in SERVER_MESSAGES:
+        elif kind not in self.server_messages:
             # Unknown: passed through, in the stream of the response it names.
             rid = payload.get("response_id")
             running = self._replies.get(rid) if isinstance(rid, str) else None
@@ -201,6 +223,11 @@ class RealtimeAPISession(Commands, RealtimeSession):
                 cut = self._audio.get(payload.get("item_id"))  # type: ignore[arg-type]
                 if cut is not None:
                     cut.truncated = True  # (cut by a truncate sent without barge_in)
+            elif kind == "conversation.created":
+                conversation = payload.get("conversation")
+                cid = conversation.get("id") if isinstance(conversation, dict) else None
+                if isinstance(cid, str):
+                    self.conversation_id = cid
             self._session_event(StatusUpdate(status=kind, extra=payload), out)
         elif kind == "input_audio_buffer.dtmf_event_received":
             self._session_event(
@@ -208,6 +235,8 @@ class RealtimeAPISession(Commands, RealtimeSession):
             )
         elif kind == "rate_limits.updated":
             self._rate_limits(payload, out)
+        elif kind == "ping":
+            self._session_event(KeepAlive(name=kind, extra=payload), out)
         else:
             assert kind == "error"
             self._error(payload, out)
@@ -219,6 +248,7 @@ class RealtimeAPISession(Commands, RealtimeSession):
         session = payload.get("session")
         if not isinstance(session, dict):
             raise RemoteProtocolError(f"{kind} has no session object")
+        self._configured(session)
         found = read_format(session, "input")
         inp = media_info(*found) if found is not None else None
         if found is not None:
@@ -245,6 +275,19 @@ class RealtimeAPISession(Commands, RealtimeSession):
             out,
         )
 
+    def _configured(self, session: dict[str, Any]) -> None:
+        """A configuration the client sent or the server stated: the audio transports
+        (xAI's ``audio.input.transport`` / ``audio.output.transport``)."""
+        audio = session.get("audio")
+        for side in ("input", "output"):
+            config = audio.get(side) if isinstance(audio, dict) else None
+            transport = config.get("transport") if isinstance(config, dict) else None
+            if transport in ("json", "binary"):
+                if side == "input":
+                    self.input_transport = transport
+                else:
+                    self.output_transport = transport
+
     # -- responses ---------------------------------------------------------------------
 
     def _created(self, payload: dict[str, Any], out: list[Routed]) -> None:
@@ -265,14 +308,24 @@ class RealtimeAPISession(Commands, RealtimeSession):
         reply.start(payload, events)
         self._emit(number, rid, events, out)
 
-    def _reply_message(self, payload: dict[str, Any], kind: str, out: list[Routed]) -> None:
+    def _route(self, payload: dict[str, Any], kind: str) -> Any:
+        """The id of the response a message belongs to: the one it names, else the one
+        that added the item or function call it names (else, for a family that routes
+        so, the newest running)."""
         if kind == "response.done":
             response = payload.get("response")
-            rid = response.get("id") if isinstance(response, dict) else None
-        else:
-            rid = payload.get("response_id")
-            if rid is None:
-                rid = self._item_reply.get(payload.get("item_id"))  # type: ignore[arg-type]
+            return response.get("id") if isinstance(response, dict) else None
+        rid = payload.get("response_id")
+        if rid is None:
+            rid = self._item_reply.get(payload.get("item_id"))  # type: ignore[arg-type]
+        if rid is None:
+            rid = self._call_reply.get(payload.get("call_id"))  # type: ignore[arg-type]
+        if rid is None and self.route_to_running and self._replies:
+            rid = next(reversed(self._replies))
+        return rid
+
+    def _reply_message(self, payload: dict[str, Any], kind: str, out: list[Routed]) -> None:
+        rid = self._route(payload, kind)
         running = self._replies.get(rid) if isinstance(rid, str) else None
         if running is None:
             raise EventOrderError(f"{kind} for response {rid!r}, which is not running")
@@ -283,22 +336,44 @@ class RealtimeAPISession(Commands, RealtimeSession):
         if kind == "response.output_item.added":
             for item in reply.item_ids:
                 self._remember(self._item_reply, item, rid)
+            for call in reply.call_ids:
+                self._remember(self._call_reply, call, rid)
         elif kind == "response.output_audio.delta":
-            self._count_audio(rid, payload)
+            ci = payload.get("content_index")
+            self._count_audio(
+                rid, payload["item_id"], ci if type(ci) is int else 0, _b64_size(payload["delta"])
+            )
         if reply.finished:
-            del self._replies[rid]
-            for item in reply.item_ids:
-                self._item_reply.pop(item, None)
+            self._forget(rid, reply)
         self._emit(number, rid, events, out)
 
-    def _count_audio(self, rid: str, payload: dict[str, Any]) -> None:
-        item = payload["item_id"]
+    def _forget(self, rid: str, reply: Reply) -> None:
+        del self._replies[rid]
+        for item in reply.item_ids:
+            self._item_reply.pop(item, None)
+        for call in reply.call_ids:
+            self._call_reply.pop(call, None)
+
+    def _on_data(self, read: WSMessage, data: bytes, out: list[Routed]) -> None:
+        """A binary message: output audio (xAI's ``transport: binary``), for the newest
+        response running (see :meth:`.reply.Reply.binary_audio`)."""
+        if not self._replies:
+            raise RemoteProtocolError(f"binary audio of {len(data)} bytes with no response running")
+        rid = next(reversed(self._replies))
+        number, reply = self._replies[rid]
+        events: list[Event] = []
+        part = reply.binary_audio(data, self._output_media, events)
+        if part is not None:
+            self._count_audio(rid, part[0], part[1], len(data))
+        self._emit(number, rid, events, out)
+
+    def _count_audio(self, rid: str, item: str, content_index: int, size: int) -> None:
+        """Count ``size`` bytes of output audio received for an assistant item."""
         state = self._audio.get(item)
         if state is None:
-            ci = payload.get("content_index")
-            state = _Audio(rid, ci if type(ci) is int else 0)
+            state = _Audio(rid, content_index)
             self._remember(self._audio, item, state)
-        state.size += _b64_size(payload["delta"])
+        state.size += size
         self._playing = item
 
     def _emit(self, number: int, rid: str, events: list[Event], out: list[Routed]) -> None:
@@ -362,6 +437,16 @@ class RealtimeAPISession(Commands, RealtimeSession):
                     extra=payload,
                 )
             )
+        elif what == "updated":
+            # The transcript so far (xAI), which a later one may revise: not a delta.
+            text = payload.get("transcript")
+            events.append(
+                Metadata(
+                    name="interim_transcript",
+                    value=text if isinstance(text, str) else "",
+                    extra=payload,
+                )
+            )
         elif what == "completed":
             del self._transcripts[key]
             usage = to_usage(payload.get("usage"))
@@ -404,13 +489,15 @@ class RealtimeAPISession(Commands, RealtimeSession):
 
     def _error(self, payload: dict[str, Any], out: list[Routed]) -> None:
         error = payload.get("error")
-        info = error_info(error if isinstance(error, dict) else payload, output_started=False)
-        if info.code == _EXPIRED:
-            info = msgspec.structs.replace(info, kind="timeout")
+        error = error if isinstance(error, dict) else payload
+        info = error_info(error, output_started=False)
+        ended = next((v for v in (info.code, error.get("type")) if v in self.expiry), None)
+        if ended is not None:
+            info = msgspec.structs.replace(info, kind="timeout", retryable=False)
             event: RealtimeEvent = Lifetime(
                 state="expired",
-                reason=_EXPIRED,
-                max_duration=SPEC.max_duration,
+                reason=ended,
+                max_duration=self.spec.max_duration,
                 message=info.message,
                 error=info,
                 extra=payload,
@@ -441,6 +528,8 @@ class RealtimeAPISession(Commands, RealtimeSession):
             )
             self._emit(number, rid, events, out)
         self._replies.clear()
+        self._item_reply.clear()
+        self._call_reply.clear()
         for block in sorted(self._transcripts.values()):
             self._session_event(BlockEnd(index=block, status="truncated", extra=IMPLICIT), out)
         self._transcripts.clear()

@@ -13,8 +13,13 @@
   ``ToolInputDelta``), ``mcp_call`` a ``server_tool_call``, anything else ``other``;
   it opens at ``response.output_item.added`` and ends at ``response.output_item.done``.
 
+Audio that comes as binary messages (xAI's ``transport: binary``) goes to the audio part
+opened last and still open, else to an audio block of its own (implicit) that the
+``response.done`` ends.
+
 The ``.done`` events that restate what the deltas built, and the progress of MCP calls,
-are status updates. Each native message gives one unified event whose ``extra`` is the
+are status updates. A message about a function call names its item, or only its
+``call_id`` (xAI). Each native message gives one unified event whose ``extra`` is the
 message (its *carrier*); an event the message implies besides (the transcript block
 opened with its audio part, a block the ``response.done`` had to close) has ``extra``
 ``{"implicit": true}``.
@@ -22,11 +27,12 @@ opened with its audio part, a block the ``response.done`` had to close) has ``ex
 
 from __future__ import annotations
 
+import base64
 from typing import Any, Final
 
+from polystream.dialects._realtime_api.finish_reason import finish_of
+from polystream.dialects._realtime_api.usage import to_usage
 from polystream.dialects._responses.errors import error_info
-from polystream.dialects.openai_realtime.finish_reason import finish_of
-from polystream.dialects.openai_realtime.usage import to_usage
 from polystream.errors import EventOrderError, RemoteProtocolError
 from polystream.events import (
     BlockEnd,
@@ -67,11 +73,12 @@ _MCP_PROGRESS: Final = frozenset(
 
 
 class _Item:
-    __slots__ = ("block", "id", "parts", "type")
+    __slots__ = ("block", "call_id", "id", "parts", "type")
 
-    def __init__(self, item_id: str, type_: str) -> None:
+    def __init__(self, item_id: str, type_: str, call_id: str | None) -> None:
         self.id = item_id
         self.type = type_
+        self.call_id = call_id
         self.block: int | None = None  # the item's block (not for messages)
         self.parts: dict[int, tuple[int, int | None]] = {}  # content_index -> blocks
 
@@ -89,7 +96,10 @@ class Reply:
         self.response_id = response_id
         self._next_block = 0
         self._items: dict[str, _Item] = {}
+        self._calls: dict[str, _Item] = {}  # function calls by call id
         self._open: dict[int, str] = {}  # open block -> the item it belongs to
+        self._audio_parts: list[tuple[str, int, int]] = []  # (item, content index, block)
+        self._loose_audio: int | None = None  # binary audio with no audio part open
         self.tool_calls = False
         self.finished = False
 
@@ -97,6 +107,11 @@ class Reply:
     def item_ids(self) -> list[str]:
         """The items the response added so far."""
         return list(self._items)
+
+    @property
+    def call_ids(self) -> list[str]:
+        """The call ids of the function calls the response added so far."""
+        return list(self._calls)
 
     def open_blocks(self) -> list[int]:
         """The blocks still open, in order."""
@@ -156,6 +171,25 @@ class Reply:
         else:  # pragma: no cover - the session routes only the kinds above here
             raise RemoteProtocolError(f"{kind} is not a response message")
 
+    def binary_audio(
+        self, data: bytes, output: MediaInfo, out: list[Event]
+    ) -> tuple[str, int] | None:
+        """Audio received as a binary message: a ``DataDelta`` (base64, ``extra``
+        ``{"transport": "binary"}``) in the audio part opened last and still open, else
+        in an audio block of its own, opened (implicit) for it. Returns the part's item
+        and content index, None for a block of its own."""
+        for item_id, ci, block in reversed(self._audio_parts):
+            if block in self._open:
+                out.append(DataDelta(index=block, delta=_b64(data), extra=_BINARY))
+                return item_id, ci
+        if self._loose_audio is None or self._loose_audio not in self._open:
+            self._loose_audio = self._new_block("")
+            out.append(
+                BlockStart(index=self._loose_audio, kind="audio", media=output, extra=IMPLICIT)
+            )
+        out.append(DataDelta(index=self._loose_audio, delta=_b64(data), extra=_BINARY))
+        return None
+
     # -- items and parts ----------------------------------------------------------------
 
     def _item_added(self, payload: dict[str, Any], out: list[Event]) -> None:
@@ -167,7 +201,11 @@ class Reply:
             raise RemoteProtocolError("response.output_item.added: the item has no id or type")
         if item_id in self._items:
             raise EventOrderError(f"item {item_id} added twice")
-        state = self._items[item_id] = _Item(item_id, item_type)
+        call_id = item.get("call_id")
+        call_id = call_id if isinstance(call_id, str) else None
+        state = self._items[item_id] = _Item(item_id, item_type, call_id)
+        if call_id is not None:
+            self._calls[call_id] = state
         if item_type == "message":
             status = item.get("status")
             out.append(
@@ -180,14 +218,13 @@ class Reply:
         if kind == "tool_call":
             self.tool_calls = True
         name = item.get("name")
-        call_id = item.get("call_id")
         state.block = self._new_block(item_id)
         out.append(
             BlockStart(
                 index=state.block,
                 kind=kind,
                 id=item_id,
-                call_id=call_id if isinstance(call_id, str) else None,
+                call_id=call_id,
                 name=name if isinstance(name, str) else item_type if kind == "other" else None,
                 extra=payload,
             )
@@ -224,6 +261,7 @@ class Reply:
         if ptype in _AUDIO_PARTS:
             transcript = self._new_block(state.id)
             state.parts[ci] = (block, transcript)
+            self._audio_parts.append((state.id, ci, block))
             out.append(
                 BlockStart(index=block, kind="audio", id=state.id, media=output, extra=payload)
             )
@@ -278,12 +316,15 @@ class Reply:
             tool_calls=self.tool_calls,
         )
         error = details.get("error")
+        usage = response.get("usage")
+        if usage is None:
+            usage = payload.get("usage")  # xAI also states it beside the response
         self.finished = True
         out.append(
             Finish(
                 status=finish_status,
                 reason=finish_reason,
-                usage=to_usage(response.get("usage")),
+                usage=to_usage(usage),
                 error=error_info(error, output_started=True) if isinstance(error, dict) else None,
                 extra=payload,
             )
@@ -308,6 +349,11 @@ class Reply:
     def _known_item(self, payload: dict[str, Any], kind: str) -> _Item:
         item_id = payload.get("item_id")
         state = self._items.get(item_id) if isinstance(item_id, str) else None
+        if state is None and item_id is None:
+            call_id = payload.get("call_id")
+            state = self._calls.get(call_id) if isinstance(call_id, str) else None
+            if state is None:
+                raise EventOrderError(f"{kind} for call {call_id!r}, never added")
         if state is None:
             raise EventOrderError(f"{kind} for item {item_id!r}, never added")
         return state
@@ -320,9 +366,14 @@ class Reply:
 
     def _part_block(self, payload: dict[str, Any], kind: str, *, audio: bool, which: int) -> int:
         """The block of a content part's delta: the audio (``which`` 0) or transcript
-        (1) of an audio part, the block of a text part."""
+        (1) of an audio part, the block of a text part. A delta that names no content
+        part (xAI's transcript deltas) is the item's last part of its kind."""
         state = self._message(payload, kind)
         ci = payload.get("content_index")
+        if ci is None:  # (xAI names no part: the item's last of the kind)
+            ci = next(
+                (i for i, b in reversed(state.parts.items()) if (b[1] is not None) == audio), None
+            )
         blocks = state.parts.get(ci) if type(ci) is int else None
         if blocks is None:
             raise EventOrderError(f"{kind} for content part {ci} of item {state.id}, never added")
@@ -340,6 +391,13 @@ class Reply:
         if state.block is None or state.block not in self._open:
             raise EventOrderError(f"{kind} for item {state.id}, which has no open block")
         return state.block
+
+
+_BINARY: Final[dict[str, Any]] = {"transport": "binary"}
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def _delta(payload: dict[str, Any], kind: str) -> str:
