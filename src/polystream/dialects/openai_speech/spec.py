@@ -27,4 +27,5 @@ SPEC = DialectSpec(
     resume=ResumeSpec("counter", id_lines=True),
     detect=DetectSpec(60, names=("speech.audio.delta", "speech.audio.done"), prefixes=("speech.",)),
     reply=ReplySpec("", "", signature_state=False, demo_model="gpt-4o-mini-tts"),
+    raw_options={"audio_format": "response_format"},
 )
