@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from polystream.errors import APIStatusError, RequestError
 from polystream.events import BlockStart, DataDelta, Event, Finish, StreamStart, Warning
 from polystream.retry import RetryPolicy
 from polystream.wire.multipart import decode_form
-from tests.gateway.replay import Reply, replaying
+from tests.gateway.replay import Replay, Reply, replaying
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 FAST = RetryPolicy(max_retries=2, initial_delay=0.01, max_delay=0.02)
@@ -39,6 +41,13 @@ def decoded(dialect: str, data: bytes, **options: Any) -> list[Event]:
 
 def client(base: str, **options: Any) -> Client:
     return Client(api_key="test-key", base_url=base, retry=FAST, **options)
+
+
+@contextmanager
+def calling(*replies: Reply, **options: Any) -> Iterator[tuple[Replay, Client]]:
+    """A replaying upstream and a client of its OpenAI base URL."""
+    with replaying(*replies) as (upstream, server), client(server.base_url + "/v1", **options) as c:
+        yield upstream, c
 
 
 def audio_of(events: list[Event]) -> bytes:
@@ -109,9 +118,8 @@ def test_raw_speech_is_the_audio_in_the_requested_format() -> None:
 
 def test_raw_speech_format_from_the_content_type() -> None:
     mp3 = b"ID3\x04" + bytes(100)
-    with replaying(Reply(mp3, content_type="audio/mpeg")) as (_, server):
-        with client(server.base_url + "/v1") as c:
-            events = list(c.stream("openai_speech", model="tts-1", prompt="Hi.", framing="raw"))
+    with calling(Reply(mp3, content_type="audio/mpeg")) as (_, c):
+        events = list(c.stream("openai_speech", model="tts-1", prompt="Hi.", framing="raw"))
     start = next(e for e in events if isinstance(e, BlockStart))
     assert start.media is not None and start.media.format == "mp3"
     assert audio_of(events) == mp3
@@ -161,9 +169,8 @@ def test_transcription_uploads_the_audio_as_a_form() -> None:
 def test_an_upload_from_a_path(tmp_path: Path) -> None:
     path = tmp_path / "take 1.wav"
     path.write_bytes(AUDIO)
-    with replaying(Reply(fixture("openai_transcription", "normal.sse"))) as (upstream, server):
-        with client(server.base_url + "/v1") as c:
-            list(c.stream("openai_transcription", model="whisper-1", files={"file": path}))
+    with calling(Reply(fixture("openai_transcription", "normal.sse"))) as (upstream, c):
+        list(c.stream("openai_transcription", model="whisper-1", files={"file": path}))
     form = decode_form(upstream.seen[0].headers["content-type"], upstream.seen[0].body)
     assert form.fields["file"] == {
         "filename": "take 1.wav",
@@ -180,11 +187,8 @@ def test_a_retry_sends_the_same_form_again() -> None:
         content_type="application/json",
     )
     data = fixture("openai_transcription", "normal.sse")
-    with replaying(busy, Reply(data)) as (upstream, server):
-        with client(server.base_url + "/v1") as c:
-            events = list(
-                c.stream("openai_transcription", model="whisper-1", files={"file": AUDIO})
-            )
+    with calling(busy, Reply(data)) as (upstream, c):
+        events = list(c.stream("openai_transcription", model="whisper-1", files={"file": AUDIO}))
     assert isinstance(events[0], Warning) and events[0].code == "retry"
     assert events[1:] == decoded("openai_transcription", data)
     first, second = upstream.seen
@@ -282,9 +286,11 @@ def test_openai_agent_session_subscribes_to_a_session() -> None:
 
 
 def test_openai_agent_session_input_goes_with_a_new_session_only() -> None:
-    with Client(api_key="k", base_url="http://127.0.0.1:9/v1") as c:
-        with pytest.raises(RequestError) as caught:
-            c.stream("openai_agent_session", model="m", prompt="Hi.", session="sess_9")
+    with (
+        Client(api_key="k", base_url="http://127.0.0.1:9/v1") as c,
+        pytest.raises(RequestError) as caught,
+    ):
+        c.stream("openai_agent_session", model="m", prompt="Hi.", session="sess_9")
     assert caught.value.param == "messages"
 
 
@@ -315,9 +321,11 @@ def test_anthropic_session_is_subscribed_before_its_input_is_sent() -> None:
 
 
 def test_anthropic_session_needs_its_id() -> None:
-    with Client(api_key="k", base_url="http://127.0.0.1:9") as c:
-        with pytest.raises(RequestError) as caught:
-            c.stream("anthropic_agent_session", model="", prompt="Hi.")
+    with (
+        Client(api_key="k", base_url="http://127.0.0.1:9") as c,
+        pytest.raises(RequestError) as caught,
+    ):
+        c.stream("anthropic_agent_session", model="", prompt="Hi.")
     assert caught.value.param == "session"
 
 
@@ -348,10 +356,9 @@ def test_an_error_body_is_a_typed_exception() -> None:
         b'{"error":{"message":"voice is required","type":"invalid_request_error",'
         b'"param":"voice","code":null}}'
     )
-    with replaying(Reply(body, status=400, content_type="application/json")) as (up, server):
-        with client(server.base_url + "/v1") as c:
-            with pytest.raises(APIStatusError) as caught:
-                list(c.stream("openai_speech", model="tts-1", prompt="Hi."))
+    reply = Reply(body, status=400, content_type="application/json")
+    with calling(reply) as (up, c), pytest.raises(APIStatusError) as caught:
+        list(c.stream("openai_speech", model="tts-1", prompt="Hi."))
     assert caught.value.status_code == 400
     assert caught.value.kind == "invalid_request"
     assert str(caught.value) == "HTTP 400 invalid_request: voice is required"
@@ -361,11 +368,8 @@ def test_an_error_body_is_a_typed_exception() -> None:
 def test_a_stalled_stream_ends_truncated() -> None:
     data = fixture("openai_transcription", "normal.sse")
     head, tail = data[:200], data[200:]
-    with replaying(Reply([head, tail], pause=2.0)) as (_, server):
-        with client(server.base_url + "/v1", idle_timeout=0.3) as c:
-            events = list(
-                c.stream("openai_transcription", model="whisper-1", files={"file": AUDIO})
-            )
+    with calling(Reply([head, tail], pause=2.0), idle_timeout=0.3) as (_, c):
+        events = list(c.stream("openai_transcription", model="whisper-1", files={"file": AUDIO}))
     finish = events[-1]
     assert isinstance(finish, Finish) and finish.status == "truncated"
     assert finish.error is not None
