@@ -226,7 +226,12 @@ def register(sub: Any) -> None:
         "timings. TARGET is a provider (its default dialect) or a dialect. Keys from "
         "OPENAI_API_KEY, ANTHROPIC_API_KEY, XAI_API_KEY, GEMINI_API_KEY or --api-key.",
     )
-    parser.add_argument("target", choices=[*PROVIDERS, *DIALECTS], metavar="TARGET")
+    parser.add_argument(
+        "target",
+        choices=[*PROVIDERS, *DIALECTS],
+        metavar="TARGET",
+        help=f"a provider ({', '.join(PROVIDERS)}) or a dialect ({', '.join(DIALECTS)})",
+    )
     parser.add_argument("prompt", nargs="?", help="the message (a speech's input text)")
     parser.add_argument("--input", help="the text to speak (the same as PROMPT)")
     parser.add_argument("--model", required=True)

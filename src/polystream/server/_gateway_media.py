@@ -57,16 +57,17 @@ class Inbound(NamedTuple):
     form: tuple[str, bytes] | None
 
 
-def read_inbound(method: str, content_type: str, body: bytes, max_bytes: int) -> Inbound:
+def read_inbound(method: str, content_type: str | None, body: bytes, max_bytes: int) -> Inbound:
     """Read a request's body: a ``GET``'s is none, a ``multipart/form-data`` one is a
-    form, any other is JSON.
+    form (``content_type``: given for a route that takes forms, None for the others),
+    any other is JSON.
 
     Raises:
         RequestError: A malformed form or JSON body.
     """
     if method == "GET":
         return Inbound({}, {}, None)
-    if is_form(content_type):
+    if content_type is not None and is_form(content_type):
         try:
             form = decode_form(content_type, body, max_size=max_bytes)
         except FormError as exc:

@@ -97,13 +97,15 @@ _FIELD_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 """A request field's name as a response header may carry it (any other is not echoed)."""
 
 
-def _match(method: str, path: str) -> tuple[str, str, dict[str, str], bool | None] | None:
-    """(inbound dialect, action, params, whether the route decides streaming) for a
-    gateway path, from the dialects' routes; None when no route matches."""
+def _match(method: str, path: str) -> tuple[str, str, dict[str, str], bool | None, bool] | None:
+    """(inbound dialect, action, params, whether the route decides streaming, whether
+    it takes a multipart form) for a gateway path, from the dialects' routes; None when
+    no route matches."""
     found = match_route(method, path)
     if found is None:
         return None
-    return (found.dialect, found.route.action, dict(found.params), found.route.stream)
+    route = found.route
+    return (found.dialect, route.action, dict(found.params), route.stream, bool(route.form_file))
 
 
 def _last_event_id(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -361,7 +363,7 @@ class _Gateway:
                 kind="not_found",
             )
             return
-        dialect, action, params, route_streams = matched
+        dialect, action, params, route_streams, form = matched
         raw_query = scope.get("query_string", b"")
         query = dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {}
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
@@ -419,7 +421,7 @@ class _Gateway:
                 await self.resumes.counter(send, receive, dialect, last_id, tenant)
             else:
                 inbound = _Inbound(
-                    method, path, raw_query.decode("latin-1"), _headers(raw_headers), body
+                    method, path, raw_query.decode("latin-1"), raw_headers, body, form
                 )
                 await self._create(
                     send, receive, dialect, route_streams, params, query, inbound, nowait
@@ -446,7 +448,7 @@ class _Gateway:
         try:
             read = read_inbound(
                 inbound.method,
-                inbound.headers.get("content-type", ""),
+                _header(inbound.headers, b"content-type") if inbound.form else None,
                 inbound.body,
                 self.limits.max_body_bytes,
             )
@@ -537,7 +539,10 @@ class _Gateway:
                 files=read.files,
                 native_form=read.form if native_body is payload else None,
                 session=session,
-                query={k: v for k, v in query.items() if f"?{k}" not in spec.auth.accepts},
+                # (A session's stream takes the client's query, its key aside.)
+                query={k: v for k, v in query.items() if f"?{k}" not in spec.auth.accepts}
+                if session is not None
+                else None,
             )
         except RequestError as exc:
             await self._error(
@@ -576,7 +581,7 @@ class _Gateway:
                 send, dialect, 400, exc.message, kind="invalid_request", param=exc.param
             )
             return
-        headers = relayed_headers(inbound.headers, content_type)
+        headers = relayed_headers(_headers(inbound.headers), content_type)
         headers.update(auth_headers(upstream.dialect, upstream.key()))
         url = upstream_url(upstream.dialect, upstream.base_url, inbound.path, inbound.query)
         try:
@@ -746,12 +751,21 @@ class _Inbound(NamedTuple):
     method: str
     path: str
     query: str  # as it came
-    headers: dict[str, str]  # names lowercase
+    headers: list[tuple[bytes, bytes]]  # as ASGI gives them (names lowercase)
     body: bytes
+    form: bool  # its route takes a multipart form
 
 
 def _headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+
+
+def _header(raw: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    """A request header's value (the first, if repeated), or None."""
+    for key, value in raw:
+        if key == name:
+            return value.decode("latin-1")
+    return None
 
 
 def _hosts_agree(headers: list[tuple[bytes, bytes]]) -> bool:
