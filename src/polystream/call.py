@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 from urllib.parse import quote, urlencode, urlsplit
 
 import msgspec
@@ -329,6 +329,17 @@ class StreamCall:
             return None
         request, self._send = self._send, None
         return request
+
+    def on_send_error(self, message: str) -> NoReturn:
+        """The input could not be sent (the connection failed).
+
+        Raises:
+            TransportError: Always: the session did not get its input, and the stream
+                would wait for nothing.
+        """
+        from polystream.errors import TransportError
+
+        raise TransportError(f"sending the input to session {self.session}: {message}")
 
     def on_send(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
         """The session's answer to the input sent (:meth:`take_send`).

@@ -17,7 +17,7 @@ import pytest
 
 from polystream.client import AsyncClient, Client
 from polystream.dialects import get_dialect
-from polystream.errors import APIStatusError, RequestError
+from polystream.errors import APIStatusError, RequestError, TransportError
 from polystream.events import BlockStart, DataDelta, Event, Finish, StreamStart, Warning
 from polystream.retry import RetryPolicy
 from polystream.wire.multipart import decode_form
@@ -346,6 +346,21 @@ def test_refused_session_input_is_a_typed_error() -> None:
     assert str(caught.value) == (
         "HTTP 404 not_found: sending the input to session sesn_x: no session sesn_x"
     )
+
+
+def test_session_input_that_cannot_be_sent_is_a_transport_error() -> None:
+    def plan(method: str, path: str) -> Reply:
+        if method == "GET":
+            return Reply(fixture("anthropic_agent_session", "session.sse"))
+        return Reply(b'{"da', content_type="application/json", length=True, declared=99, cut=True)
+
+    with (
+        replaying(plan=plan) as (_, server),
+        client(server.base_url) as c,
+        pytest.raises(TransportError) as caught,
+    ):
+        list(c.stream("anthropic_agent_session", model="", prompt="Hi.", session="s1"))
+    assert str(caught.value).startswith("sending the input to session s1: ")
 
 
 # -- errors and timeouts -----------------------------------------------------------------

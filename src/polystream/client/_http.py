@@ -226,9 +226,12 @@ class EventStream:
                 call.on_open(response.status_code, response.headers)
                 send = call.take_send()
                 if send is not None:
-                    answer = self._http.request(
-                        send.method, send.url, headers=send.headers, content=send.body
-                    )
+                    try:
+                        answer = self._http.request(
+                            send.method, send.url, headers=send.headers, content=send.body
+                        )
+                    except httpx.TransportError as exc:
+                        call.on_send_error(str(exc) or type(exc).__name__)
                     call.on_send(answer.status_code, answer.headers, answer.content)
                 try:
                     for chunk in response.iter_bytes():
@@ -471,11 +474,14 @@ class AsyncEventStream:
 
     async def _send(self, request: HttpRequest) -> None:
         """Send a subscribed session its input (see :meth:`StreamCall.take_send`)."""
-        async with self._http.stream(
-            request.method, request.url, headers=request.headers, content=request.body
-        ) as answer:
-            body = await answer.aread()
-            self.call.on_send(answer.status_code, answer.headers, body)
+        try:
+            async with self._http.stream(
+                request.method, request.url, headers=request.headers, content=request.body
+            ) as answer:
+                body = await answer.aread()
+        except httpx.TransportError as exc:
+            self.call.on_send_error(str(exc) or type(exc).__name__)
+        self.call.on_send(answer.status_code, answer.headers, body)
 
     def push(
         self,
