@@ -19,20 +19,27 @@ Delivery rules:
   *same* decoder continues on the resumed bytes, so block indices carry on and the
   result is whole even though the resumed stream lacks the opening events. Elsewhere
   the stream ends ``truncated`` with an error that says the provider has no resume.
+
+Request bodies: JSON, or ``multipart/form-data`` when the built body holds file parts
+(a transcription's audio, an image edit's image: their metadata in the body, their bytes
+in ``files``). A dialect's ``raw`` framing (speech without ``stream_format``) asks for
+the media itself, whose body the raw decoder reads. An agent session's stream can be an
+existing session's (``session``): the call subscribes to it, and once the stream is
+open the shell sends the call's input to the session (:meth:`StreamCall.take_send`).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from typing import Any, Final
-from urllib.parse import urlencode
+from typing import Any, Final, NoReturn
+from urllib.parse import quote, urlencode, urlsplit
 
 import msgspec
 
 from polystream.accumulate import Accumulator, Result
-from polystream.dialects import DialectDecoder, get_dialect
-from polystream.errors import APIStatusError
+from polystream.dialects import DialectDecoder, DialectSpec, RouteSpec, get_dialect
+from polystream.errors import APIStatusError, RequestError
 from polystream.events import (
     BlockStart,
     ErrorEvent,
@@ -54,8 +61,9 @@ from polystream.request import (
 from polystream.request.codecs import pass_through_body
 from polystream.retry import RetryPolicy, RetryState
 from polystream.wire.jsondepth import decode_bounded
+from polystream.wire.multipart import FormError, encode_form
 
-__all__ = ["HttpRequest", "StreamCall"]
+__all__ = ["HttpRequest", "StreamCall", "holds_files", "route_path", "subscribe_route"]
 
 _OUTPUT: Final = frozenset({BlockStart, Finish})
 
@@ -66,14 +74,50 @@ class HttpRequest(msgspec.Struct, frozen=True, kw_only=True):
     Fields:
         method: ``POST`` or ``GET``.
         url: The absolute URL.
-        headers: Request headers (authentication included).
-        body: The JSON body, or None.
+        headers: Request headers (authentication included, and the body's
+            ``content-type``).
+        body: The body (JSON or a multipart form), or None.
     """
 
     method: str
     url: str
     headers: dict[str, str]
     body: bytes | None = None
+
+
+def route_path(dialect: str, path: str) -> str:
+    """A route's path (under its provider's prefix, as :attr:`RouteSpec.path` is) as a
+    path under the provider's base URL: without the official base URL's own path
+    (OpenAI's and xAI's ``/v1``)."""
+    base = urlsplit(provider_of(dialect).base_url).path.rstrip("/")
+    if base and (path == base or path.startswith(base + "/")):
+        return path[len(base) :]
+    return path
+
+
+def subscribe_route(spec: DialectSpec) -> RouteSpec | None:
+    """The dialect's route that streams an existing session (``GET ...{id}...``, a
+    route that always streams), or None."""
+    for route in spec.routes:
+        if route.method == "GET" and route.stream and "{id}" in route.path:
+            return route
+    return None
+
+
+def holds_files(body: Mapping[str, Any]) -> bool:
+    """Whether a built body holds a file part (``{"filename", ...}`` metadata, alone or
+    in a list): it is then sent as a ``multipart/form-data`` form."""
+    for value in body.values():
+        for item in value if isinstance(value, list) else (value,):
+            if isinstance(item, dict) and isinstance(item.get("filename"), str):
+                return True
+    return False
+
+
+def _creates(spec: DialectSpec) -> bool:
+    """Whether the dialect has a route that starts a stream with a POST (an agent
+    session dialect without one streams only an existing session)."""
+    return any(route.method == "POST" and route.stream is not False for route in spec.routes)
 
 
 class StreamCall:
@@ -93,12 +137,27 @@ class StreamCall:
         keep_result: Accumulate delivered events so that :meth:`result` can build the
             unified result. Off, the call holds no state that grows with the stream
             (a gateway re-encodes each event as it comes and never reads the result).
-        framing: For ``gemini_generate``: ``sse`` or ``json_array``.
+        framing: One of the dialect's framings: for ``gemini_generate`` ``sse`` or
+            ``json_array``; for ``openai_speech`` ``sse`` or ``raw`` (the audio itself:
+            the request is built without asking for an event stream, and the raw
+            decoder is given the response's ``Content-Type`` and ``Content-Length`` and
+            the request's fields in :attr:`DialectSpec.raw_options`).
         rng: Randomness for backoff jitter.
         extra_headers: Headers sent with every request of the call.
         native_body: The body ``request`` was parsed from, in this same dialect: sent
             as it came, every field of it, but for those the call decides (the model,
             streaming; see :func:`polystream.request.codecs.pass_through_body`).
+        files: The bytes of the file parts the built body names, by form field: a body
+            holding file parts (see :func:`holds_files`) is sent as
+            ``multipart/form-data``.
+        native_form: The ``multipart/form-data`` body ``native_body`` was read from, as
+            ``(content type, bytes)``: sent byte for byte when the call decides nothing
+            different (the same model, streaming as asked), else written again from
+            ``native_body`` and ``files``.
+        session: An existing agent session to stream (the dialect's subscribe route,
+            :func:`subscribe_route`); the request's input, if any, is sent to the
+            session once the stream is open (:meth:`take_send`).
+        query: Query parameters of the subscribe request.
 
     Shell loop (see :mod:`polystream.client`)::
 
@@ -127,10 +186,20 @@ class StreamCall:
         rng: Callable[[], float] = random.random,
         extra_headers: Mapping[str, str] | None = None,
         native_body: dict[str, Any] | None = None,
+        files: Mapping[str, bytes] | None = None,
+        native_form: tuple[str, bytes] | None = None,
+        session: str | None = None,
+        query: Mapping[str, str] | None = None,
     ) -> None:
-        self.dialect = get_dialect(dialect).name
+        self.spec = get_dialect(dialect)
+        self.dialect = self.spec.name
         self._native_body = native_body
-        self.request = msgspec.structs.replace(request, stream=True)
+        self._files = dict(files or {})
+        self._native_form = native_form
+        self.session = session
+        self._query = dict(query or {})
+        # A raw framing's body is the media itself: the request asks for no event stream.
+        self.request = msgspec.structs.replace(request, stream=framing != "raw")
         self.provider = provider_of(self.dialect)
         self.base_url = (base_url or self.provider.base_url).rstrip("/")
         self._api_key = api_key
@@ -155,9 +224,12 @@ class StreamCall:
         self._pending: HttpRequest | None = None
         self.pending_delay = 0.0
         self._first = True
+        self._body: dict[str, Any] | None = None  # the body sent (for the raw decoder)
+        self._send: HttpRequest | None = None  # the input for a subscribed session
+        self._send_ready = False
         # Built now so that a request the dialect cannot express fails at construction
         # (RequestError), before anything is sent.
-        self._first_request = self._initial()
+        self._first_request = self._build_initial()
 
     # -- requests ------------------------------------------------------------------------
 
@@ -185,17 +257,112 @@ class StreamCall:
         return self._pending is not None
 
     def _initial(self) -> HttpRequest:
+        """The call's first request (again, for a retry: the same request)."""
+        return self._first_request
+
+    def _build_initial(self) -> HttpRequest:
+        if self.session is not None:
+            return self._subscribe(self.session)
+        if not _creates(self.spec):
+            raise RequestError(
+                f"{self.dialect} streams an existing session: give the session's id",
+                param="session",
+            )
         native = build_request(self.dialect, self.request, framing=self.framing)
         body = native.body
         if self._native_body is not None:
             body = pass_through_body(self.dialect, self._native_body, body)
+        self._body = body
         url = self.base_url + native.path
         if native.query:
             url += "?" + urlencode(native.query)
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        accept = "*/*" if self.framing == "raw" else "text/event-stream"
+        if self._native_form is not None and body == self._native_body:
+            content_type, content = self._native_form  # (as the client sent it)
+        elif holds_files(body):
+            try:
+                content_type, content = encode_form(body, self._files)
+            except FormError as exc:
+                raise RequestError(str(exc), param="files") from None
+        else:
+            content_type, content = "application/json", msgspec.json.encode(body)
+        headers = {"content-type": content_type, "accept": accept}
         headers.update(auth_headers(self.dialect, self._api_key))
         headers.update(self._headers)
-        return HttpRequest(method="POST", url=url, headers=headers, body=msgspec.json.encode(body))
+        return HttpRequest(method="POST", url=url, headers=headers, body=content)
+
+    def _subscribe(self, session: str) -> HttpRequest:
+        """The request that streams an existing session; the session's input is made
+        ready to send once the stream is open."""
+        route = subscribe_route(self.spec)
+        if route is None:
+            raise RequestError(f"{self.dialect} has no session stream", param="session")
+        sid = quote(session, safe="")
+        url = self.base_url + route_path(self.dialect, route.path).replace("{id}", sid)
+        if self._query:
+            url += "?" + urlencode(self._query)
+        auth = auth_headers(self.dialect, self._api_key)
+        request = self.request
+        if request.messages or request.system or request.extra:
+            native = build_request(self.dialect, msgspec.structs.replace(request, stream=False))
+            if "{session_id}" not in native.path:
+                raise RequestError(
+                    f"{self.dialect} takes input only in the request that creates a session: "
+                    "with a session's id, the call only streams it",
+                    param="messages",
+                )
+            self._send = HttpRequest(
+                method="POST",
+                url=self.base_url + native.path.replace("{session_id}", sid),
+                headers={"content-type": "application/json", **auth, **self._headers},
+                body=msgspec.json.encode(native.body),
+            )
+        headers = {"accept": "text/event-stream", **auth, **self._headers}
+        return HttpRequest(method="GET", url=url, headers=headers)
+
+    def take_send(self) -> HttpRequest | None:
+        """The request that sends the call's input to the session it streams (see
+        ``session``), once: after the stream opened (:meth:`on_open`), so that no event
+        of the turn it starts is missed. The shell sends it and hands the answer to
+        :meth:`on_send`. None when there is nothing (more) to send."""
+        if not self._send_ready:
+            return None
+        request, self._send = self._send, None
+        return request
+
+    def on_send_error(self, message: str) -> NoReturn:
+        """The input could not be sent (the connection failed).
+
+        Raises:
+            TransportError: Always: the session did not get its input, and the stream
+                would wait for nothing.
+        """
+        from polystream.errors import TransportError
+
+        raise TransportError(f"sending the input to session {self.session}: {message}")
+
+    def on_send(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        """The session's answer to the input sent (:meth:`take_send`).
+
+        Raises:
+            APIStatusError: The session refused the input (the stream should be closed).
+        """
+        if 200 <= status < 300:
+            return
+        parsed: Any
+        try:
+            parsed = decode_bounded(body, what="the error body") if body else None
+        except msgspec.DecodeError:
+            parsed = body.decode("utf-8", "replace")
+        info = error_from_body(status, parsed)
+        lower = {k.lower(): v for k, v in headers.items()}
+        raise APIStatusError(
+            f"sending the input to session {self.session}: {info.message}",
+            status_code=status,
+            kind=info.kind,
+            body=parsed,
+            request_id=lower.get(self.provider.request_id_header) or lower.get("x-request-id"),
+        )
 
     def _resume_request(self) -> HttpRequest:
         headers = {"accept": "text/event-stream"}
@@ -281,10 +448,30 @@ class StreamCall:
         } or self.rate_limits
         if self._decoder is None:
             options: dict[str, Any] = {}
-            if len(get_dialect(self.dialect).framings) > 1:
+            spec = self.spec
+            if len(spec.framings) > 1:
                 options["framing"] = self.framing
-            self._decoder = get_dialect(self.dialect).decoder(**options)
+            if self.framing == "raw":
+                options.update(self._raw_options(lower))
+            self._decoder = spec.decoder(**options)
+        if self._send is not None:
+            self._send_ready = True
         # A resumed stream continues on the same decoder (see reset_framing).
+
+    def _raw_options(self, headers: Mapping[str, str]) -> dict[str, Any]:
+        """The raw decoder's options: the response's media type and length (a body the
+        server compressed has another length), and the request's fields the dialect
+        names (:attr:`DialectSpec.raw_options`)."""
+        options: dict[str, Any] = {"content_type": headers.get("content-type")}
+        length = headers.get("content-length", "")
+        if length.isdigit() and headers.get("content-encoding", "identity") in ("identity", ""):
+            options["expected_length"] = int(length)
+        body = self._body or {}
+        for option, name in self.spec.raw_options.items():
+            value = body.get(name)
+            if isinstance(value, str):
+                options[option] = value
+        return options
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Body bytes arrived: the events to deliver now."""

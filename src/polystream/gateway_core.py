@@ -12,7 +12,13 @@ the upstream named after the provider that serves it (its
 :attr:`~polystream.dialects.ProviderSpec.model_prefixes`: ``gpt-*``, ``o<digit>*``,
 ``chatgpt-*``, ... to ``openai``; ``claude-*`` to ``anthropic``; ``grok-*`` to ``xai``;
 ``gemini-*``, ``gemma-*``, ... to ``gemini``), when that upstream exists.
-A model that matches no route is a 404 in the inbound dialect's shape.
+A model that matches no route is a 404 in the inbound dialect's shape. A request that
+names no model (a session's stream, a session created from a stored agent) goes to the
+first upstream of its own dialect, else as the empty model routes.
+
+Families: a client of a text dialect may be served by an upstream of any text dialect
+(the stream is transcoded); a client of a media or agent-session dialect only by an
+upstream of its own dialect (see :func:`family_refusal`).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Final
 
 import msgspec
 
-from polystream.dialects import DIALECTS, PROVIDERS
+from polystream.dialects import DIALECTS, PROVIDERS, TEXT_FAMILIES
 from polystream.dialects._cursors import CursorSplitter
 from polystream.scrub import Scrubber
 
@@ -46,6 +52,7 @@ __all__ = [
     "alias_id",
     "check_key",
     "counter_cursors",
+    "family_refusal",
     "load_config",
     "parse_upstream_spec",
     "presented_key",
@@ -255,8 +262,14 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
             seen[key] = name
         return Tenants(keys)
 
-    def route(self, model: str) -> tuple[Upstream, str] | None:
-        """The upstream for ``model`` and the model name to send there (None: no route)."""
+    def route(self, model: str, dialect: str | None = None) -> tuple[Upstream, str] | None:
+        """The upstream for ``model`` and the model name to send there (None: no route).
+        A request of ``dialect`` that names no model goes to the first upstream of that
+        dialect, if there is one."""
+        if not model and dialect is not None:
+            for upstream in self.upstreams.values():
+                if upstream.dialect == dialect:
+                    return upstream, model
         if len(self.upstreams) == 1 and not self.routes:
             return next(iter(self.upstreams.values())), model
         for route in self.routes:
@@ -277,6 +290,41 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
         for client in self.clients.values():
             keys.append(client.api_key or env.get(client.api_key_env or "", ""))
         return [k for k in keys if k]
+
+
+def family_refusal(client: str, upstream: str) -> str | None:
+    """Why an upstream of dialect ``upstream`` cannot serve a client of ``client``
+    (None: it can).
+
+    A text dialect's client is served by an upstream of any text dialect, the stream
+    transcoded. A media stream (speech, transcription, images) or an agent session's
+    stream has no place in a chat dialect, nor a chat stream in theirs; and a media or
+    agent client is served only by an upstream of its own dialect: its request (an
+    audio upload, a speech input, a session) means nothing to another. (The text of a
+    transcription would fit a chat stream, but a chat request carries no audio to
+    transcribe: the pair is refused too.)
+    """
+    if client == upstream:
+        return None
+    text_client = DIALECTS[client].family in TEXT_FAMILIES
+    text_upstream = DIALECTS[upstream].family in TEXT_FAMILIES
+    if text_client and text_upstream:
+        return None
+    family = DIALECTS[upstream].family
+    if text_client:
+        return (
+            f"the model is served by the {upstream} upstream, whose stream is {family}: a "
+            f"{family} stream cannot be turned into a chat dialect ({client})"
+        )
+    if text_upstream:
+        return (
+            f"the model is served by the {upstream} upstream, whose stream is chat: a chat "
+            f"stream cannot be turned into {client} ({DIALECTS[client].family})"
+        )
+    return (
+        f"a {client} request is served only by an upstream of its own dialect, not by "
+        f"the {upstream} upstream ({family})"
+    )
 
 
 def _provider(dialect: str) -> str:

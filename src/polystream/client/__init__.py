@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
-from polystream.client._http import AsyncClient, AsyncEventStream, Client, EventStream, Shortcuts
+from polystream.client._http import (
+    AsyncClient,
+    AsyncEventStream,
+    Client,
+    EventStream,
+    FileInput,
+    Shortcuts,
+)
 
-__all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream", "Shortcuts"]
+__all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream", "FileInput", "Shortcuts"]

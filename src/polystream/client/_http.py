@@ -10,9 +10,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import httpx
+import msgspec
 
 from polystream.accumulate import Result
 from polystream.call import HttpRequest, StreamCall
+from polystream.client._files import FileInput, read_files
 from polystream.errors import LocalProtocolError
 from polystream.events import Event
 from polystream.request import (
@@ -28,7 +30,7 @@ from polystream.retry import RetryPolicy
 if TYPE_CHECKING:
     from polystream.client._h1 import DirectClient
 
-__all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream", "Shortcuts"]
+__all__ = ["AsyncClient", "AsyncEventStream", "Client", "EventStream", "FileInput", "Shortcuts"]
 
 _DROPS = (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError)
 _CONNECT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -45,9 +47,21 @@ class Shortcuts(TypedDict, total=False):
     """The keyword shortcuts of ``stream()`` for a one-message request.
 
     Keys:
-        model, prompt: Required when no :class:`~polystream.request.Request` is given.
+        model: Required when no :class:`~polystream.request.Request` is given.
+        prompt: The user message (a speech's input, an image's prompt); required when
+            no Request is given, unless the call uploads ``files`` or streams a
+            ``session``.
         system, tools, max_tokens, temperature, reasoning, background: As on Request.
-        framing: For ``gemini_generate``: ``sse`` (default) or ``json_array``.
+        extra: Body fields the unified request does not name (``voice``,
+            ``response_format``, ``partial_images``, ``language``...), added to
+            :attr:`Request.extra`.
+        files: Files to upload, by form field (``{"file": "audio.wav"}`` for a
+            transcription, ``{"image": ...}`` for an image edit): the request is then
+            sent as ``multipart/form-data``. Given with a Request too.
+        session: An existing agent session to stream (its id); the request's input is
+            sent to it once the stream is open. Given with a Request too.
+        framing: For ``gemini_generate``: ``sse`` (default) or ``json_array``; for
+            ``openai_speech``: ``sse`` (default) or ``raw`` (the audio file's bytes).
     """
 
     model: str
@@ -58,6 +72,9 @@ class Shortcuts(TypedDict, total=False):
     temperature: float | None
     reasoning: ReasoningConfig | None
     background: bool
+    extra: dict[str, Any]
+    files: Mapping[str, FileInput]
+    session: str
     framing: str
 
 
@@ -66,11 +83,13 @@ def _build_request(request: Request | None, shortcuts: Shortcuts) -> Request:
         return request
     model = shortcuts.get("model")
     prompt = shortcuts.get("prompt")
-    if model is None or prompt is None:
+    wordless = "files" in shortcuts or "session" in shortcuts
+    if model is None or (prompt is None and not wordless):
         raise LocalProtocolError("pass a Request, or model= and prompt=")
+    messages = [] if prompt is None else [Message(role="user", content=[TextPart(text=prompt)])]
     return Request(
         model=model,
-        messages=[Message(role="user", content=[TextPart(text=prompt)])],
+        messages=messages,
         system=shortcuts.get("system"),
         tools=shortcuts.get("tools") or [],
         max_tokens=shortcuts.get("max_tokens"),
@@ -105,9 +124,30 @@ class _Base:
     def _start(self, dialect: str, request: Request | None, shortcuts: Shortcuts) -> StreamCall:
         """The call for ``stream()`` (shared by the sync and async clients)."""
         built = _build_request(request, shortcuts)
-        return self._call(dialect, built, shortcuts.get("framing", "sse"))
+        extra = dict(shortcuts.get("extra") or {})
+        files: dict[str, bytes] = {}
+        if "files" in shortcuts:
+            metadata, files = read_files(shortcuts["files"])
+            extra.update(metadata)
+        if extra:
+            built = msgspec.structs.replace(built, extra={**(built.extra or {}), **extra})
+        return self._call(
+            dialect,
+            built,
+            shortcuts.get("framing", "sse"),
+            files=files,
+            session=shortcuts.get("session"),
+        )
 
-    def _call(self, dialect: str, request: Request, framing: str) -> StreamCall:
+    def _call(
+        self,
+        dialect: str,
+        request: Request,
+        framing: str,
+        *,
+        files: Mapping[str, bytes] | None = None,
+        session: str | None = None,
+    ) -> StreamCall:
         provider = provider_of(dialect)
         key = self._api_key
         if isinstance(key, Mapping):
@@ -129,6 +169,8 @@ class _Base:
             resume=self.resume,
             framing=framing,
             extra_headers=self._headers,
+            files=files,
+            session=session,
         )
 
 
@@ -182,6 +224,15 @@ class EventStream:
                 )
             else:
                 call.on_open(response.status_code, response.headers)
+                send = call.take_send()
+                if send is not None:
+                    try:
+                        answer = self._http.request(
+                            send.method, send.url, headers=send.headers, content=send.body
+                        )
+                    except httpx.TransportError as exc:
+                        call.on_send_error(str(exc) or type(exc).__name__)
+                    call.on_send(answer.status_code, answer.headers, answer.content)
                 try:
                     for chunk in response.iter_bytes():
                         yield from call.feed(chunk)
@@ -367,6 +418,9 @@ class AsyncEventStream:
                 )
             else:
                 call.on_open(response.status_code, response.headers)
+                send = call.take_send()
+                if send is not None:
+                    await self._send(send)
                 if self._openings:
                     self._between = response
                     try:
@@ -417,6 +471,17 @@ class AsyncEventStream:
         # Yielded only after the connection is closed (see the sync twin).
         if ended:
             yield ended
+
+    async def _send(self, request: HttpRequest) -> None:
+        """Send a subscribed session its input (see :meth:`StreamCall.take_send`)."""
+        try:
+            async with self._http.stream(
+                request.method, request.url, headers=request.headers, content=request.body
+            ) as answer:
+                body = await answer.aread()
+        except httpx.TransportError as exc:
+            self.call.on_send_error(str(exc) or type(exc).__name__)
+        self.call.on_send(answer.status_code, answer.headers, body)
 
     def push(
         self,

@@ -78,8 +78,8 @@ class RouteSpec:
             ``streamGenerateContent``: True; ``generateContent``: False); None when the
             body's ``stream`` decides.
         versions: The values ``{version}`` may take (empty: the path has none).
-        form: The endpoint takes a ``multipart/form-data`` body (the request codec
-            reads it as a form dict, see :mod:`polystream.wire.multipart`) besides JSON.
+        form_file: The endpoint takes a ``multipart/form-data`` body, and this is the
+            field of its (first) file part (``file``, ``image``); None: a JSON body.
         operation: What the endpoint does where a dialect's routes differ in it (OpenAI
             images: ``generation`` or ``edit``, which names the stream's events).
     """
@@ -89,7 +89,7 @@ class RouteSpec:
     action: Action = "create"
     stream: bool | None = None
     versions: frozenset[str] = frozenset()
-    form: bool = False
+    form_file: str | None = None
     operation: str | None = None
 
 
@@ -311,6 +311,10 @@ class DialectSpec:
         detect: How a stream shows it (auto-detection).
         stream: How the gateway streams it.
         reply: The shapes of its replies (emulator, demo).
+        raw_options: For a dialect with a ``raw`` framing (the reply's body is the
+            media itself): the options of its raw decoder taken from the request body,
+            as ``{decoder option: body field}`` (speech: the ``response_format`` is the
+            decoder's ``audio_format``).
     """
 
     name: str
@@ -325,6 +329,7 @@ class DialectSpec:
     detect: DetectSpec
     reply: ReplySpec
     stream: StreamSpec = StreamSpec()
+    raw_options: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def retrievable(self) -> bool:

@@ -336,7 +336,7 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
             return respond(emu.too_large(provider_of_path(request.url.path), found.dialect))
         content_type = request.headers.get("content-type")
         form: dict[str, Any] | None = None
-        if found.route.form and is_form(content_type):
+        if found.route.form_file is not None and is_form(content_type):
             assert content_type is not None
             try:
                 form = decode_form(content_type, body, max_size=MAX_BODY_SIZE).fields

@@ -233,7 +233,8 @@ class StreamPump:
 
     Args:
         cut: A failed stream of this dialect ends with an aborted transfer after its
-            in-band error (no clean end, no closing bytes).
+            in-band error (no clean end, no closing bytes). A raw reply (the media
+            itself, which has no in-band error) always does.
         keepalives: The upstream's keep-alives are transcoded for this client.
         comment: The keep-alive this client is sent during an upstream silence (empty:
             none).
@@ -270,10 +271,13 @@ class StreamPump:
         self.feeds = feeds  # the gateway's feeds, by every id a resume may name
         self.secrets = secrets
         self.replies = replies
-        self.cut = cut
+        self.cut = cut or options.get("framing") == "raw"
         self.keepalives = keepalives
         self.comment = comment
         self.sse = options.get("framing", "sse") == "sse"
+        # A raw reply (the media itself) has the upstream's Content-Type, known once its
+        # answer began.
+        self.raw = options.get("framing") == "raw"
         self.state = StreamState(WriteDeadline(limits.slow_client_seconds))
         self.loop = asyncio.get_running_loop()
         self.call = stream.call
@@ -338,7 +342,10 @@ class StreamPump:
         start = self.start
         if start is None:
             encoder = self.encoder_()
-            headers = [(b"content-type", encoder.content_type.encode()), *SSE_HEADERS]
+            content_type = encoder.content_type
+            if self.raw:
+                content_type = self.call.headers.get("content-type") or "application/octet-stream"
+            headers = [(b"content-type", content_type.encode("latin-1")), *SSE_HEADERS]
             if self.extra_headers:
                 headers += self.extra_headers
             if self.sse:
@@ -655,8 +662,9 @@ class StreamPump:
         # are off the path of the first delta (which, with the events before the first
         # output held back for a safe retry, also carries the response's start). Should
         # it fail, the pump makes it again and says why.
-        with contextlib.suppress(Exception):
-            self.response_start()
+        if not self.raw:  # (a raw reply's head waits for the upstream's)
+            with contextlib.suppress(Exception):
+                self.response_start()
         state = self.state
         keepalive = self.limits.keepalive_seconds
         comment = self.comment

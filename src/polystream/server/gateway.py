@@ -16,6 +16,13 @@ Paths are the emulator's: ``/openai/v1/...``, ``/xai/v1/...``, ``/anthropic/v1/.
 * every other SSE dialect: send the same request again with ``Last-Event-ID`` (the
   gateway writes ``id: <stream>.<n>`` on each event).
 
+The media and agent-session dialects are served only by an upstream of their own
+dialect (:func:`polystream.gateway_core.family_refusal`; any other pair is a 400): their
+streams are passed through (decoded and written again, which gives the upstream's bytes
+back), a multipart upload is forwarded byte for byte, a raw speech reply streams its
+audio as it comes with the upstream's ``Content-Type``, and a request that asks for no
+stream is relayed as it is (:mod:`polystream.server._gateway_media`).
+
 Each stream is journalled under an id the gateway mints (``x-polystream-stream-id``, 128
 random bits), bound to the tenant whose key created it and to the client's dialect; a
 native id (a response's or interaction's own) leads to it through an alias of that
@@ -31,7 +38,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 from urllib.parse import parse_qsl
 
 import httpx
@@ -41,15 +48,30 @@ from polystream import __version__
 from polystream.call import StreamCall
 from polystream.client import AsyncEventStream
 from polystream.client._h1 import AsyncH1Transport, DirectClient
-from polystream.dialects import DIALECTS, get_dialect, match_route, provider_of_path
+from polystream.dialects import (
+    DIALECTS,
+    TEXT_FAMILIES,
+    get_dialect,
+    match_route,
+    provider_of_path,
+)
 from polystream.errors import APIStatusError, TransportError
 from polystream.events import ErrorInfo, Event, StreamWarning
-from polystream.gateway_core import GatewayConfig, presented_key, scrub
+from polystream.gateway_core import GatewayConfig, family_refusal, presented_key, scrub
 from polystream.journal import Journal, MemoryJournal
-from polystream.request import RequestError, error_body, parse_request
+from polystream.request import Request, RequestError, auth_headers, error_body, parse_request
 from polystream.request.codecs import extra_fields, sent_extra
 from polystream.retry import RetryPolicy
 from polystream.scrub import SCRUBBED_EVENTS, Scrubber, url_credentials
+from polystream.server._gateway_media import (
+    Inbound,
+    RelayFailure,
+    read_inbound,
+    relay,
+    relay_body,
+    relayed_headers,
+    upstream_url,
+)
 from polystream.server._gateway_resume import JOURNAL_LAG_SECONDS as _JOURNAL_LAG_SECONDS  # noqa: F401
 from polystream.server._gateway_resume import REPLAY_BYTES as _REPLAY_BYTES  # noqa: F401
 from polystream.server._gateway_resume import Resumes
@@ -61,7 +83,6 @@ from polystream.server._gateway_stream import reply_failure as _reply_failure
 from polystream.server._gateway_write import WriteDeadline as _WriteDeadline  # noqa: F401
 from polystream.server._h1server import SEND_NOWAIT
 from polystream.server._journal_feed import JournalFeed
-from polystream.wire.jsondepth import body_error, decode_body
 
 __all__ = ["create_gateway"]
 
@@ -76,13 +97,15 @@ _FIELD_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 """A request field's name as a response header may carry it (any other is not echoed)."""
 
 
-def _match(method: str, path: str) -> tuple[str, str, dict[str, str], bool | None] | None:
-    """(inbound dialect, action, params, whether the route decides streaming) for a
-    gateway path, from the dialects' routes; None when no route matches."""
+def _match(method: str, path: str) -> tuple[str, str, dict[str, str], bool | None, bool] | None:
+    """(inbound dialect, action, params, whether the route decides streaming, whether
+    it takes a multipart form) for a gateway path, from the dialects' routes; None when
+    no route matches."""
     found = match_route(method, path)
     if found is None:
         return None
-    return (found.dialect, found.route.action, dict(found.params), found.route.stream)
+    route = found.route
+    return (found.dialect, route.action, dict(found.params), route.stream, bool(route.form_file))
 
 
 def _last_event_id(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -340,7 +363,7 @@ class _Gateway:
                 kind="not_found",
             )
             return
-        dialect, action, params, route_streams = matched
+        dialect, action, params, route_streams, form = matched
         raw_query = scope.get("query_string", b"")
         query = dict(parse_qsl(raw_query.decode("latin-1"))) if raw_query else {}
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
@@ -397,8 +420,11 @@ class _Gateway:
             elif (last_id := _last_event_id(raw_headers)) is not None:
                 await self.resumes.counter(send, receive, dialect, last_id, tenant)
             else:
+                inbound = _Inbound(
+                    method, path, raw_query.decode("latin-1"), raw_headers, body, form
+                )
                 await self._create(
-                    send, receive, dialect, route_streams, params, query, body, nowait
+                    send, receive, dialect, route_streams, params, query, inbound, nowait
                 )
         finally:
             self.active -= 1
@@ -413,28 +439,40 @@ class _Gateway:
         route_streams: bool | None,
         params: dict[str, str],
         query: dict[str, str],
-        body: bytes,
+        inbound: _Inbound,
         nowait: Callable[[Message], bool] | None = None,
     ) -> None:
+        spec = DIALECTS[dialect]
+        # A session's stream (a GET) has no body: it names its session in the path.
+        session = params.get("id") if inbound.method == "GET" else None
         try:
-            payload = decode_body(body)
-        except msgspec.DecodeError as exc:
-            await self._error(send, dialect, 400, body_error(exc), kind="invalid_request")
-            return
-        try:
-            request = parse_request(dialect, payload, model=params.get("model"))
+            read = read_inbound(
+                inbound.method,
+                _header(inbound.headers, b"content-type") if inbound.form else None,
+                inbound.body,
+                self.limits.max_body_bytes,
+            )
+            if session is not None:
+                request = Request(model="")
+            else:
+                request = parse_request(dialect, read.payload, model=params.get("model"))
         except RequestError as exc:
             await self._error(
                 send, dialect, 400, exc.message, kind="invalid_request", param=exc.param
             )
             return
+        payload = read.payload
         streaming = request.stream
         framing = "sse"
         if route_streams is not None:  # (the path decides, not the body: Gemini's verbs)
             streaming = route_streams
-        if len(DIALECTS[dialect].framings) > 1:  # (?alt=sse, or the default JSON array)
+        if "raw" in spec.framings:
+            # (A request that asks for no event stream gets the media itself, streamed.)
+            framing = "sse" if request.stream else "raw"
+            streaming = True
+        elif len(spec.framings) > 1:  # (?alt=sse, or the default JSON array)
             framing = "sse" if query.get("alt") == "sse" else "json_array"
-        routed = self.config.route(request.model)
+        routed = self.config.route(request.model, dialect)
         if routed is None:
             await self._error(
                 send,
@@ -446,6 +484,13 @@ class _Gateway:
             )
             return
         upstream, model = routed
+        refusal = family_refusal(dialect, upstream.dialect)
+        if refusal is not None:
+            await self._error(send, dialect, 400, refusal, kind="invalid_request", param="model")
+            return
+        if spec.family not in TEXT_FAMILIES and not streaming:
+            await self._relay(send, dialect, upstream, request, model, inbound, read)
+            return
         # Fields the unified request does not name go upstream only in their own
         # dialect (less those the upstream's configuration drops); elsewhere they are
         # not sent. The response says which were not.
@@ -487,8 +532,17 @@ class _Gateway:
                 policy=self.retry,
                 keep_events=False,
                 keep_result=False,
-                # The same dialect both ways: the client's body goes as it came.
+                framing=framing if "raw" in spec.framings else "sse",
+                # The same dialect both ways: the client's body goes as it came (a
+                # form byte for byte, unless the call changes a field of it).
                 native_body=native_body,
+                files=read.files,
+                native_form=read.form if native_body is payload else None,
+                session=session,
+                # (A session's stream takes the client's query, its key aside.)
+                query={k: v for k, v in query.items() if f"?{k}" not in spec.auth.accepts}
+                if session is not None
+                else None,
             )
         except RequestError as exc:
             await self._error(
@@ -500,15 +554,52 @@ class _Gateway:
                 param=exc.param,
             )
             return
-        options: dict[str, Any] = (
-            {"framing": framing} if len(DIALECTS[dialect].framings) > 1 else {}
-        )
+        options: dict[str, Any] = {"framing": framing} if len(spec.framings) > 1 else {}
         _UPSTREAM_CALL.set(call)  # this request's task (and its producer, created below)
         stream = AsyncEventStream(self.upstream, call)
         if not streaming:
             await self._unary(send, dialect, options, stream, headers)
             return
         await self._stream(send, receive, dialect, options, stream, nowait, headers)
+
+    async def _relay(
+        self,
+        send: Send,
+        dialect: str,
+        upstream: Any,
+        request: Request,
+        model: str,
+        inbound: _Inbound,
+        read: Inbound,
+    ) -> None:
+        """Relay a media or agent request that asks for no stream to the upstream of
+        its dialect (see :func:`~polystream.server._gateway_media.relay`)."""
+        try:
+            content_type, content = relay_body(dialect, request, model, read)
+        except RequestError as exc:
+            await self._error(
+                send, dialect, 400, exc.message, kind="invalid_request", param=exc.param
+            )
+            return
+        headers = relayed_headers(_headers(inbound.headers), content_type)
+        headers.update(auth_headers(upstream.dialect, upstream.key()))
+        url = upstream_url(upstream.dialect, upstream.base_url, inbound.path, inbound.query)
+        try:
+            failed = await relay(
+                send,
+                self.upstream,
+                url,
+                method=inbound.method,
+                headers=headers,
+                content=content,
+                retry=self.retry,
+                max_reply_bytes=self.limits.max_reply_bytes,
+            )
+        except RelayFailure as exc:
+            await self._error(send, dialect, 502, str(exc), kind="server")
+            return
+        if failed is not None:
+            await self._upstream_error(send, dialect, failed)
 
     async def _unary(
         self,
@@ -652,6 +743,29 @@ class _Gateway:
             comment=DIALECTS[dialect].stream.keepalive,
         )
         await pump.run()
+
+
+class _Inbound(NamedTuple):
+    """A request as the gateway's handling of a new stream reads it."""
+
+    method: str
+    path: str
+    query: str  # as it came
+    headers: list[tuple[bytes, bytes]]  # as ASGI gives them (names lowercase)
+    body: bytes
+    form: bool  # its route takes a multipart form
+
+
+def _headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+
+
+def _header(raw: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    """A request header's value (the first, if repeated), or None."""
+    for key, value in raw:
+        if key == name:
+            return value.decode("latin-1")
+    return None
 
 
 def _hosts_agree(headers: list[tuple[bytes, bytes]]) -> bool:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from polystream.dialects._spec import (
-    OPENAI_AUTH,
+    AuthSpec,
     DetectSpec,
     DialectSpec,
     ErrorSpec,
@@ -25,7 +25,13 @@ SPEC = DialectSpec(
         RouteSpec("POST", "/v1/agents/sessions"),
         RouteSpec("GET", "/v1/agents/sessions/{id}/events", "subscribe", stream=True),
     ),
-    auth=OPENAI_AUTH,
+    # (The Agents API is a beta: every request names it, as the official SDK does.)
+    auth=AuthSpec(
+        "authorization",
+        bearer=True,
+        accepts=("bearer", "x-api-key"),
+        extra={"openai-beta": "agents=v1"},
+    ),
     errors=ErrorSpec("openai", param_field=True),
     resume=ResumeSpec("counter", id_lines=True),
     detect=DetectSpec(3, prefixes=("agent.session.",)),

@@ -23,7 +23,7 @@ SPEC = DialectSpec(
     description="OpenAI image generation and edits (SSE)",
     routes=(
         RouteSpec("POST", "/v1/images/generations", operation="generation"),
-        RouteSpec("POST", "/v1/images/edits", form=True, operation="edit"),
+        RouteSpec("POST", "/v1/images/edits", form_file="image", operation="edit"),
     ),
     auth=OPENAI_AUTH,
     errors=ErrorSpec("openai", param_field=True),

@@ -34,4 +34,5 @@ SPEC = DialectSpec(
     reply=ReplySpec(
         "", "", signature_state=False, demo_model="gpt-4o-mini-tts", model_prefixes=("tts-",)
     ),
+    raw_options={"audio_format": "response_format"},
 )

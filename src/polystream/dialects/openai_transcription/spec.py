@@ -21,7 +21,7 @@ SPEC = DialectSpec(
     family="transcription",
     framings=("sse",),
     description="OpenAI audio transcriptions (SSE)",
-    routes=(RouteSpec("POST", "/v1/audio/transcriptions", form=True),),
+    routes=(RouteSpec("POST", "/v1/audio/transcriptions", form_file="file"),),
     auth=OPENAI_AUTH,
     errors=ErrorSpec("openai", param_field=True),
     resume=ResumeSpec("counter", id_lines=True),
