@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from polystream.decoding import StreamDecoder, decode, decode_events
+from polystream.decoding import HINT_BYTES, StreamDecoder, decode, decode_events
 
-__all__ = ["StreamDecoder", "decode", "decode_events"]
+__all__ = ["HINT_BYTES", "StreamDecoder", "decode", "decode_events"]
