@@ -118,9 +118,11 @@ class Connection:
 
     def _dial(self) -> ClientConnection:
         try:
+            # Entered as a context manager (websockets 17.1 warns otherwise); closed by
+            # close() or when a reconnection replaces it.
             ws: ClientConnection = ws_connect(
                 self.endpoint.url, **self.options.arguments(self.endpoint)
-            )
+            ).__enter__()
         except _DIAL_ERRORS as exc:
             raise handshake_failure(exc, self.endpoint) from exc
         response = ws.response

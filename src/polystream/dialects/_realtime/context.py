@@ -16,7 +16,8 @@ Two records:
   ``deleted`` items, the transcripts of input audio filled in from
   ``input_audio_transcription.completed``, a ``truncated`` audio item's transcript
   dropped, as the service drops it), plus the items the client created that the server
-  has not yet reported. :meth:`~ConversationContext.replay` gives the session updates,
+  has not yet reported (matched in order, see :func:`_matches`).
+  :meth:`~ConversationContext.replay` gives the session updates,
   in order and as sent, then one ``conversation.item.create`` per item (see
   :func:`creatable`).
 * :class:`ResponsesContext` (the Responses WebSocket: nothing is replayed on a new
@@ -133,15 +134,27 @@ def creatable(item: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
-def _shape(item: dict[str, Any]) -> tuple[Any, Any, tuple[Any, ...]]:
-    """What matches a client-created item to the server's report of it."""
-    content = item.get("content")
-    parts = (
-        tuple(part.get("type") for part in content or () if isinstance(part, dict))
-        if isinstance(content, list)
-        else ()
-    )
-    return item.get("type"), item.get("role"), parts
+def _matches(created: dict[str, Any], reported: dict[str, Any]) -> bool:
+    """Whether the server's ``reported`` item is the client's ``created`` one: the same
+    id when the client gave one; else the same type, role, call id and output, and
+    content parts of the same types and texts (the server adds its own fields, and
+    leaves out audio)."""
+    if "id" in created:
+        return bool(created["id"] == reported.get("id"))
+    for name in ("type", "role", "call_id", "output"):
+        if created.get(name) != reported.get(name):
+            return False
+    mine, theirs = created.get("content"), reported.get("content")
+    if not isinstance(mine, list) or not isinstance(theirs, list):
+        return mine == theirs
+    if len(mine) != len(theirs):
+        return False
+    for part, echo in zip(mine, theirs, strict=True):
+        if not isinstance(part, dict) or not isinstance(echo, dict):
+            return False
+        if part.get("type") != echo.get("type") or part.get("text") != echo.get("text"):
+            return False
+    return True
 
 
 class ConversationContext(Context):
@@ -209,10 +222,8 @@ class ConversationContext(Context):
         if key in self._items:
             self._items[key] = item
             return
-        if self._unacked:
-            head = self._unacked[0]
-            if head.get("id") == key or _shape(head) == _shape(item):
-                self._unacked.popleft()
+        if self._unacked and _matches(self._unacked[0], item):
+            self._unacked.popleft()
         previous = payload.get("previous_item_id")
         last = next(reversed(self._items), None)
         self._items[key] = item
