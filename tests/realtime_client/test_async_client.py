@@ -417,11 +417,11 @@ def test_responses_full_history_retry_on_a_new_connection_when_opted_in() -> Non
         (2, "error", "not_found", "previous_response_not_found"),
         (2, "advice", "previous_response_not_found", True),
         (
-            0,
+            2,
             "warning",
             "retry",
-            "previous_response_not_found: the request of stream 2 is sent again with its"
-            " full history on a new connection",
+            "previous_response_not_found: the request is sent again with its full history"
+            " on a new connection",
         ),
         (2, "finish", "failed", "Previous response with id 'resp_1' not found."),
         (0, "warning", "reconnect", "renewing the connection; reconnecting in 0.00 s"),
@@ -541,3 +541,38 @@ def test_text_turn_configures_text_replies_and_returns_the_reply() -> None:
         (1, "finish", "completed", None),
     ]
     assert server.peers[0].closed_by_client == 1000
+
+
+def test_text_turn_follows_a_full_history_retry() -> None:
+    async def first(peer: Peer) -> None:
+        await peer.expect(1)
+        await peer.send(
+            responses_error(
+                "websocket_connection_limit_reached",
+                "Responses websocket connection limit reached (60 minutes).",
+            )
+        )
+        await peer.drain()
+
+    async def second(peer: Peer) -> None:
+        await peer.expect(1)
+        await peer.send(*responses_reply("resp_1", "Hi"))
+        await peer.drain()
+
+    with Loopback(first, second) as server:
+        result = asyncio.run(
+            text_turn(
+                "openai_responses_ws",
+                "One",
+                model=MODEL,
+                api_key=KEY,
+                base_url=server.base_url,
+                reconnect=FAST,
+                full_history_retry=True,
+            )
+        )
+    assert [peer.received for peer in server.peers] == [
+        [create(model=MODEL, input="One")],
+        [create(model=MODEL, input=[{"role": "user", "content": "One"}])],
+    ]
+    assert (result.text, result.status, result.id) == ("Hi", "completed", "resp_1")

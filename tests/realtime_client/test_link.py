@@ -14,7 +14,7 @@ from polystream.events import Finish, Raw, StreamWarning
 from polystream.realtime import SOCKET_SPECS, SocketLink, endpoint
 from polystream.realtime._endpoint import api_key_for
 from polystream.retry import RetryPolicy
-from tests.realtime_client.scripts import reply_start, text_reply
+from tests.realtime_client.scripts import reply_start, responses_error, text_reply
 
 
 def feed(link: SocketLink, *payloads: dict[str, object]) -> list[object]:
@@ -199,3 +199,34 @@ def test_api_keys_and_socket_options() -> None:
         "close_timeout": 10.0,
         "proxy": None,
     }
+
+
+def test_a_retry_advice_renews_the_connection_only_when_opted_in() -> None:
+    limit = responses_error("websocket_connection_limit_reached", "limit")
+    link = SocketLink("openai_responses_ws", model="m")
+    link.connected()
+    link.next_queued()
+    feed(link, limit)
+    assert not link.renew
+    link = SocketLink("openai_responses_ws", model="m", full_history_retry=True)
+    link.connected()
+    link.next_queued()
+    # No request to blame (stream 0): a new connection, nothing sent again.
+    assert StreamWarning not in {type(e) for e in feed(link, limit)}
+    assert link.renew
+    drop = link.renewal()
+    assert (drop.delay, warnings(drop.events), link.queued) == (
+        0.0,
+        ["renewing the connection; reconnecting in 0.00 s"],
+        [],
+    )
+    # A request whose chain is not known whole: not sent again (no warning).
+    link.connected()
+    link.next_queued()
+    for message in link.admit(link.session.send_text("x", previous_response_id="resp_old")):
+        link.sent(message)
+    events = feed(link, responses_error("previous_response_not_found", "gone"))
+    assert StreamWarning not in {type(e) for e in events}
+    assert link.renew
+    assert link.renewal().events[-1].event.code == "reconnect"  # type: ignore[attr-defined]
+    assert link.queued == []

@@ -13,6 +13,7 @@ decisions over ``websockets``. No protocol logic lives here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
@@ -129,7 +130,8 @@ class AsyncConnection:
     ) -> None:
         await self.close()
         if self._events is not None:
-            await self._events.aclose()
+            with contextlib.suppress(RuntimeError):  # (being read by another task)
+                await self._events.aclose()
 
     async def _dial(self) -> ClientConnection:
         try:
@@ -414,7 +416,7 @@ async def text_turn(
         if config:
             await conn.configure(**config)
         await conn.send_text(prompt)
-        turn = Turn(retried=conn.link.full_history_retry)
+        turn = Turn()
         async for routed in conn:
             if on_event is not None:
                 on_event(routed)

@@ -12,6 +12,7 @@ on from others.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from types import TracebackType
@@ -114,7 +115,8 @@ class Connection:
     ) -> None:
         self.close()
         if self._events is not None:
-            self._events.close()
+            with contextlib.suppress(ValueError):  # (being read by another thread)
+                self._events.close()
 
     def _dial(self) -> ClientConnection:
         try:
@@ -360,7 +362,7 @@ def text_turn_sync(
         if config:
             conn.configure(**config)
         conn.send_text(prompt)
-        turn = Turn(retried=conn.link.full_history_retry)
+        turn = Turn()
         for routed in conn:
             if on_event is not None:
                 on_event(routed)

@@ -212,18 +212,20 @@ class SocketLink:
             out.append(routed)
             if type(event) is RetryAdvice and self._acts_on(event):
                 self._renew = True
-                if routed.stream:
-                    self._retry_lanes.append(routed.lane)
+                lane = routed.lane
+                if routed.stream and self.context is not None and self.context.can_retry(lane):
+                    # Announced in the failed reply's stream, before its end.
+                    self._retry_lanes.append(lane)
+                    message = (
+                        f"{event.code}: the request is sent again with its full history"
+                        " on a new connection"
+                    )
                     out.append(
                         Routed(
-                            event=StreamWarning(
-                                code="retry",
-                                message=(
-                                    f"{event.code}: the request of stream {routed.stream} is"
-                                    " sent again with its full history on a new connection"
-                                ),
-                            ),
-                            lane=routed.lane,
+                            event=StreamWarning(code="retry", message=message),
+                            stream=routed.stream,
+                            lane=lane,
+                            response_id=routed.response_id,
                         )
                     )
         return out
@@ -241,6 +243,10 @@ class SocketLink:
     def renewal(self) -> Drop:
         """The socket was closed to be replaced (:attr:`renew`): reconnect at once (an
         attempt, counted as the others; none left, the connection is over)."""
+        self._last = (1000, "renewing the connection")
+        return self._renewal()
+
+    def _renewal(self) -> Drop:
         self._renew = False
         if self._retry.after_connection_error() is None:
             return self.give_up()
@@ -254,7 +260,7 @@ class SocketLink:
         code = 1006 if code is None else code
         self._last = (code, reason)
         if self._renew:
-            return self.renewal()
+            return self._renewal()
         if self._reconnects and code in self.spec.reconnect_codes:
             delay = self._retry.after_connection_error()
             if delay is not None:

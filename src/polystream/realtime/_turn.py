@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from polystream.accumulate import Accumulator, Result
 from polystream.dialects._realtime.session import Routed
-from polystream.events import Event, Finish, RetryAdvice
+from polystream.events import Event, Finish, StreamWarning
 
 __all__ = ["Turn"]
 
@@ -14,19 +14,16 @@ class Turn:
     """Follows the reply to the one request sent on a fresh connection: the first
     reply stream that appears, accumulated into a :class:`~polystream.accumulate.Result`.
 
-    When that reply fails with a retry advice that the connection acts on
-    (``retried=True``), the request's retry is followed instead: the next reply.
-
-    Args:
-        retried: The connection sends a request again on a safe retry advice.
+    When that reply fails and the connection sends its request again (a ``warning``
+    with code ``retry`` in the reply's stream), the retry is followed instead: the next
+    reply.
     """
 
-    def __init__(self, *, retried: bool = False) -> None:
-        self.retried = retried
+    def __init__(self) -> None:
         self.stream: int | None = None
         self.done = False
         self._after = 0  # streams up to this one are not the turn's
-        self._advised = False
+        self._retried = False
         self._acc = Accumulator()
 
     def feed(self, routed: Routed) -> bool:
@@ -38,15 +35,15 @@ class Turn:
         elif routed.stream != self.stream:
             return False
         event = routed.event
-        if type(event) is RetryAdvice:
-            self._advised = self.retried and event.safe
+        if type(event) is StreamWarning and event.code == "retry":
+            self._retried = True  # the connection sends the request again
             return False
         if not isinstance(event, Event):
             return False
         self._acc.feed(event)
         if type(event) is Finish:
-            if event.status == "failed" and self._advised:
-                self._after, self.stream, self._advised = self.stream, None, False
+            if event.status == "failed" and self._retried:
+                self._after, self.stream, self._retried = self.stream, None, False
                 self._acc = Accumulator()
                 return False
             self.done = True

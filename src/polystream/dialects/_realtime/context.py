@@ -64,6 +64,10 @@ class Context(abc.ABC):
         """The messages that rebuild the context on a new connection, in order."""
         return []
 
+    def can_retry(self, lane: str | None) -> bool:
+        """Whether :meth:`retry` has a request to send again for ``lane``."""
+        return False
+
     def retry(self, session: RealtimeSession, lane: str | None) -> list[str]:
         """The request that failed before its reply began on ``lane``, again, with its
         full history as input (built by ``session``'s commands); empty when there is
@@ -351,22 +355,26 @@ class ResponsesContext(Context):
             items += output
         return items
 
+    def _full_input(self, request: dict[str, Any]) -> list[Any] | None:
+        previous = request.get("previous_response_id")
+        items = self.history(previous) if isinstance(previous, str) else []
+        return None if items is None else items + _input_items(request.get("input"))
+
+    def can_retry(self, lane: str | None) -> bool:
+        request = self._failed.get(lane)
+        return request is not None and self._full_input(request) is not None
+
     def retry(self, session: RealtimeSession, lane: str | None) -> list[str]:
         request = self._failed.pop(lane, None)
-        if request is None:
-            return []
-        previous = request.get("previous_response_id")
-        items: list[Any] | None = []
-        if isinstance(previous, str):
-            items = self.history(previous)
-        if items is None:
+        items = self._full_input(request) if request is not None else None
+        if request is None or items is None:
             return []
         body = {
             key: value
             for key, value in request.items()
             if key not in ("type", "stream_id", "previous_response_id")
         }
-        body["input"] = items + _input_items(request.get("input"))
+        body["input"] = items
         return session.create_response(body, lane=lane)
 
 
