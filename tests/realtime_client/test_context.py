@@ -248,3 +248,17 @@ def test_responses_retry_without_the_whole_chain_is_not_made() -> None:
         context.sent(message)
     context.received(responses_error("previous_response_not_found", "gone"))
     assert context.retry(session, None) == []
+
+
+def test_an_item_reported_out_of_order_is_matched_past_one_never_reported() -> None:
+    session = open_session("openai_realtime")
+    context = ConversationContext()
+    for message in [*session.send_text("rejected"), *session.send_text("kept")]:
+        context.sent(message)
+    for payload in user_item("item_k", "kept", None):
+        context.received(payload)
+    # "kept" is replayed once (as reported); "rejected" waits, as sent.
+    assert context.replay() == [
+        item_create({"id": "item_k", **_user("kept")}),
+        item_create(_user("rejected")),
+    ]

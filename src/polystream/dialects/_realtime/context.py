@@ -16,7 +16,8 @@ Two records:
   ``deleted`` items, the transcripts of input audio filled in from
   ``input_audio_transcription.completed``, a ``truncated`` audio item's transcript
   dropped, as the service drops it), plus the items the client created that the server
-  has not yet reported (matched in order, see :func:`_matches`).
+  has not yet reported (the oldest that matches the server's report, see
+  :func:`_matches`).
   :meth:`~ConversationContext.replay` gives the session updates,
   in order and as sent, then one ``conversation.item.create`` per item (see
   :func:`creatable`).
@@ -200,6 +201,8 @@ class ConversationContext(Context):
             item = value.get("item")
             if isinstance(item, dict):
                 self._unacked.append(item)
+                while len(self._unacked) > self.max_items:
+                    self._unacked.popleft()
 
     def received(self, payload: dict[str, Any]) -> None:
         kind = payload.get("type")
@@ -226,8 +229,10 @@ class ConversationContext(Context):
         if key in self._items:
             self._items[key] = item
             return
-        if self._unacked and _matches(self._unacked[0], item):
-            self._unacked.popleft()
+        for created in self._unacked:
+            if _matches(created, item):
+                self._unacked.remove(created)
+                break
         previous = payload.get("previous_item_id")
         last = next(reversed(self._items), None)
         self._items[key] = item
