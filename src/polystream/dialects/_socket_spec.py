@@ -6,11 +6,18 @@ This module sits at the bottom of :mod:`polystream.dialects`, with :mod:`._spec`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
 
 from polystream.dialects._spec import AuthSpec
 
-__all__ = ["SocketSpec"]
+__all__ = ["RECOVERABLE_CLOSE_CODES", "SocketSpec"]
+
+RECOVERABLE_CLOSE_CODES: Final = frozenset({1001, 1005, 1006, 1011, 1012, 1013, 1015})
+"""The close codes after which the official OpenAI SDK reconnects (RFC 6455 7.4.1:
+going away, no status, abnormal closure, internal error, service restart, try again
+later, TLS failure)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +36,13 @@ class SocketSpec:
         max_duration: The longest a connection or session lives, in seconds.
         lanes: How many replies may run side by side on one connection (1: one at a
             time).
+        reconnect_codes: The close codes after which a client may reconnect (empty:
+            never).
+        context: What a client keeps to carry a connection's context over to a new
+            one: ``conversation`` (the conversation and the session updates, replayed
+            on the new socket: the service keeps nothing), ``responses`` (the replies
+            of each chain, for a full-history retry), or None.
+        text_config: The :meth:`configure` fields that make the replies text only.
     """
 
     name: str
@@ -40,3 +54,6 @@ class SocketSpec:
     browser_subprotocols: tuple[str, ...] = ()
     max_duration: float | None = None
     lanes: int = 1
+    reconnect_codes: frozenset[int] = frozenset()
+    context: Literal["conversation", "responses"] | None = None
+    text_config: Mapping[str, Any] = field(default_factory=dict)
