@@ -29,6 +29,9 @@ class SocketSpec:
         max_duration: The longest a connection or session lives, in seconds.
         lanes: How many replies may run side by side on one connection (1: one at a
             time).
+        reply_dialect: The HTTP dialect whose stream each reply is, when the family's
+            replies are another API's streams (the Responses WebSocket's are
+            ``openai_responses`` streams); its requests are that dialect's bodies.
     """
 
     name: str
@@ -40,3 +43,4 @@ class SocketSpec:
     browser_subprotocols: tuple[str, ...] = ()
     max_duration: float | None = None
     lanes: int = 1
+    reply_dialect: str | None = None

@@ -19,6 +19,14 @@ from __future__ import annotations
 
 from polystream.dialects._realtime.session import RealtimeSession, Routed
 from polystream.dialects._socket_spec import SocketSpec
-from polystream.dialects._sockets import SOCKET_SPECS, SOCKETS, open_session
+from polystream.dialects._sockets import SOCKET_SPECS, SOCKETS, open_server, open_session
 
-__all__ = ["SOCKETS", "SOCKET_SPECS", "RealtimeSession", "Routed", "SocketSpec", "open_session"]
+__all__ = [
+    "SOCKETS",
+    "SOCKET_SPECS",
+    "RealtimeSession",
+    "Routed",
+    "SocketSpec",
+    "open_server",
+    "open_session",
+]

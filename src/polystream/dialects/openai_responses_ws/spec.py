@@ -16,4 +16,5 @@ SPEC = SocketSpec(
     auth=OPENAI_AUTH,
     max_duration=3600.0,
     lanes=32,
+    reply_dialect="openai_responses",
 )
