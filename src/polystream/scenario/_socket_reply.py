@@ -75,19 +75,27 @@ def spoken(
 ) -> list[Event]:
     """The reply said aloud (see the module docstring): each text block becomes an
     audio block and its transcript; an audio block of the reply is the tone of its own
-    text in ``fmt``, without a transcript; the other blocks are kept. Block indexes are
+    text in ``fmt``, without a transcript, when the reply has no text (else it is left
+    out: the text's audio is the reply's); the other blocks are kept. Block indexes are
     renumbered in order."""
     reply = scenario.reply if scenario is not None else None
     spec = as_audio(reply.audio if reply is not None else None) or AudioSpec()
     estimated = reply is None or reply.usage is None
+    # The reply's own audio block says its text: with a text block, that one speaks.
+    has_text = any(type(e) is BlockStart and e.kind == "text" for e in events)
     out: list[Event] = []
     kept: dict[int, int] = {}  # a kept block -> its new index
     said: dict[int, list[str] | None] = {}  # a block said aloud -> its text deltas
+    dropped: set[int] = set()
     seconds = 0.0
     count = 0
     for event in events:
         where = getattr(event, "index", None)
-        if type(event) is BlockStart and event.kind in ("text", "audio"):
+        if type(event) is BlockStart and event.kind == "audio" and has_text:
+            dropped.add(event.index)
+        elif where in dropped:
+            continue
+        elif type(event) is BlockStart and event.kind in ("text", "audio"):
             said[event.index] = [] if event.kind == "text" else None
         elif type(event) is BlockStart:
             kept[event.index] = count

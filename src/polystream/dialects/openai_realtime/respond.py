@@ -96,6 +96,7 @@ class Conversation:
         self.order: list[str] = []
         self.items: dict[str, dict[str, Any]] = {}
         self.audio: dict[str, int] = {}  # item -> bytes of output audio made
+        self.truncated: set[str] = set()  # items cut at what was heard
 
     def add(self, item: dict[str, Any], previous_item_id: str | None = None) -> str | None:
         """Add an item after ``previous_item_id`` (``"root"``: first; None: last);
@@ -112,6 +113,7 @@ class Conversation:
             before = previous_item_id
             self.order.insert(at, item_id)
         self.items[item_id] = item
+        self.truncated.discard(item_id)
         while len(self.order) > self.max_items:
             self.delete(self.order[0])
         return before
@@ -120,6 +122,7 @@ class Conversation:
         self.order.remove(item_id)
         del self.items[item_id]
         self.audio.pop(item_id, None)
+        self.truncated.discard(item_id)
 
 
 class _Item:
@@ -408,6 +411,8 @@ class ResponseRun(ReplyRun):
         item = state.item
         item["status"] = status
         text = "".join(state.text)
+        if self.conversation is not None and item["id"] in self.conversation.truncated:
+            text = ""  # (the unheard transcript was deleted)
         if item["type"] == "message":
             part = (
                 {"type": "audio", "transcript": text}

@@ -489,11 +489,10 @@ class RealtimeServer(SocketServer):
             if isinstance(content, list) and type(index) is int and 0 <= index < len(content)
             else None
         )
-        if (
-            item.get("role") != "assistant"
-            or not isinstance(part, dict)
-            or part.get("type") != "output_audio"
-        ):
+        audio = isinstance(part, dict) and part.get("type") == "output_audio"
+        # (An item still being spoken has no content yet: its audio so far counts.)
+        speaking = not content and index == 0 and item_id in self.conversation.audio
+        if item.get("role") != "assistant" or not (audio or speaking):
             raise _Invalid(
                 "unsupported_content_type", "Only model output audio messages can be truncated"
             )
@@ -504,7 +503,9 @@ class RealtimeServer(SocketServer):
                 f"Audio content of {int(made)}ms is already shorter than {end}ms",
                 "audio_end_ms",
             )
-        part["transcript"] = ""  # (the unheard transcript is deleted)
+        if isinstance(part, dict):
+            part["transcript"] = ""  # (the unheard transcript is deleted)
+        self.conversation.truncated.add(item_id)
         return [
             self._message(
                 "conversation.item.truncated",
