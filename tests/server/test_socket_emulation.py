@@ -10,13 +10,16 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets.sync.client
+from websockets.exceptions import InvalidStatus
 
 from polystream.audio import ulaw_encode
 from polystream.realtime import open_session
 from polystream.scenario import Emulator, ScenarioError, parse_scenarios
 from polystream.scenario._media import tone
 from polystream.scenario._sockets import SocketEmulation
-from polystream.server import ServerThread
+from polystream.server import ServerThread, create_app
+from tests.server.support import OwnServer
 
 MODEL = "gpt-realtime"
 
@@ -429,3 +432,15 @@ def test_plain_request_to_a_socket_endpoint_is_426() -> None:
         {"path": "/openai/v1/responses", "family": "openai_responses_ws"},
         {"path": "/openai/v1/realtime", "family": "openai_realtime"},
     ]
+
+
+def test_polystreams_own_server_answers_an_upgrade_426() -> None:
+    # polystream's HTTP/1.1 server takes no upgrade: the app says where to go instead.
+    server = OwnServer(create_app(Emulator()))
+    try:
+        url = f"ws://127.0.0.1:{server.port}/openai/v1/realtime?model=gpt-realtime"
+        with pytest.raises(InvalidStatus) as refused:
+            websockets.sync.client.connect(url, additional_headers={"Authorization": "Bearer x"})
+    finally:
+        server.stop()
+    assert refused.value.response.status_code == 426
