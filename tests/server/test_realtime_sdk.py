@@ -5,6 +5,7 @@ the handshake's refusals. polystream's own Realtime session reads the same messa
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import Callable, Iterator
@@ -560,3 +561,36 @@ def test_session_expired_then_close_1001(serve: Callable[..., ServerThread]) -> 
         "expired",
         3600.0,
     )
+
+
+def test_the_async_client_reads_a_text_turn(plain: ServerThread) -> None:
+    async def main() -> list[dict[str, Any]]:
+        client = openai.AsyncOpenAI(
+            api_key="x", base_url=plain.base_url + "/openai/v1", max_retries=0
+        )
+        try:
+            async with client.realtime.connect(model="gpt-realtime") as conn:
+                await conn.session.update(
+                    session={"type": "realtime", "output_modalities": ["text"]}
+                )
+                await conn.conversation.item.create(
+                    item={
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": "Hello there"}],
+                    }
+                )
+                await conn.response.create()
+                out = []
+                async for event in conn:
+                    out.append(json.loads(event.to_json()))
+                    if event.type == "response.done":
+                        return out
+        finally:
+            await client.close()
+        raise AssertionError("the connection ended before response.done")
+
+    messages = asyncio.run(main())
+    text = "".join(m["delta"] for m in messages if m["type"] == "response.output_text.delta")
+    assert text == ANSWER
+    assert messages[-1]["response"]["status"] == "completed"

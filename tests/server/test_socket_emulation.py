@@ -444,3 +444,20 @@ def test_polystreams_own_server_answers_an_upgrade_426() -> None:
     finally:
         server.stop()
     assert refused.value.response.status_code == 426
+
+
+def test_a_connection_without_a_model_is_refused() -> None:
+    emulation = SocketEmulation(Emulator(), "openai_realtime", query={})
+    emulation.start(0.0)
+    sends = emulation.due(0.0)
+    assert json.loads(sends[0].text or "")["error"] == {
+        "type": "invalid_request_error",
+        "code": "missing_required_parameter",
+        "message": "Missing required parameter: 'model'.",
+        "param": "model",
+        "event_id": None,
+    }
+    assert (sends[1].close, sends[1].reason) == (1008, "missing_required_parameter")
+    assert emulation.closed and emulation.wake is None
+    emulation.receive(json.dumps(ASK), 0.0)  # (nothing more once closed)
+    assert emulation.due(0.0) == []
