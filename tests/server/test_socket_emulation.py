@@ -461,3 +461,14 @@ def test_a_connection_without_a_model_is_refused() -> None:
     assert emulation.closed and emulation.wake is None
     emulation.receive(json.dumps(ASK), 0.0)  # (nothing more once closed)
     assert emulation.due(0.0) == []
+
+
+def test_every_ga_client_message_is_served() -> None:
+    from polystream.dialects.openai_realtime.wire import CLIENT_MESSAGES
+
+    emulation = realtime()
+    due(emulation, 0.0)
+    for name in sorted(CLIENT_MESSAGES):
+        send(emulation, 0.0, {"type": name})
+        for answer in due(emulation, 0.0):
+            assert answer.get("error", {}).get("param") != "type", name

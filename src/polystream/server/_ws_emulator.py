@@ -5,7 +5,7 @@ SDK derives from ``base_url``, under the provider's prefix (``/openai/v1/realtim
 Before accepting, the handshake is checked as the provider checks it: a key must be
 presented (``Authorization: Bearer``, or a browser's ``openai-insecure-api-key.<key>``
 subprotocol beside ``realtime``), else the upgrade is refused with a 401 in the
-provider's error shape. Then :class:`~polystream.scenario._sockets.SocketEmulation`
+provider's error shape. Then :class:`~polystream.scenario.SocketEmulation`
 decides everything; this module only moves messages and sleeps: it waits for the next
 client message or until the emulation's next message is due, whichever comes first.
 """
@@ -24,8 +24,7 @@ from starlette.websockets import WebSocket
 
 from polystream.dialects import PROVIDERS
 from polystream.realtime import SOCKET_SPECS
-from polystream.scenario import Emulator, error_answer, provider_of_path
-from polystream.scenario._sockets import SocketEmulation
+from polystream.scenario import Emulator, SocketEmulation, error_answer, provider_of_path
 
 __all__ = ["SOCKET_ENDPOINTS", "serve_socket"]
 

@@ -184,11 +184,6 @@ class ResponseRun(ReplyRun):
     def done(self) -> bool:
         return self._ended and not self._queue
 
-    @property
-    def running(self) -> bool:
-        """``response.done`` is not written yet."""
-        return not self._ended
-
     def next(self) -> Message | None:
         while not self._queue and not self._ended:
             event = next(self._events, None)
