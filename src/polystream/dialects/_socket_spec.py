@@ -43,6 +43,11 @@ class SocketSpec:
             on the new socket: the service keeps nothing), ``responses`` (the replies
             of each chain, for a full-history retry), or None.
         text_config: The :meth:`configure` fields that make the replies text only.
+        emulated: The family's binding has a ``Server`` that ``polystream serve`` runs
+            (its endpoint is served under the provider's prefix).
+        reply_dialect: The HTTP dialect whose stream each reply is, when the family's
+            replies are another API's streams (the Responses WebSocket's are
+            ``openai_responses`` streams); its requests are that dialect's bodies.
     """
 
     name: str
@@ -57,3 +62,5 @@ class SocketSpec:
     reconnect_codes: frozenset[int] = frozenset()
     context: Literal["conversation", "responses"] | None = None
     text_config: Mapping[str, Any] = field(default_factory=dict)
+    reply_dialect: str | None = None
+    emulated: bool = False

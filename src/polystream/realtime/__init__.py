@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from polystream.dialects._realtime.session import RealtimeSession, Routed
 from polystream.dialects._socket_spec import SocketSpec
-from polystream.dialects._sockets import SOCKET_SPECS, SOCKETS, open_session
+from polystream.dialects._sockets import SOCKET_SPECS, SOCKETS, open_server, open_session
 from polystream.realtime._endpoint import Endpoint, endpoint
 from polystream.realtime._link import DEFAULT_RECONNECT, SocketLink
 
@@ -51,6 +51,7 @@ __all__ = [
     "connect",
     "connect_sync",
     "endpoint",
+    "open_server",
     "open_session",
     "text_turn",
     "text_turn_sync",

@@ -20,4 +20,5 @@ SPEC = SocketSpec(
     reconnect_codes=RECOVERABLE_CLOSE_CODES,
     context="conversation",
     text_config={"output_modalities": ["text"]},
+    emulated=True,
 )

@@ -18,4 +18,6 @@ SPEC = SocketSpec(
     lanes=32,
     reconnect_codes=RECOVERABLE_CLOSE_CODES,
     context="responses",
+    reply_dialect="openai_responses",
+    emulated=True,
 )
