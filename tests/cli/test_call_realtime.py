@@ -5,8 +5,10 @@ completes, that the server refuses, and whose socket drops."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from polystream.cli import main
 from polystream.cli._call_show import LOCAL_KEY
 from polystream.dialects import PROVIDERS
 from polystream.realtime import SOCKET_SPECS
+from tests.helpers import FIXTURES
 from tests.realtime_client.loopback import Loopback, Peer
 from tests.realtime_client.scripts import (
     reply_end,
@@ -181,6 +184,43 @@ def test_xai_maps_to_its_voice_agent_socket(capsys: pytest.CaptureFixture[str]) 
     assert (status, out) == (0, "Hello there!\n"), err
     assert server.attempts == ["/v1/realtime?model=grok-voice"]
     assert server.peers[0].received == [USER_HI, CREATE]
+
+
+def test_a_voice_reply_s_transcript_is_printed_and_its_audio_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = (FIXTURES / "openai_realtime" / "voice_turn.ws").read_text().splitlines()
+
+    async def speaks(peer: Peer) -> None:
+        await peer.expect(3)
+        await peer.send(*lines)
+        await peer.drain()
+
+    out_file = tmp_path / "reply.pcm"
+    with Loopback(speaks) as server:
+        status = call(
+            "openai_realtime",
+            "Say hi",
+            "--model",
+            MODEL,
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(out_file),
+        )
+    out, err = capsys.readouterr()
+    assert (status, out) == (0, "Hello there!\n"), err  # (the reply's transcript)
+    messages = [json.loads(line) for line in lines]
+    audio = b"".join(
+        base64.b64decode(m["delta"]) for m in messages if m["type"] == "response.output_audio.delta"
+    )
+    assert len(audio) == 7200
+    assert out_file.read_bytes() == audio
+    assert re.fullmatch(
+        f"wrote 7200 bytes of audio to {re.escape(str(out_file))}\n"
+        r"-- completed \(completed\); tokens in 173 out 80 reasoning None; " + LINE,
+        err,
+    )
 
 
 def test_json_lines_are_the_routed_events(capsys: pytest.CaptureFixture[str]) -> None:
