@@ -24,4 +24,6 @@ SPEC = SocketSpec(
         "channels",
         "diarize",
     ),
+    emulated=True,
+    answer="transcript",
 )

@@ -24,4 +24,6 @@ SPEC = SocketSpec(
         "text_normalization",
         "with_timestamps",
     ),
+    emulated=True,
+    answer="speech",
 )
