@@ -43,7 +43,7 @@ from polystream.wire.framing import sniff_framing
 from polystream.wire.jsonarray import JSONArrayDecoder
 from polystream.wire.sse import SSEDecoder
 
-__all__ = ["PREVIEW_CHARS", "TimedChunk", "build_capture"]
+__all__ = ["EXCERPT_BYTES", "PREVIEW_CHARS", "TimedChunk", "build_capture"]
 
 TimedChunk = tuple[float, bytes]
 """A piece of a capture and when it arrived (seconds from the time origin)."""
@@ -54,6 +54,10 @@ full; the rest is cut)."""
 
 _FRAME_STEP: Final = 64 * 1024
 """Bytes framed at a time while looking for frame starts."""
+
+EXCERPT_BYTES: Final = 400
+"""The most of the wire bytes at a problem's offset its ``excerpt`` shows (up to the
+end of the frame there)."""
 
 
 def build_capture(
@@ -168,7 +172,7 @@ def build_capture(
         "stats": _stats(rows, native, result, len(data)),
         "result": result.to_dict(),
         "media": _media(result),
-        "problems": _problems(events, rows, fatal),
+        "problems": _excerpts(_problems(events, rows, fatal), data, bounds),
         "native_final": _native_final(decoder, fatal),
         "transcodes": _transcodes(events, decoder.dialect, targets, preview_chars),
     }
@@ -210,7 +214,7 @@ def _fatal(exc: PolystreamError, start: int) -> dict[str, Any]:
         event_index = exc.event_index
     return {
         "error": type(exc).__name__,
-        "message": str(exc),
+        "message": getattr(exc, "message", None) or str(exc),
         "byte_offset": offset,
         "event_index": event_index,
     }
@@ -361,6 +365,23 @@ def _problem(error: ErrorInfo, row: dict[str, Any]) -> dict[str, Any]:
         "event_index": error.event_index,
         "event": row["event"],
     }
+
+
+def _excerpts(
+    problems: list[dict[str, Any]], data: bytes, bounds: list[int]
+) -> list[dict[str, Any]]:
+    """Each problem with the wire bytes at its offset (to the end of the frame there,
+    at most :data:`EXCERPT_BYTES`), as text."""
+    for problem in problems:
+        offset = problem["byte_offset"]
+        if offset is None or not 0 <= offset < len(data):
+            problem["excerpt"] = None
+            continue
+        at = bisect_left(bounds, offset + 1)
+        end = bounds[at] if at < len(bounds) else len(data)
+        piece = data[offset : min(end, offset + EXCERPT_BYTES)]
+        problem["excerpt"] = piece.decode("utf-8", errors="replace")
+    return problems
 
 
 # -- the result's media, the native final object, the transcoding preview ----------------------

@@ -257,10 +257,18 @@ function problems(capture, id) {
     "Warnings and errors",
     { class: "problems-section" },
     table(
-      ["severity", "code", "message", "byte", "frame", "event"],
+      ["severity", "code", "message", "byte", "frame", "event", "bytes there"],
       list.map((p) => ({
         attrs: { class: `sev-${p.severity}` },
-        cells: [p.severity, p.code, p.message, show(p.byte_offset), show(p.event_index), eventLink(id, p.event)],
+        cells: [
+          p.severity,
+          p.code,
+          p.message,
+          show(p.byte_offset),
+          show(p.event_index),
+          eventLink(id, p.event),
+          p.excerpt ? details("wire", () => el("pre", { class: "wire" }, p.excerpt)) : "–",
+        ],
       })),
       { class: "problems" },
     ),
