@@ -154,6 +154,8 @@ class Inspector:
         decode: Whether ``POST /inspect/api/decode`` is served.
         tap: The gateway's journal tap (the stream endpoints are served with one).
         identify: The tenant of a presented key (None: refused); None: no key needed.
+        keyed: Whether a key must be presented (the page then asks for one); default:
+            whether ``identify`` is given.
         title: The page's title.
     """
 
@@ -164,12 +166,14 @@ class Inspector:
         decode: bool = True,
         tap: JournalTap | None = None,
         identify: Callable[[str | None], str | None] | None = None,
+        keyed: Callable[[], bool] | None = None,
         title: str = "polystream inspector",
     ) -> None:
         self.captures = list(captures)
         self.decode = decode
         self.tap = tap
         self.identify = identify
+        self.keyed = keyed if keyed is not None else lambda: identify is not None
         self.title = title
 
     @staticmethod
@@ -182,7 +186,7 @@ class Inspector:
         server = {
             "decode": f"{api}/decode" if self.decode else None,
             "streams": f"{api}/streams" if self.tap is not None else None,
-            "auth": self.identify is not None,
+            "auth": self.keyed(),
         }
         return render_page(page_data(self.captures, server=server, title=self.title))
 
@@ -266,14 +270,14 @@ class Inspector:
 
 
 def _timed(entries: list[Entry], times: list[float], started: float) -> list[tuple[float, bytes]]:
-    """The journalled entries as timed chunks (seconds from the stream's start); an
-    entry the tap did not date takes the last time it has."""
+    """The journalled entries as timed chunks (seconds from the first entry); an entry
+    the tap did not date takes the last time it has."""
     out: list[tuple[float, bytes]] = []
-    last = started
+    origin = last = times[0] if times else started
     for entry in entries:
         if entry.position < len(times):
             last = times[entry.position]
-        out.append((round(max(last - started, 0.0), 6), entry.data))
+        out.append((round(max(last - origin, 0.0), 6), entry.data))
     return out
 
 
@@ -347,4 +351,7 @@ def mount_inspector(app: Any, *, captures: Sequence[dict[str, Any]] = ()) -> Ins
         tenant: str | None = app.tenants.identify(key)
         return tenant
 
-    return Inspector(captures=captures, decode=False, tap=tap, identify=identify)
+    def keyed() -> bool:
+        return not app.tenants.open
+
+    return Inspector(captures=captures, decode=False, tap=tap, identify=identify, keyed=keyed)

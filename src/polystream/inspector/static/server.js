@@ -20,7 +20,10 @@ export function serverTools(app) {
   }
   if (server.auth) {
     const key = el("input", { type: "password", placeholder: "gateway key", id: "key", value: sessionStorage.getItem(KEY) ?? "" });
-    key.addEventListener("change", () => sessionStorage.setItem(KEY, key.value));
+    key.addEventListener("change", () => {
+      sessionStorage.setItem(KEY, key.value);
+      if (app.tab === "streams") app.show("streams");
+    });
     tools.push(el("label", {}, "key ", key));
   }
   tools.push(el("span", { id: "status", role: "status" }));
@@ -61,6 +64,10 @@ export function renderStreams(app) {
   const refresh = el("button", { type: "button", onclick: () => load() }, "refresh");
   box.append(el("p", {}, refresh), list);
   const load = async () => {
+    if (app.server.auth && !sessionStorage.getItem(KEY)) {
+      list.replaceChildren(el("p", { class: "note" }, "Enter the gateway's client key above to list your streams."));
+      return;
+    }
     try {
       const body = await call(app, app.server.streams);
       const rows = body.streams.map((s) => [
