@@ -108,16 +108,24 @@ def test_the_tap_passes_everything_through_and_remembers_streams() -> None:
     ]
     assert [s["id"] for s in tap.streams("b")] == ["s2"]
     tapped = tap.tapped("s1", "a")
-    assert tapped is not None and tapped.times == [100.5, 100.5, 101.25]
+    assert tapped is not None
+    assert [tapped.time_of(position) for position in range(4)] == [100.5, 100.5, 101.25, 101.25]
     assert tap.tapped("s1", "b") is None and tap.tapped("alias-1", "a") is None
 
 
-def test_the_tap_remembers_a_bounded_number_of_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tap_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_inspect, "TAPPED_STREAMS", 3)
+    monkeypatch.setattr(_inspect, "TIMED_APPENDS", 2)
     tap = JournalTap(MemoryJournal())
     for n in range(5):
         tap.create(f"s{n}", {"dialect": "openai_chat", "tenant": "a"}, now=float(n))
     assert [s["id"] for s in tap.streams("a")] == ["s4", "s3", "s2"]
+    for n in range(4):
+        tap.append("s4", [(str(n), b"x")], now=10.0 + n)
+    tapped = tap.tapped("s4", "a")
+    assert tapped is not None and tapped.count == 4
+    # Past the dated appends, entries take the last time known.
+    assert [tapped.time_of(position) for position in range(4)] == [10.0, 11.0, 11.0, 11.0]
 
 
 # -- the gateway -------------------------------------------------------------------------------

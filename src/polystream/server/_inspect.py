@@ -26,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from array import array
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, Final
@@ -50,30 +52,49 @@ MAX_CAPTURE_BYTES: Final = 32 * 1024 * 1024
 
 TAPPED_STREAMS: Final = 256
 """Streams a :class:`JournalTap` remembers (the oldest are forgotten first)."""
-TIMED_ENTRIES: Final = 1_000_000
-"""Entries of one stream a :class:`JournalTap` dates (later ones take the last time)."""
+TIMED_APPENDS: Final = 20_000
+"""Appends of one stream a :class:`JournalTap` dates (16 bytes each; the entries of later
+ones take the last time)."""
 
 
 class _Tapped:
-    """What a :class:`JournalTap` knows of one stream."""
+    """What a :class:`JournalTap` knows of one stream: when each append came, as the
+    entry count after it and its time (the entries of one append share its time)."""
 
-    __slots__ = ("dialect", "finished", "id", "size", "started", "tenant", "times")
+    __slots__ = ("count", "dialect", "ends", "finished", "id", "size", "started", "tenant", "times")
 
     def __init__(self, stream_id: str, meta: dict[str, Any], now: float) -> None:
         self.id = stream_id
         self.dialect = meta.get("dialect")
         self.tenant = meta.get("tenant")
         self.started = now
-        self.times: list[float] = []
+        self.ends = array("q")
+        self.times = array("d")
+        self.count = 0
         self.size = 0
         self.finished: float | None = None
+
+    def add(self, entries: int, size: int, now: float) -> None:
+        self.count += entries
+        self.size += size
+        if len(self.times) < TIMED_APPENDS:
+            self.ends.append(self.count)
+            self.times.append(now)
+
+    def time_of(self, position: int) -> float:
+        """When the entry at ``position`` was journalled (an entry past the dated ones:
+        the last time known; none: the stream's start)."""
+        if not self.times:
+            return self.started
+        at = bisect_right(self.ends, position)
+        return self.times[min(at, len(self.times) - 1)]
 
     def listing(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "dialect": self.dialect,
             "started": self.started,
-            "entries": len(self.times),
+            "entries": self.count,
             "bytes": self.size,
             "finished": self.finished is not None,
         }
@@ -91,13 +112,13 @@ class JournalTap(Journal):
         self.inner = inner
         self.blocking = inner.blocking
         self._streams: OrderedDict[str, _Tapped] = OrderedDict()
-        self._lock = threading.Lock()  # (a blocking journal is written from threads)
+        self.lock = threading.Lock()  # (a blocking journal is written from threads)
 
     def create(self, stream_id: str, meta: dict[str, Any], *, now: float = 0.0) -> None:
         self.inner.create(stream_id, meta, now=now)
         if "alias" in meta:
             return
-        with self._lock:
+        with self.lock:
             self._streams[stream_id] = _Tapped(stream_id, meta, now or time.time())
             while len(self._streams) > TAPPED_STREAMS:
                 self._streams.popitem(last=False)
@@ -106,11 +127,9 @@ class JournalTap(Journal):
         self.inner.append(stream_id, entries, now=now)
         tapped = self._streams.get(stream_id)
         if tapped is not None:
-            when = now or time.time()
-            with self._lock:
-                room = TIMED_ENTRIES - len(tapped.times)
-                tapped.times.extend([when] * min(room, len(entries)))
-                tapped.size += sum(len(data) for _, data in entries)
+            size = sum([len(data) for _, data in entries])
+            with self.lock:
+                tapped.add(len(entries), size, now or time.time())
 
     def finish(self, stream_id: str, *, now: float = 0.0) -> None:
         self.inner.finish(stream_id, now=now)
@@ -135,7 +154,7 @@ class JournalTap(Journal):
 
     def streams(self, tenant: str | None) -> list[dict[str, Any]]:
         """The streams of ``tenant`` the tap knows, the newest first."""
-        with self._lock:
+        with self.lock:
             found = [s.listing() for s in self._streams.values() if s.tenant == tenant]
         return found[::-1]
 
@@ -257,7 +276,8 @@ class Inspector:
         except JournalMiss as exc:
             await _json(send, 404, {"error": {"message": str(exc)}})
             return
-        chunks = _timed(entries, tapped.times, tapped.started)
+        with self.tap.lock:
+            chunks = _timed(entries, tapped)
         capture = await asyncio.to_thread(
             build_capture,
             chunks,
@@ -269,16 +289,13 @@ class Inspector:
         await _json(send, 200, {"finished": finished, "capture": capture})
 
 
-def _timed(entries: list[Entry], times: list[float], started: float) -> list[tuple[float, bytes]]:
-    """The journalled entries as timed chunks (seconds from the first entry); an entry
-    the tap did not date takes the last time it has."""
-    out: list[tuple[float, bytes]] = []
-    origin = last = times[0] if times else started
-    for entry in entries:
-        if entry.position < len(times):
-            last = times[entry.position]
-        out.append((round(max(last - origin, 0.0), 6), entry.data))
-    return out
+def _timed(entries: list[Entry], tapped: _Tapped) -> list[tuple[float, bytes]]:
+    """The journalled entries as timed chunks, in seconds from the first entry."""
+    origin = tapped.time_of(0)
+    return [
+        (round(max(tapped.time_of(entry.position) - origin, 0.0), 6), entry.data)
+        for entry in entries
+    ]
 
 
 def _presented_key(headers: list[tuple[bytes, bytes]]) -> str | None:
