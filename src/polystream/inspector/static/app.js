@@ -35,6 +35,7 @@ class Inspector {
   }
 
   show(key) {
+    if (key !== this.tab) window.scrollTo(0, 0);
     this.tab = key;
     this.tabs();
     const view = document.getElementById("view");
