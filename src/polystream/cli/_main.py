@@ -276,6 +276,15 @@ _EXTRA_COMMANDS.append(_register_emulator)
 _EXTRA_COMMANDS.extend([_register_call, _register_gateway])
 
 
+def _register_inspect(sub: Any) -> None:
+    from polystream.cli._inspect import register
+
+    register(sub)
+
+
+_EXTRA_COMMANDS.append(_register_inspect)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line. Returns the exit status (0 ok, 1 invalid input, 2 usage)."""
     parser = _parser()
