@@ -123,6 +123,7 @@ class Printer:
         self._reasoning: int | None = None  # the reasoning block being shown
         self._dim = ("\x1b[2m", "\x1b[0m") if colour(err) else ("", "")
         self._line_open = False  # the answer's last line has no newline yet
+        self._line_ended = False  # a reasoning section ended the answer's line
 
     def _reason(self, index: int, delta: str) -> None:
         """Show a reasoning delta on ``err``, in the section of its block."""
@@ -132,6 +133,7 @@ class Printer:
             if self._line_open:
                 self.out.write("\n")
                 self._line_open = False
+                self._line_ended = True
             self.out.flush()
             self.err.write(f"{on}[reasoning] {off}")
             self._reasoning = index
@@ -150,6 +152,7 @@ class Printer:
         if text:
             self.out.write(text)
             self._line_open = not text.endswith("\n")
+            self._line_ended = False
 
     def show(self, event: object, line: str | None = None) -> None:
         """Show ``event``, a unified event or a realtime session's (``line``: its JSON
@@ -197,7 +200,8 @@ class Printer:
             self.error(event.error.kind, event.error.message)
         elif isinstance(event, Finish):
             self._end_reasoning()
-            out.write("\n")
+            if not self._line_ended:
+                out.write("\n")
             self._line_open = False
             if event.error is not None:
                 self.error(event.error.kind, event.error.message)

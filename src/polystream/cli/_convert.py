@@ -25,10 +25,7 @@ def source_problems(result: Result) -> list[str]:
     problems: list[str] = []
     if result.status == "truncated":
         cause = result.error.message if result.error is not None else "no terminal event"
-        problems.append(
-            f"the source stream was truncated ({cause}): the {result.dialect} stream "
-            "ended without its terminal event, and so does the output"
-        )
+        problems.append(f"the source stream was truncated ({cause}): the output ends where it did")
     skipped = [error for error in result.errors if error.kind == "protocol"]
     if skipped:
         first = skipped[0]

@@ -245,11 +245,9 @@ def render(report: dict[str, Any], console: Any) -> None:
 
     table = Table(
         title="per dialect: step 1 and step 2",
-        caption=f"* from the request to the first event of step 1, including the {scripted} "
-        "ms the emulator waits before a reply's first event (scripted)",
         box=box.SIMPLE_HEAD,
         show_edge=False,
-        padding=(0, 1, 0, 0),  # (and the box's blank divider: two spaces between columns)
+        padding=(0, 0, 0, 1),  # (and the box's blank divider: two spaces between columns)
         pad_edge=False,
     )
     cells = [
@@ -261,24 +259,29 @@ def render(report: dict[str, Any], console: Any) -> None:
         for row in rows
     ]
     table.add_column("dialect", no_wrap=True)
-    number("first\nevent ms*", [c[0] for c in cells])
+    number("first\nevent\nms*", [c[0] for c in cells])
     number("events", [c[1] for c in cells])
     number("bytes", [c[2] for c in cells])
-    table.add_column("native\nfinish", overflow="fold")
-    table.add_column("unified\nfinish", overflow="fold")
+    reasons = [[r for r in row["finish_reasons"] if r is not None] for row in rows]
+    for header, key in (("native\nfinish", "raw"), ("unified\nfinish", "unified")):
+        words = [len(str(r[key])) for rs in reasons for r in rs]
+        table.add_column(header, overflow="fold", min_width=max(words, default=1))
     table.add_column("ok", no_wrap=True)
-    for row, (ttfe, events, size) in zip(rows, cells, strict=True):
-        reasons = [r for r in row["finish_reasons"] if r is not None]
+    for row, (ttfe, events, size), finish in zip(rows, cells, reasons, strict=True):
         table.add_row(
             row["dialect"],
             ttfe,
             events,
             size,
-            "\n".join(str(r["raw"]) for r in reasons) or "—",
-            "\n".join(str(r["unified"]) for r in reasons) or "—",
-            "[green]✓[/green]" if row["ok"] else f"[red]✗ {row['status']}[/red]",
+            "\n".join(str(r["raw"]) for r in finish) or "—",
+            "\n".join(str(r["unified"]) for r in finish) or "—",
+            "[green]✓[/green]" if row["ok"] else "[red]✗[/red]",
         )
     console.print(table)
+    console.print(
+        f"* from the request to the first event of step 1, including the {scripted} ms the "
+        "emulator waits before a reply's first event (scripted)"
+    )
     for row in rows:
         for problem in row["problems"]:
             console.print(f"[red]{row['dialect']}: {problem}[/red]")
