@@ -665,7 +665,7 @@ class _Gateway:
         losses = encoder.losses
         if not losses:
             return []
-        summary = scrub(", ".join(sorted({loss.what for loss in losses})), self.secrets)
+        summary = scrub(", ".join(sorted({loss.describe() for loss in losses})), self.secrets)
         logger.info("transcoding losses (%d): %s", len(losses), summary)
         return [(b"x-polystream-losses", f"{len(losses)}; {summary}"[:1000].encode())]
 
