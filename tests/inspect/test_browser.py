@@ -20,6 +20,7 @@ import pytest
 
 from polystream import decode
 from polystream.decoding import decode_events
+from polystream.dialects import DIALECTS
 from polystream.inspector import build_capture, page_data, render_page
 from polystream.scenario import Emulator
 from polystream.server import ServerThread
@@ -185,14 +186,16 @@ def test_the_transcoding_preview(page: Page) -> None:
     wire, losses = convert(THINKING.read_bytes(), "openai_chat")
     assert page.text("pre.wire") == wire.decode()
     rows = page.page.locator("table.losses tbody tr")
-    assert rows.count() == len(losses) == 3
+    assert rows.count() == len(losses) == 4
     assert rows.nth(0).locator("td").all_text_contents() == [
         losses[0].what,
         f"#{losses[0].event_index}",
         losses[0].event_type,
         losses[0].reason,
-        "yes",
+        losses[0].kind,
+        "yes" if losses[0].carried else "no",
     ]
+    assert [loss.kind for loss in losses].count("defaulted") >= 1
     page.shot("transcode")
 
 
@@ -221,3 +224,29 @@ def test_served_pages_open_files_and_follow_gateway_streams(page: Page) -> None:
         page.shot("gateway")
     finally:
         gateway.stop()
+
+
+def _one_capture_per_dialect() -> list[Path]:
+    chosen = []
+    for name in DIALECTS:
+        found = sorted(
+            p for p in (FIXTURES / name).glob("*") if p.suffix in (".sse", ".jsonarray", ".raw")
+        )
+        assert found, name
+        chosen.append(found[0])
+    return chosen
+
+
+def test_a_capture_of_every_dialect_renders(page: Page) -> None:
+    paths = _one_capture_per_dialect()
+    _open(page, paths)
+    for n, path in enumerate(paths):
+        page.page.click(f"nav button[data-tab=c{n}]")
+        data = path.read_bytes()
+        events = decode_events(data)
+        rows = page.page.locator("table.timeline tbody tr")
+        assert rows.count() == len(events), path
+        text = decode(data).text
+        if text:
+            assert page.text("pre[data-field=text]") == text, path
+    page.shot("every_dialect")

@@ -260,9 +260,9 @@ def test_timed_chunks_date_each_event_and_give_the_rates() -> None:
 @pytest.mark.parametrize(
     ("path", "target", "expected_losses"),
     [
-        ("anthropic_messages/thinking.sse", "openai_chat", 3),
+        ("anthropic_messages/thinking.sse", "openai_chat", 4),
         ("openai_responses/reasoning_encrypted.sse", "anthropic_messages", 1),
-        ("gemini_generate/parallel_function_calls.jsonarray", "openai_responses", 2),
+        ("gemini_generate/parallel_function_calls.jsonarray", "openai_responses", 3),
         ("openai_chat/error_mid_stream.sse", "gemini_interactions", 0),
     ],
 )

@@ -307,8 +307,8 @@ function transcodes(capture, id) {
       el("p", { class: "facts" }, `${entry.content_type} · ${bytes(entry.bytes)} · ${entry.losses.length} losses (${carried} carried)`),
       entry.losses.length
         ? table(
-            ["what", "event", "type", "reason", "carried"],
-            entry.losses.map((l) => [l.what, eventLink(id, l.event_index), l.event_type, l.reason, l.carried ? "yes" : "no"]),
+            ["what", "event", "type", "reason", "kind", "carried"],
+            entry.losses.map((l) => [l.what, eventLink(id, l.event_index), l.event_type, l.reason, l.kind || "lost", l.carried ? "yes" : "no"]),
             { class: "losses" },
           )
         : el("p", { class: "none" }, "nothing lost"),
