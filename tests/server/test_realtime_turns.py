@@ -115,7 +115,7 @@ def test_call_realtime_against_the_emulator(
     out, err = capsys.readouterr()
     assert out == "Emulated reply from gpt-realtime. You said: Say hi\n"
     assert re.fullmatch(
-        r"-- completed \(completed\); tokens in \d+ out \d+ reasoning None; "
+        r"-- completed \(completed\); tokens in \d+ out \d+; "
         r"first event \d+ ms, total \d+ ms\n",
         err,
     ), err
