@@ -6,11 +6,20 @@ This module sits at the bottom of :mod:`polystream.dialects`, with :mod:`._spec`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urlsplit
 
 from polystream.dialects._spec import AuthSpec
 
-__all__ = ["SocketSpec"]
+__all__ = ["SocketErrorShape", "SocketSpec"]
+
+SocketErrorShape = Literal["realtime", "responses", "message"]
+"""The shape of a family's in-band ``error`` message: the Realtime API's
+``{"type": "error", "error": {type, code, message, param, event_id}}``, the Responses
+WebSocket's wrapped ``{"type": "error", "status": N, "error": {type, code, message,
+param}}``, or xAI's speech sockets' ``{"type": "error", "message": ...}``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +38,11 @@ class SocketSpec:
         max_duration: The longest a connection or session lives, in seconds.
         lanes: How many replies may run side by side on one connection (1: one at a
             time).
+        model_messages: The client messages that name the model, by type, each with
+            the dotted path of its model field (``{"response.create": "model"}``):
+            where a gateway reads the model of a connection whose URL names none.
+        error_shape: The shape of its in-band ``error`` messages (see
+            :data:`SocketErrorShape`).
     """
 
     name: str
@@ -40,3 +54,12 @@ class SocketSpec:
     browser_subprotocols: tuple[str, ...] = ()
     max_duration: float | None = None
     lanes: int = 1
+    model_messages: Mapping[str, str] = field(default_factory=dict)
+    error_shape: SocketErrorShape = "realtime"
+
+    @property
+    def path(self) -> str:
+        """The endpoint's path (``/v1/realtime``): served under the provider's prefix
+        (``/openai/v1/realtime``), where the provider's SDK derives it from its
+        ``base_url``."""
+        return urlsplit(self.url).path

@@ -16,4 +16,6 @@ SPEC = SocketSpec(
     auth=OPENAI_AUTH,
     max_duration=3600.0,
     lanes=32,
+    model_messages={"response.create": "model"},
+    error_shape="responses",
 )

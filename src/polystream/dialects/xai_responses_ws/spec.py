@@ -14,5 +14,7 @@ SPEC = SocketSpec(
     description="xAI Responses API over a WebSocket (response.create per turn)",
     url="wss://api.x.ai/v1/responses",
     auth=OPENAI_AUTH,
+    model_messages={"response.create": "model"},
+    error_shape="responses",
 )
 """No documented lanes (``stream_id``) or maximum duration: one reply at a time."""

@@ -24,4 +24,5 @@ SPEC = SocketSpec(
         "channels",
         "diarize",
     ),
+    error_shape="message",
 )

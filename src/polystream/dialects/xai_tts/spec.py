@@ -24,4 +24,5 @@ SPEC = SocketSpec(
         "text_normalization",
         "with_timestamps",
     ),
+    error_shape="message",
 )
