@@ -586,15 +586,17 @@ def upstream_socket_url(family: str, base_url: str | None, query: Mapping[str, s
     return url
 
 
-def socket_refusal(family: str, upstream: str) -> str | None:
-    """Why an upstream of dialect or family ``upstream`` cannot serve a WebSocket
-    client of ``family`` (None: it can, being of that family)."""
+def socket_refusal(family: str, upstream: str, name: str | None = None) -> str | None:
+    """Why an upstream of dialect or family ``upstream`` (named ``name`` in the
+    configuration) cannot serve a WebSocket client of ``family`` (None: it can, being
+    of that family). Translating between families is not yet supported."""
     if family == upstream:
         return None
     kind = "a WebSocket family" if upstream in SOCKET_SPECS else "an HTTP dialect"
     return (
-        f"not yet supported: the model is served by the {upstream} upstream ({kind}); a "
-        f"{family} connection is relayed only to an upstream of its own family"
+        f"not yet supported: the model is served by the {name or upstream} upstream "
+        f"({upstream}, {kind}), and a {family} connection is relayed only to an "
+        "upstream of the same family"
     )
 
 
@@ -683,10 +685,11 @@ def relayed_close_code(code: int | None, *, upstream: bool) -> int:
     """The close code sent on for a connection that closed with ``code``: its own,
     but for the codes no close frame carries. An upstream that closed without a code
     (1005) closes its client with 1000; one lost without a close (1006, or a failed
-    TLS, 1015) with 1011, after which a client may reconnect. A client that went
-    without a close has its upstream closed with 1001 (going away)."""
+    TLS, 1015) with 1011, after which a client may reconnect. A client that closed
+    without a code, or went without a close, has its upstream closed with 1001 (going
+    away): uvicorn tells the two apart by neither."""
     if code is None or code in _UNSENDABLE_CLOSE:
-        if code == 1005:
-            return 1000
-        return 1011 if upstream else 1001
+        if not upstream:
+            return 1001
+        return 1000 if code == 1005 else 1011
     return code

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from polystream.gateway_core import GatewayConfig, Limits, Tenants
     from polystream.scrub import Scrubber
 
-__all__ = ["MAX_MESSAGE_BYTES", "SocketRelays"]
+__all__ = ["MAX_MESSAGE_BYTES", "UPSTREAM_QUEUE", "SocketRelays"]
 
 logger = logging.getLogger("polystream.gateway")
 
@@ -69,6 +69,10 @@ Send = Callable[[Message], Awaitable[None]]
 MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
 """The largest message taken from an upstream (a larger one closes it with 1009), as
 the sessions' bound and the servers' own for a client's message."""
+
+UPSTREAM_QUEUE: Final = 4
+"""Upstream messages read ahead of the client (the upstream's socket is then read no
+more until the client has taken some)."""
 
 _OPEN_TIMEOUT: Final = 10.0
 """Seconds an upstream's handshake may take."""
@@ -259,7 +263,7 @@ class _Relay:
         if routed is None:
             raise _Refused(404, f"no upstream serves model {model!r}", kind="not_found")
         upstream, sent_model = routed
-        refusal = socket_refusal(family, upstream.dialect)
+        refusal = socket_refusal(family, upstream.dialect, upstream.name)
         if refusal is not None:
             raise _Refused(400, refusal, kind="invalid_request")
         return upstream, sent_model
@@ -278,6 +282,7 @@ class _Relay:
                 user_agent_header=relays.user_agent,
                 compression=None,
                 max_size=MAX_MESSAGE_BYTES,
+                max_queue=UPSTREAM_QUEUE,
                 open_timeout=_OPEN_TIMEOUT,
                 close_timeout=_CLOSE_TIMEOUT,
             )
@@ -432,6 +437,7 @@ class _Relay:
                 async with asyncio.timeout(slow):
                     await send(out)
                 self.outbound += 1
+            return  # (the upstream closed: its close code says how)
         except ConnectionClosed:
             return  # (an upstream lost without a close: its close code says so)
         except TimeoutError:

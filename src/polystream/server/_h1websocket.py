@@ -83,7 +83,7 @@ class WebSocketConnection:
         self, conn: ServerConnection, http_scope: Scope, target: bytes, rest: bytes
     ) -> None:
         self.conn = conn
-        self.protocol = ServerProtocol(max_size=MAX_MESSAGE_BYTES, logger=logger)
+        self.protocol = ServerProtocol(max_size=MAX_MESSAGE_BYTES)  # (logs as websockets.server)
         self.state = "connecting"  # accepted: "open"; then "closing", "closed"
         self.queue: deque[Message] = deque()
         self.queued_bytes = 0
