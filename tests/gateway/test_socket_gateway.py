@@ -164,9 +164,7 @@ def test_messages_pass_exactly_and_in_order(server: str) -> None:
     with (
         ScriptedUpstream(echo) as upstream,
         gateway(server, {"rt": ("openai_realtime", upstream)}) as front,
-        ws_connect(
-            ws_url(front, "/openai/v1/realtime?model=m"), additional_headers=auth()
-        ) as ws,
+        ws_connect(ws_url(front, "/openai/v1/realtime?model=m"), additional_headers=auth()) as ws,
     ):
         for message in messages:
             ws.send(message)
@@ -417,7 +415,10 @@ def test_an_unreachable_upstream_is_a_502(server: str) -> None:
     config = GatewayConfig(
         upstreams={
             "rt": Upstream(
-                name="rt", dialect="openai_realtime", base_url="http://127.0.0.1:9/v1", api_key=CANARY
+                name="rt",
+                dialect="openai_realtime",
+                base_url="http://127.0.0.1:9/v1",
+                api_key=CANARY,
             )
         },
         api_key=GATEWAY_KEY,
@@ -431,9 +432,10 @@ def test_an_unreachable_upstream_is_a_502(server: str) -> None:
     finally:
         front.stop()
     assert refused.value.response.status_code == 502
-    assert "upstream rt cannot be reached" in json.loads(refused.value.response.body)["error"][
-        "message"
-    ]
+    assert (
+        "upstream rt cannot be reached"
+        in json.loads(refused.value.response.body)["error"]["message"]
+    )
 
 
 @pytest.mark.parametrize("server", SERVERS)
@@ -566,10 +568,10 @@ def test_a_route_rewrites_the_model_in_the_query() -> None:
             [Route(model="voice", upstream="rt", rewrite="gpt-realtime-mini")],
         ) as front,
         ws_connect(
-            ws_url(front, "/openai/v1/realtime?model=voice&intent=transcription"), additional_headers=auth()
+            ws_url(front, "/openai/v1/realtime?model=voice&intent=transcription"),
+            additional_headers=auth(),
         ) as ws,
     ):
         assert ws.recv() == SESSION_CREATED
         ws.close()
         assert upstream.conn().path == "/v1/realtime?model=gpt-realtime-mini&intent=transcription"
-
