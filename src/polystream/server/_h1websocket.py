@@ -95,6 +95,7 @@ class WebSocketConnection:
         self.paused = False
         self.fragments: list[bytes] = []
         self.text = False
+        self.early: list[Any] = []
         headers: list[tuple[bytes, bytes]] = http_scope["headers"]
         subprotocols = [
             token.strip()
@@ -135,6 +136,8 @@ class WebSocketConnection:
         if not isinstance(request, Request):
             self._respond(protocol.reject(400, "malformed WebSocket handshake\n"))
             return
+        self.early = events[1:]  # (frames sent ahead of the answer: read once accepted)
+        protocol.data_to_send()  # (nothing may precede the answer: a pong to an early ping)
         response = protocol.accept(request)
         if response.status_code != 101:
             self._respond(response)  # (the library's own refusal: a missing key, ...)
@@ -251,7 +254,8 @@ class WebSocketConnection:
         self.state = "open"
         self.protocol.send_response(response)
         self._flush()
-        self._read()  # (frames the client sent ahead of the answer)
+        early, self.early = self.early, []
+        self._read(early)  # (with the frames the client sent ahead of the answer)
 
     def _deny_body(self, message: Message) -> None:
         if message["type"] != "websocket.http.response.body":
@@ -283,7 +287,8 @@ class WebSocketConnection:
         self._flush()
         self._gone(code, reason)
         self._resume()  # (the client's close must be read)
-        self.timer = asyncio.get_running_loop().call_later(CLOSE_TIMEOUT, self.conn.close)
+        if self.timer is None:
+            self.timer = asyncio.get_running_loop().call_later(CLOSE_TIMEOUT, self.conn.close)
 
     # -- the connection's events -----------------------------------------------------------
 
@@ -292,10 +297,11 @@ class WebSocketConnection:
         if self.state != "connecting":
             self._read()
 
-    def _read(self) -> None:
+    def _read(self, early: list[Any] | None = None) -> None:
         protocol = self.protocol
         limit = self.conn.server.limits.max_buffered_bytes
-        for event in protocol.events_received():
+        events = protocol.events_received()
+        for event in [*early, *events] if early else events:
             if not isinstance(event, Frame):
                 continue
             opcode = event.opcode
@@ -340,12 +346,23 @@ class WebSocketConnection:
                 transport.pause_reading()
 
     def _flush(self) -> None:
-        """Write what the protocol has to send; its end of data closes the connection."""
+        """Write what the protocol has to send. Its end of data half-closes the
+        connection: what the client still sends is read (and dropped) until it closes
+        its side, or for ``close_timeout``, so that a close frame is not lost to a reset
+        of a connection closed with unread bytes."""
+        conn = self.conn
         for data in self.protocol.data_to_send():
             if data:
-                self.conn.write(data)
-            else:
-                self.conn.close()
+                conn.write(data)
+                continue
+            transport = conn.transport
+            if transport is None or conn.closed or not transport.can_write_eof():
+                conn.close()
+                return
+            transport.write_eof()
+            self._resume()
+            if self.timer is None:
+                self.timer = asyncio.get_running_loop().call_later(CLOSE_TIMEOUT, conn.close)
 
     def _gone(self, code: int, reason: str) -> None:
         if self.gone is None:
