@@ -7,8 +7,10 @@ scrubbed), the close codes both ways, the handshake's refusals, routing by model
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect as ws_connect
 
+from polystream.cli._listen import bind
 from polystream.gateway_core import GatewayConfig, Limits, Route, Upstream
 from polystream.server.gateway import create_gateway
 from tests.gateway.conftest import CANARY, GATEWAY_KEY, AppThread
@@ -575,3 +578,31 @@ def test_a_route_rewrites_the_model_in_the_query() -> None:
         assert ws.recv() == SESSION_CREATED
         ws.close()
         assert upstream.conn().path == "/v1/realtime?model=gpt-realtime-mini&intent=transcription"
+
+
+def test_the_listening_socket_lets_asyncio_disable_nagle() -> None:
+    """The serving commands' socket names TCP: asyncio then sets ``TCP_NODELAY`` on each
+    connection uvicorn accepts (with protocol 0 it would not, and a burst of small
+    messages would wait on the client's delayed ACK)."""
+    sock = bind("gateway", "127.0.0.1", 0)
+    assert sock is not None
+    nodelay: list[int] = []
+
+    async def main() -> None:
+        def made(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            raw = writer.get_extra_info("socket")
+            nodelay.append(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(made, sock=sock)
+        port = sock.getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(100):
+            if nodelay:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+
+    asyncio.run(main())
+    assert nodelay == [1]

@@ -85,6 +85,7 @@ def _run(args: argparse.Namespace) -> int:
     # The gateway logs each request itself; the HTTP client's own line per upstream
     # request would double the log (and its cost) without adding anything.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("websockets").setLevel(logging.WARNING)  # (a line per socket opened)
     names = ", ".join(f"{u.name} ({u.dialect})" for u in config.upstreams.values())
     host, port = sock.getsockname()[:2]  # the real port when it is 0
     shown = f"[{host}]" if ":" in host else host
@@ -121,14 +122,14 @@ def _run(args: argparse.Namespace) -> int:
 def _missing_keys(config: GatewayConfig) -> list[str]:
     """A warning for each upstream without a key (none given, its variable unset): the
     gateway still starts, as an upstream on the local network may take no key."""
-    from polystream.dialects import DIALECTS
+    from polystream.gateway_core import upstream_provider
     from polystream.request import PROVIDERS
 
     warnings = []
     for upstream in config.upstreams.values():
         if upstream.key():
             continue
-        variable = upstream.api_key_env or PROVIDERS[DIALECTS[upstream.dialect].provider].env_key
+        variable = upstream.api_key_env or PROVIDERS[upstream_provider(upstream.dialect)].env_key
         warnings.append(
             f"upstream {upstream.name} ({upstream.dialect}) has no key: {variable} is not "
             "set, so its requests are sent without one"
@@ -151,7 +152,8 @@ def register(sub: Any) -> None:
         "--upstream",
         action="append",
         metavar="PROVIDER[=BASE_URL]",
-        help="an upstream: openai, anthropic, xai, gemini, or a dialect name; repeatable",
+        help="an upstream: openai, anthropic, xai, gemini, a dialect name or a WebSocket "
+        "family (openai_realtime, ...); repeatable",
     )
     parser.add_argument("--config", metavar="FILE", help="routes and upstreams (JSON)")
     parser.add_argument(
