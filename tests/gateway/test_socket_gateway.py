@@ -8,7 +8,9 @@ scrubbed), the close codes both ways, the handshake's refusals, routing by model
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import random
 import socket
 import threading
@@ -99,7 +101,9 @@ def assert_injected_key(conn: Conn) -> None:
 
 
 @pytest.mark.parametrize("server", SERVERS)
-def test_realtime_sdk_through_the_gateway(server: str) -> None:
+def test_realtime_sdk_through_the_gateway(server: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="polystream.gateway")
+
     async def script(conn: Conn) -> None:
         await conn.ws.send(SESSION_CREATED)
         for _ in range(3):  # session.update, conversation.item.create, response.create
@@ -151,6 +155,17 @@ def test_realtime_sdk_through_the_gateway(server: str) -> None:
         {"type": "response.create"},
     ]
     assert sent.received[3] == b"\x00\x01 client bytes \xff"
+    # The session read the relayed messages: a line for the reply, with its usage.
+    lines = [r.getMessage() for r in caplog.records if r.name == "polystream.gateway"]
+    assert (
+        "WebSocket /openai/v1/realtime: reply resp_1 completed, usage: input 5, output 2, total 7"
+        in lines
+    )
+    closing = [line for line in lines if line.startswith("WebSocket /openai/v1/realtime -> ")]
+    assert len(closing) == 1
+    assert closing[0].startswith("WebSocket /openai/v1/realtime -> rt (openai_realtime), upstream ")
+    assert closing[0].endswith("(4 messages in, 6 out; replies: 1, usage: input 5, output 2)")
+    assert not [line for line in lines if CANARY in line or GATEWAY_KEY in line]
 
 
 @pytest.mark.parametrize("server", SERVERS)
@@ -606,3 +621,30 @@ def test_the_listening_socket_lets_asyncio_disable_nagle() -> None:
 
     asyncio.run(main())
     assert nodelay == [1]
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_a_client_that_takes_no_writes_is_dropped(server: str) -> None:
+    chunk = random.Random(3).randbytes(65536)
+
+    async def flood(conn: Conn) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                await conn.ws.send(chunk)
+
+    with (
+        ScriptedUpstream(flood) as upstream,
+        gateway(server, {"rt": ("openai_realtime", upstream)}, slow_client_seconds=0.3) as front,
+        contextlib.suppress(ConnectionClosed),
+        ws_connect(
+            ws_url(front, "/openai/v1/realtime?model=m"),
+            additional_headers=auth(),
+            max_size=None,
+            compression=None,
+        ) as ws,
+    ):
+        # (Not reading: once the buffers are full, the gateway's write waits.)
+        started = time.monotonic()
+        assert upstream.conn(timeout=5).close_code == 1001
+        assert time.monotonic() - started < 2.0
+        ws.socket.close()  # (its own close would wait on its full buffers)

@@ -37,6 +37,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from polystream import __version__
 from polystream.dialects._sockets import SOCKET_SPECS
+from polystream.events import Finish
 from polystream.gateway_core import (
     SOCKET_PATHS,
     Upstream,
@@ -52,6 +53,7 @@ from polystream.gateway_core import (
     upstream_socket_url,
     with_model,
 )
+from polystream.realtime import RealtimeSession, Routed, open_session
 
 if TYPE_CHECKING:
     from polystream.gateway_core import GatewayConfig, Limits, Tenants
@@ -120,6 +122,8 @@ class SocketRelays:
             ``slow_client_seconds`` bounds a write to a client).
         slots: Takes a concurrency slot (False: none is free) and gives it back:
             ``slots(+1)`` / ``slots(-1)``.
+        log_usage: Feed the family's session the relayed messages (after each is
+            sent), for a log line per reply with its usage.
     """
 
     def __init__(
@@ -130,8 +134,10 @@ class SocketRelays:
         secrets: Scrubber,
         limits: Limits,
         slots: Callable[[int], bool],
+        log_usage: bool = True,
     ) -> None:
         self.config = config
+        self.log_usage = log_usage
         self.tenants = tenants
         self.secrets = secrets
         self.limits = limits
@@ -161,13 +167,22 @@ class SocketRelays:
             )
             await relay.fail()
         finally:
+            tally = relay.tally
+            usage = ""
+            if tally is not None:
+                tally.close()
+                usage = (
+                    f"; replies: {tally.replies}, usage: input {tally.input_tokens}, "
+                    f"output {tally.output_tokens}"
+                )
             logger.info(
-                "WebSocket %s -> %s in %.1f ms (%d messages in, %d out)",
+                "WebSocket %s -> %s in %.1f ms (%d messages in, %d out%s)",
                 path,
                 relay.outcome,
                 (time.perf_counter() - started) * 1000,
                 relay.inbound,
                 relay.outbound,
+                usage,
             )
 
 
@@ -189,6 +204,8 @@ class _Relay:
         self.inbound = 0  # client messages relayed
         self.outbound = 0  # upstream messages relayed
         self.subprotocol: str | None = None
+        self.sending = False  # a write to the client is waiting
+        self.tally: _Tally | None = None
 
     # -- the handshake ---------------------------------------------------------------
 
@@ -217,6 +234,8 @@ class _Relay:
             upstream_query = {k: v for k, v in query.items() if f"?{k}" not in spec.auth.accepts}
             model = socket_model(family, query)
             first: str | None = None
+            if relays.log_usage:
+                self.tally = _Tally(family, scope["path"])
             if model is not None:
                 upstream, sent_model = self._route(family, model)
                 if model:
@@ -228,7 +247,7 @@ class _Relay:
                     self.closed = True
                     self.outcome = "client gone before the handshake's answer"
                     assert self.upstream is not None
-                    await self.upstream.close(1001)
+                    await _close_upstream(self.upstream, 1001)
                     return
             else:
                 await self._accept()
@@ -254,6 +273,8 @@ class _Relay:
                 assert self.upstream is not None
                 await self.upstream.send(first_message)
                 self.inbound += 1
+                if self.tally is not None and isinstance(first_message, str):
+                    self.tally.client(first_message)
             await self._relay(upstream)
         finally:
             relays.slots(-1)
@@ -325,7 +346,7 @@ class _Relay:
         connection with an in-band error."""
         self.outcome = f"{refused.status} ({refused.kind})"
         if self.upstream is not None:
-            await self.upstream.close(1011)
+            await _close_upstream(self.upstream, 1011)
         if self.accepted:
             await self._error_and_close(refused)
             return
@@ -363,7 +384,7 @@ class _Relay:
         """The gateway failed: close both sides (1011), or refuse with a 500."""
         if self.upstream is not None:
             with contextlib.suppress(Exception):
-                await self.upstream.close(1011)
+                await _close_upstream(self.upstream, 1011)
         with contextlib.suppress(Exception):
             if self.accepted:
                 await self._close_client(1011, "internal gateway error")
@@ -386,13 +407,16 @@ class _Relay:
         self.outcome = f"{upstream_config.name} ({upstream_config.dialect})"
         down = asyncio.create_task(self._downstream(upstream))
         up = asyncio.create_task(self._upstream_bound(upstream, upstream_config))
+        watchdog = _Watchdog(self, down, self.relays.limits.slow_client_seconds)
         try:
             done, _ = await asyncio.wait({down, up}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             down.cancel()
             up.cancel()
-            await upstream.close(1001)
+            await _close_upstream(upstream, 1001)
             raise
+        finally:
+            watchdog.stop()
         if up in done:
             # The client closed or went: its upstream goes too.
             code, reason = up.result()
@@ -405,12 +429,17 @@ class _Relay:
         up.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await up
+        if down.cancelled():  # (the watchdog's: a client that takes no writes)
+            self.outcome += ", client too slow"
+            self.closed = True
+            await _close_upstream(upstream, 1001)
+            return
         failure = down.exception()
         if failure is not None:
-            await upstream.close(1011)
+            await _close_upstream(upstream, 1011)
             raise failure
         if self.closed:
-            return  # (the client is gone, or too slow to take its close)
+            return  # (the client is gone)
         # The upstream closed: so does its client, with the same code.
         received = upstream.close_code
         code = relayed_close_code(received, upstream=True)
@@ -424,7 +453,7 @@ class _Relay:
         """Upstream to client, message by message, until the upstream closes."""
         send = self.send
         secrets = self.relays.secrets
-        slow = self.relays.limits.slow_client_seconds
+        tally = self.tally
         try:
             async for message in upstream:
                 if type(message) is str:
@@ -434,19 +463,20 @@ class _Relay:
                     }
                 else:
                     out = {"type": "websocket.send", "bytes": message}
-                async with asyncio.timeout(slow):
-                    await send(out)
+                self.sending = True
+                await send(out)
+                self.sending = False
                 self.outbound += 1
+                if tally is not None:
+                    tally.server(message)  # (once the message is on its way)
             return  # (the upstream closed: its close code says how)
         except ConnectionClosed:
             return  # (an upstream lost without a close: its close code says so)
-        except TimeoutError:
-            self.outcome += ", client too slow"
         except OSError:  # (the server's "client disconnected")
             self.outcome += ", client gone"
         self.closed = True
         with contextlib.suppress(Exception):
-            await upstream.close(1001)
+            await _close_upstream(upstream, 1001)
 
     async def _upstream_bound(
         self, upstream: ClientConnection, upstream_config: Upstream
@@ -457,6 +487,7 @@ class _Relay:
         family = self.family
         assert family is not None
         checks = bool(SOCKET_SPECS[family].model_messages)
+        tally = self.tally
         while True:
             message = await receive()
             kind = message["type"]
@@ -469,6 +500,8 @@ class _Relay:
                             continue
                         text = checked
                     await upstream.send(text)
+                    if tally is not None:
+                        tally.client(text)
                 else:
                     await upstream.send(message["bytes"])
                 self.inbound += 1
@@ -497,3 +530,118 @@ class _Relay:
         )
         await self.send({"type": "websocket.send", "text": error})
         return None
+
+
+class _Watchdog:
+    """Ends a relay whose client takes no writes: a write to the client that is still
+    waiting after ``seconds`` (checked every ``seconds``: a stalled write is cut after
+    one to two periods) cancels the relay's upstream-to-client task. One timer per
+    connection, not one per message."""
+
+    def __init__(self, relay: _Relay, task: asyncio.Task[None], seconds: float) -> None:
+        self.relay = relay
+        self.task = task
+        self.seconds = seconds
+        self.seen = -1  # the messages sent at the last check
+        self.handle = asyncio.get_running_loop().call_later(seconds, self.check)
+
+    def check(self) -> None:
+        relay = self.relay
+        if relay.sending and relay.outbound == self.seen:
+            self.task.cancel()
+            return
+        self.seen = relay.outbound
+        self.handle = asyncio.get_running_loop().call_later(self.seconds, self.check)
+
+    def stop(self) -> None:
+        self.handle.cancel()
+
+
+class _Tally:
+    """The family's session, fed the relayed messages after they are sent: a log line
+    for each reply that ends (its id, status and usage), and the connection's totals.
+    A session that fails is dropped (the relay goes on)."""
+
+    def __init__(self, family: str, path: str) -> None:
+        self.session: RealtimeSession | None = open_session(family)
+        self.path = path
+        self.replies = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.tells = hasattr(self.session, "sent")  # (the Responses WebSocket's requests)
+
+    def client(self, message: str) -> None:
+        session = self.session
+        if session is not None and self.tells:
+            try:
+                session.sent(message)  # type: ignore[attr-defined]
+            except Exception as exc:
+                self._drop(exc)
+
+    def server(self, message: str | bytes) -> None:
+        session = self.session
+        if session is None:
+            return
+        try:
+            routed = session.feed(message)
+        except Exception as exc:
+            self._drop(exc)
+            return
+        for item in routed:
+            if type(item.event) is Finish:
+                self._finished(item)
+
+    def close(self) -> None:
+        session = self.session
+        if session is not None:
+            self.session = None
+            with contextlib.suppress(Exception):
+                for item in session.close():
+                    if type(item.event) is Finish:
+                        self._finished(item)
+
+    def _finished(self, item: Routed) -> None:
+        finish = item.event
+        assert isinstance(finish, Finish)
+        usage = finish.usage
+        self.replies += 1
+        if usage is not None:
+            self.input_tokens += usage.input_tokens or 0
+            self.output_tokens += usage.output_tokens or 0
+        logger.info(
+            "WebSocket %s: reply %s %s, usage: input %s, output %s, total %s",
+            self.path,
+            item.response_id or item.stream,
+            finish.status,
+            usage.input_tokens if usage is not None else "-",
+            usage.output_tokens if usage is not None else "-",
+            usage.total_tokens if usage is not None else "-",
+        )
+
+    def _drop(self, exc: Exception) -> None:
+        logger.warning(
+            "WebSocket %s: its session could not read the relayed messages, usage is not "
+            "logged: %s",
+            self.path,
+            type(exc).__name__,
+        )
+        self.session = None
+
+
+async def _close_upstream(upstream: ClientConnection, code: int, reason: str = "") -> None:
+    """Close an upstream whose messages are no longer relayed: what it still sends is
+    read and dropped meanwhile (its reading may be paused on a full queue, and its
+    answer to the close must be read), for at most the close timeout."""
+
+    async def drain() -> None:
+        with contextlib.suppress(ConnectionClosed):
+            async for _ in upstream:
+                pass
+
+    draining = asyncio.get_running_loop().create_task(drain())
+    try:
+        await upstream.close(code, reason)
+    finally:
+        draining.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await draining
