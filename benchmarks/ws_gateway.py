@@ -1,32 +1,34 @@
 """The gateway's added latency per WebSocket message: ``python -m benchmarks.ws_gateway
 [--quick] [--json OUT]``.
 
-A scripted upstream (a ``websockets`` server), the gateway (``polystream gateway`` with
-an ``openai_realtime`` upstream, once on polystream's own server and once on uvicorn)
-and a minimal byte relay (:func:`relay`: a ``websockets`` server that opens the
-upstream for each client and copies every message both ways, a few lines: the floor
-under any WebSocket gateway in Python) run as real processes on loopback. One client
-(the ``websockets`` asyncio client, no compression, as the openai SDK connects) keeps
+A scripted upstream (a ``websockets`` server speaking the Realtime API's reply messages),
+the gateway (``polystream gateway`` with an ``openai_realtime`` upstream: on polystream's
+own server, on uvicorn, and on its own server once more with ``log_socket_usage``) and a
+minimal byte relay (:func:`relay`: a ``websockets`` server that opens the upstream for
+each client and copies every message both ways, a few lines: the floor under any
+WebSocket gateway in Python) run as real processes on loopback. One client (the
+``websockets`` asyncio client, without compression, as the openai SDK connects) keeps
 one connection open through each path (directly to the upstream, through the relay,
-through each gateway) and measures one-way latencies, per message: the sender puts
-its ``time.monotonic_ns()`` (one clock for every process on the machine) in the
-message, the receiver subtracts it from its own on arrival.
+through each gateway) and measures one-way latencies, per message: the sender puts its
+``time.monotonic_ns()`` (one clock for every process on the machine) in the message,
+the receiver subtracts it from its own on arrival.
 
-* **down** (upstream to client: what a Realtime session mostly carries, audio and text
-  deltas): asked by the client, the upstream sends messages paced 2 ms apart, each
-  alone on the wire;
+* **down** (upstream to client: what a Realtime session mostly carries): asked by the
+  client, the upstream sends a reply (``response.created``, its item and part, untimed),
+  then ``response.output_audio.delta`` messages paced 2 ms apart, each alone on the wire,
+  then ``response.done``;
 * **up** (client to upstream): the client sends messages paced 2 ms apart; the upstream
   reports what it measured at the end of the burst;
-* **burst** (down, unpaced): the upstream sends a whole burst at once (as a Realtime
-  server sends a reply's audio, faster than it plays); the time from the burst's first
-  send to its last message's arrival.
+* **burst** (down, unpaced): the upstream sends a reply's 100 deltas at once (as a
+  Realtime server sends a reply's audio, faster than it plays): the time from the first
+  delta's send to the last one's arrival.
 
-Two message sizes: a text delta (about 150 bytes of JSON) and an audio delta (100 ms of
-24 kHz PCM16 in base64: about 6.5 KB). The paths are called in rotation, a burst of
-each per round, so that all see the same machine load. Added latency is via - direct:
-the difference of the medians, and the p99 of each message's latency less the direct
-one of the same position in the same round. For each process in the middle, its CPU
-time per relayed message over the measurement (``/proc``).
+Two message sizes: a small delta (about 250 bytes of JSON) and an audio delta (100 ms of
+24 kHz PCM16 in base64: about 6.5 KB). The paths are called in rotation, a burst of each
+per round, so that all see the same machine load. Added latency is via - direct: the
+difference of the medians, and the p99 of each message's latency less the direct one's
+at the same place in the same round. For each process in the middle, its CPU time
+(user and kernel) per relayed message over the whole measurement (``/proc``).
 """
 
 from __future__ import annotations
@@ -49,17 +51,57 @@ __all__ = ["main", "relay", "upstream"]
 PACE = 0.002
 """Seconds between paced messages."""
 
-SIZES = {"text": 150, "audio": 6500}
+SIZES = {"small": 250, "audio": 6500}
 """The message sizes measured (bytes of JSON)."""
+
+GATEWAYS = (
+    ("gateway (polystream)", "polystream", False),
+    ("gateway (uvicorn)", "uvicorn", False),
+    ("gateway (polystream), usage logged", "polystream", True),
+)
+"""The gateways measured: their name, server, and whether they log each reply's usage
+(``log_socket_usage``: the family's session reads every relayed message)."""
 
 UPSTREAM_KEY = "bench-upstream-key-0123456789"
 GATEWAY_KEY = "bench-gateway-key-0123456789"
 
 
-def _message(kind: str, size: int) -> str:
-    """A message of about ``size`` bytes whose ``t`` is its send time."""
-    head = f'{{"type":"{kind}","t":{time.monotonic_ns()},"delta":"'
+def _message(kind: str, size: int, reply: int = 0) -> str:
+    """A message of about ``size`` bytes whose ``t`` is its send time: a Realtime
+    ``response.output_audio.delta`` of reply ``reply`` (``kind`` ``d``), or the client's
+    ``up``."""
+    if kind == "d":
+        head = (
+            f'{{"type":"response.output_audio.delta","event_id":"event_{reply}",'
+            f'"response_id":"resp_{reply}","item_id":"item_{reply}","output_index":0,'
+            f'"content_index":0,"t":{time.monotonic_ns()},"delta":"'
+        )
+    else:
+        head = f'{{"type":"{kind}","t":{time.monotonic_ns()},"delta":"'
     return head + "A" * max(0, size - len(head) - 2) + '"}'
+
+
+def _reply_opening(reply: int) -> list[str]:
+    """What a Realtime server sends before a reply's audio deltas (not timed)."""
+    ids = f'"response_id":"resp_{reply}","item_id":"item_{reply}","output_index":0'
+    return [
+        f'{{"type":"response.created","event_id":"e","response":{{"id":"resp_{reply}",'
+        '"object":"realtime.response","status":"in_progress","output":[]}}',
+        f'{{"type":"response.output_item.added","event_id":"e","response_id":"resp_{reply}",'
+        f'"output_index":0,"item":{{"id":"item_{reply}","type":"message","role":"assistant",'
+        '"content":[]}}',
+        f'{{"type":"response.content_part.added","event_id":"e",{ids},"content_index":0,'
+        '"part":{"type":"audio","transcript":""}}',
+    ]
+
+
+def _reply_end(reply: int) -> str:
+    """The ``response.done`` that ends a reply (not timed)."""
+    return (
+        f'{{"type":"response.done","event_id":"e","response":{{"id":"resp_{reply}",'
+        '"object":"realtime.response","status":"completed","output":[],"usage":'
+        '{"total_tokens":30,"input_tokens":10,"output_tokens":20}}}'
+    )
 
 
 # -- the upstream and the relay (each its own process) -------------------------------------
@@ -70,6 +112,7 @@ async def _serve_upstream(port: int) -> None:
 
     async def handle(ws: ServerConnection) -> None:
         measured: list[int] = []
+        replies = 0
         async for raw in ws:
             now = time.monotonic_ns()
             message = json.loads(raw)
@@ -81,10 +124,14 @@ async def _serve_upstream(port: int) -> None:
                 measured = []
             elif kind == "down":
                 count, size, paced = message["count"], message["size"], message["paced"]
+                replies += 1
+                for opening in _reply_opening(replies):
+                    await ws.send(opening)
                 for _ in range(count):
-                    await ws.send(_message("d", size))
+                    await ws.send(_message("d", size, replies))
                     if paced:
                         await asyncio.sleep(PACE)
+                await ws.send(_reply_end(replies))
                 await ws.send('{"type":"down.done"}')
 
     async with serve(handle, "127.0.0.1", port, compression=None, max_size=None):
@@ -137,7 +184,9 @@ async def _down(ws: Any, count: int, size: int) -> list[int]:
         now = time.monotonic_ns()
         if raw == '{"type":"down.done"}':
             return out
-        out.append(now - int(raw[raw.index('"t":') + 4 : raw.index(',"delta"')]))
+        at = raw.find(',"t":')
+        if at >= 0:
+            out.append(now - int(raw[at + 5 : raw.index(',"delta"')]))
 
 
 async def _burst(ws: Any, count: int, size: int) -> int:
@@ -149,9 +198,10 @@ async def _burst(ws: Any, count: int, size: int) -> int:
         now = time.monotonic_ns()
         if raw == '{"type":"down.done"}':
             return last - first
-        sent = int(raw[raw.index('"t":') + 4 : raw.index(',"delta"')])
-        first = first or sent
-        last = now
+        at = raw.find(',"t":')
+        if at >= 0:
+            first = first or int(raw[at + 5 : raw.index(',"delta"')])
+            last = now
 
 
 async def _up(ws: Any, count: int, size: int) -> list[int]:
@@ -240,34 +290,23 @@ def run(quick: bool = False) -> dict[str, Any]:
             folder / "relay.log",
             module="benchmarks.ws_gateway",
         )
-        config = folder / "gateway.json"
-        config.write_text(
-            json.dumps(
-                {
-                    "upstreams": {
-                        "rt": {
-                            "dialect": "openai_realtime",
-                            "base_url": f"http://127.0.0.1:{up_port}/v1",
-                            "api_key": UPSTREAM_KEY,
-                        }
-                    },
-                    "api_key": GATEWAY_KEY,
+        config = {
+            "upstreams": {
+                "rt": {
+                    "dialect": "openai_realtime",
+                    "base_url": f"http://127.0.0.1:{up_port}/v1",
+                    "api_key": UPSTREAM_KEY,
                 }
-            )
-        )
-        for server in ("polystream", "uvicorn"):
+            },
+            "api_key": GATEWAY_KEY,
+        }
+        for name, server, usage in GATEWAYS:
             port = _free_port()
-            argv = [
-                "gateway",
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--config",
-                str(config),
-                "--server",
-                server,
-            ]
-            servers[f"gateway ({server})"] = Server(
-                f"gateway ({server})", argv, port, folder / f"gateway-{server}.log"
+            file = folder / f"gateway-{len(servers)}.json"
+            file.write_text(json.dumps({**config, "log_socket_usage": usage}))
+            argv = ["gateway", "--listen", f"127.0.0.1:{port}", "--config", str(file)]
+            servers[name] = Server(
+                name, [*argv, "--server", server], port, folder / f"{file.stem}.log"
             )
         path = "/v1/realtime?model=gpt-realtime"
         urls = {
@@ -286,8 +325,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     finally:
         for server in servers.values():
             server.stop()
-    # Each path relayed, per size, warm-up included: paced down and up, and bursts.
-    relayed = len(SIZES) * ((rounds + 1) * count * 2 + rounds * 100)
+    # Each path relayed, per size, warm-up included: paced down and up, and bursts (each
+    # reply with its four untimed messages, and the end of each burst).
+    relayed = len(SIZES) * ((rounds + 1) * (count * 2 + 6) + rounds * 106)
     cpu: dict[str, float | None] = {}
     for name in middle:
         start, end = before[name], after[name]

@@ -241,6 +241,9 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
         clients: Client keys by tenant name. With neither ``api_key`` nor clients,
             there is no authentication, and all streams share one anonymous tenant.
         limits: Limits.
+        log_socket_usage: Read each relayed WebSocket message with its family's session
+            (after the message is sent) to log every reply's usage; off by default, as
+            it costs about a third more CPU per message.
     """
 
     upstreams: dict[str, Upstream]
@@ -248,6 +251,7 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
     api_key: str | None = None
     clients: dict[str, Client] = msgspec.field(default_factory=dict)
     limits: Limits = msgspec.field(default_factory=Limits)
+    log_socket_usage: bool = False
 
     def tenants(self, environ: Mapping[str, str] | None = None) -> Tenants:
         """The accepted keys and their tenants (client keys in ``api_key_env`` read

@@ -64,6 +64,8 @@ def gateway(
     server: str,
     upstreams: dict[str, tuple[str, ScriptedUpstream]],
     routes: list[Route] | None = None,
+    *,
+    log_usage: bool = False,
     **limits: Any,
 ) -> Iterator[AppThread]:
     """A gateway in front of scripted upstreams (``name: (family, upstream)``)."""
@@ -75,6 +77,7 @@ def gateway(
         routes=routes or [],
         api_key=GATEWAY_KEY,
         limits=Limits(**limits),
+        log_socket_usage=log_usage,
     )
     front = AppThread(create_gateway(config), server=server).start()
     try:
@@ -117,7 +120,7 @@ def test_realtime_sdk_through_the_gateway(server: str, caplog: pytest.LogCapture
 
     with (
         ScriptedUpstream(script) as upstream,
-        gateway(server, {"rt": ("openai_realtime", upstream)}) as front,
+        gateway(server, {"rt": ("openai_realtime", upstream)}, log_usage=True) as front,
     ):
         client = openai.OpenAI(base_url=front.base_url + "/openai/v1", api_key=GATEWAY_KEY)
         with client.realtime.connect(model="gpt-realtime") as conn:
@@ -192,7 +195,10 @@ def test_messages_pass_exactly_and_in_order(server: str) -> None:
 
 
 @pytest.mark.parametrize("server", SERVERS)
-def test_responses_sdk_routed_by_the_first_message(server: str) -> None:
+def test_responses_sdk_routed_by_the_first_message(
+    server: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="polystream.gateway")
     reply = [
         '{"type":"response.created","sequence_number":0,"response":{"id":"resp_9",'
         '"object":"response","status":"in_progress","model":"gpt-5.4-mini","output":[],'
@@ -258,6 +264,11 @@ def test_responses_sdk_routed_by_the_first_message(server: str) -> None:
         },
     }
     assert other.handshakes == 0
+    # (Without log_socket_usage, the messages are not read: one line for the connection.)
+    lines = [r.getMessage() for r in caplog.records if r.name == "polystream.gateway"]
+    assert len(lines) == 1
+    assert lines[0].startswith("WebSocket /openai/v1/responses -> main (openai_responses_ws), ")
+    assert lines[0].endswith(" (2 messages in, 3 out)")
 
 
 @pytest.mark.parametrize("server", SERVERS)

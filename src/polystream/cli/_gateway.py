@@ -38,6 +38,8 @@ def _run(args: argparse.Namespace) -> int:
     if not config.upstreams:
         print("polystream: error: give at least one --upstream (or --config)", file=sys.stderr)
         return 2
+    if args.log_socket_usage:
+        config.log_socket_usage = True
     key = args.api_key or os.environ.get("POLYSTREAM_GATEWAY_KEY")
     if key:
         config.api_key = key
@@ -175,6 +177,11 @@ def register(sub: Any) -> None:
         help="keep reading the upstream this long after a client disconnects",
     )
     parser.add_argument("--max-concurrency", type=int, metavar="N")
+    parser.add_argument(
+        "--log-socket-usage",
+        action="store_true",
+        help="log each WebSocket reply's usage (reads every relayed message)",
+    )
     parser.add_argument(
         "--server",
         choices=("polystream", "uvicorn"),

@@ -134,7 +134,7 @@ class SocketRelays:
         secrets: Scrubber,
         limits: Limits,
         slots: Callable[[int], bool],
-        log_usage: bool = True,
+        log_usage: bool = False,
     ) -> None:
         self.config = config
         self.log_usage = log_usage

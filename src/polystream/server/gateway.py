@@ -213,7 +213,12 @@ class _Gateway:
         )
         self.resumes = Resumes(self.journal, self.limits, self.feeds, self.replies)
         self.sockets = SocketRelays(
-            config, tenants=self.tenants, secrets=self.secrets, limits=self.limits, slots=self._slot
+            config,
+            tenants=self.tenants,
+            secrets=self.secrets,
+            limits=self.limits,
+            slots=self._slot,
+            log_usage=config.log_socket_usage,
         )
         pool = httpx.Limits(max_connections=None, max_keepalive_connections=256)
         if transport is None:
