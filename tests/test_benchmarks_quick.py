@@ -1055,8 +1055,8 @@ def test_realtime_session_has_the_documented_shape(realtime_session: Any) -> Non
     from benchmarks.realtime import _Frames
     from openai.resources.realtime.realtime import RealtimeConnection
     from openai.types.realtime import ResponseAudioDeltaEvent
-    from polystream.dialects.openai_realtime.wire import SERVER_MESSAGES
 
+    from polystream.dialects._realtime_api.wire import SERVER_MESSAGES
     from polystream.events import ErrorEvent, Unknown
     from polystream.realtime import open_session
 

@@ -126,10 +126,23 @@ def _modules() -> list[tuple[str, Path]]:
     return out
 
 
-def _imports(path: Path) -> list[str]:
+def _lazy_hook(tree: ast.Module) -> ast.FunctionDef | None:
+    """A module's own ``__getattr__`` (PEP 562), where it imports what it re-exports
+    lazily."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            return node
+    return None
+
+
+def _imports(path: Path, *, lazy: bool = False) -> list[str]:
     """The modules a file imports, but for those under ``if TYPE_CHECKING:`` (names for
-    annotations, no import when the program runs)."""
+    annotations, no import when the program runs) and those inside the module's
+    ``__getattr__`` (lazy re-exports, imported when the name is first used); ``lazy``:
+    only the latter."""
     tree = ast.parse(path.read_text())
+    hook = _lazy_hook(tree)
+    hooked = {id(inner) for inner in ast.walk(hook)} if hook is not None else set()
     skipped: set[int] = set()
     for node in ast.walk(tree):
         if (
@@ -140,7 +153,7 @@ def _imports(path: Path) -> list[str]:
             skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
     found = []
     for node in ast.walk(tree):
-        if id(node) in skipped:
+        if id(node) in skipped or (id(node) in hooked) != lazy:
             continue
         if isinstance(node, ast.Import):
             found.extend(alias.name for alias in node.names)
@@ -178,6 +191,21 @@ def test_imports_go_downward(name: str, path: Path) -> None:
         )
         if part == "dialects" and target == "dialects":
             _check_dialect_import(name, imported)
+
+
+@pytest.mark.parametrize(("name", "path"), MODULES, ids=[m for m, _ in MODULES])
+def test_lazy_reexports_reach_only_the_shells(name: str, path: Path) -> None:
+    # The one way up: a package's ``__getattr__`` may hand out a shell's names (the
+    # socket client from ``polystream.realtime``), imported when first used. Importing
+    # the core still loads no shell (test_core_imports_no_io_at_runtime).
+    part = _part(name)
+    for imported in _imports(path, lazy=True):
+        target = _part(imported)
+        if part is None or target is None or LAYERS[target] <= LAYERS[part]:
+            continue
+        assert name.endswith(f".{part}") and target in SHELLS, (
+            f"{name} re-exports {imported} lazily: only a part's package may, from a shell"
+        )
 
 
 def _check_dialect_import(name: str, imported: str) -> None:

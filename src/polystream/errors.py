@@ -15,7 +15,9 @@ framing events of the stream) and the byte offset in the input where that event 
     │                                 event, feed after close, unknown dialect)
     ├── ToolArgumentsError            a finished tool call's arguments are not valid JSON
     └── TransportError                raised by the I/O shells only (connect, read, timeout)
-        └── APIStatusError            the provider answered with an HTTP error status
+        ├── APIStatusError            the provider answered with an HTTP error status
+        ├── SocketClosed              a WebSocket closed for good (close code, reason)
+        └── IdleTimeout               nothing arrived for longer than the idle timeout
 
 Errors that the *provider* sends inside a stream (Anthropic ``event: error``, an
 OpenAI ``error`` event, a Gemini error element) are valid protocol: they become
@@ -30,11 +32,13 @@ __all__ = [
     "APIStatusError",
     "BufferLimitExceeded",
     "EventOrderError",
+    "IdleTimeout",
     "LocalProtocolError",
     "PolystreamError",
     "ProtocolError",
     "RemoteProtocolError",
     "RequestError",
+    "SocketClosed",
     "StreamTruncated",
     "ToolArgumentsError",
     "TransportError",
@@ -197,3 +201,42 @@ class APIStatusError(TransportError):
         self.request_id = request_id
         self.retry_after = retry_after
         super().__init__(f"HTTP {status_code} {kind}: {message}")
+
+
+class SocketClosed(TransportError):
+    """A WebSocket connection closed and was not reconnected: the peer closed it with a
+    code after which no reconnection is allowed, or the reconnection attempts ran out
+    (the last attempt's error is the ``__cause__``).
+
+    Attributes:
+        code: The close code received (1006 when the connection ended without a close
+            frame).
+        reason: The close reason received.
+        unsent: The messages that were to be sent and never were, in order.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int,
+        reason: str = "",
+        unsent: list[str | bytes] | None = None,
+    ) -> None:
+        self.code = code
+        self.reason = reason
+        self.unsent = list(unsent or [])
+        detail = f"{code} {reason}".strip()
+        super().__init__(f"{message} (close {detail})")
+
+
+class IdleTimeout(TransportError):
+    """Nothing arrived on a connection for longer than its idle timeout.
+
+    Attributes:
+        seconds: The idle timeout.
+    """
+
+    def __init__(self, message: str, *, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(message)

@@ -112,6 +112,7 @@ PROVIDERS: Final[dict[str, ProviderSpec]] = {
             _OPENAI_MODELS,
             "openai_responses",
             "openai",
+            default_socket="openai_realtime",
         ),
         ProviderSpec(
             "anthropic",
@@ -132,6 +133,7 @@ PROVIDERS: Final[dict[str, ProviderSpec]] = {
             ("grok-",),
             "xai_responses",
             "openai",
+            default_socket="xai_realtime",
         ),
         ProviderSpec(
             "gemini",

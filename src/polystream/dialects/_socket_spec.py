@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from polystream.dialects._spec import AuthSpec
 
-__all__ = ["SocketErrorShape", "SocketSpec"]
+__all__ = ["RECOVERABLE_CLOSE_CODES", "SocketErrorShape", "SocketSpec"]
+
+RECOVERABLE_CLOSE_CODES: Final = frozenset({1001, 1005, 1006, 1011, 1012, 1013, 1015})
+"""The close codes after which the official OpenAI SDK reconnects (RFC 6455 7.4.1:
+going away, no status, abnormal closure, internal error, service restart, try again
+later, TLS failure)."""
 
 SocketErrorShape = Literal["realtime", "responses", "message"]
 """The shape of a family's in-band ``error`` message: the Realtime API's
@@ -38,6 +43,18 @@ class SocketSpec:
         max_duration: The longest a connection or session lives, in seconds.
         lanes: How many replies may run side by side on one connection (1: one at a
             time).
+        reconnect_codes: The close codes after which a client may reconnect (empty:
+            never).
+        context: What a client keeps to carry a connection's context over to a new
+            one: ``conversation`` (the conversation and the session updates, replayed
+            on the new socket: the service keeps nothing), ``responses`` (the replies
+            of each chain, for a full-history retry), or None.
+        text_config: The :meth:`configure` fields that make the replies text only.
+        emulated: The family's binding has a ``Server`` that ``polystream serve`` runs
+            (its endpoint is served under the provider's prefix).
+        reply_dialect: The HTTP dialect whose stream each reply is, when the family's
+            replies are another API's streams (the Responses WebSocket's are
+            ``openai_responses`` streams); its requests are that dialect's bodies.
         model_messages: The client messages that name the model, by type, each with
             the dotted path of its model field (``{"response.create": "model"}``):
             where a gateway reads the model of a connection whose URL names none.
@@ -54,6 +71,11 @@ class SocketSpec:
     browser_subprotocols: tuple[str, ...] = ()
     max_duration: float | None = None
     lanes: int = 1
+    reconnect_codes: frozenset[int] = frozenset()
+    context: Literal["conversation", "responses"] | None = None
+    text_config: Mapping[str, Any] = field(default_factory=dict)
+    reply_dialect: str | None = None
+    emulated: bool = False
     model_messages: Mapping[str, str] = field(default_factory=dict)
     error_shape: SocketErrorShape = "realtime"
 

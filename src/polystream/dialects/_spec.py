@@ -272,6 +272,8 @@ class ProviderSpec:
         default_dialect: The dialect its bare name means (``--upstream openai``).
         error_shape: The shape of its error bodies (for a path under its prefix that
             matches no route).
+        default_socket: The WebSocket family its bare name means for a realtime turn
+            (``polystream call openai --realtime``); None: it has none.
     """
 
     name: str
@@ -282,6 +284,7 @@ class ProviderSpec:
     model_prefixes: tuple[str, ...]
     default_dialect: str
     error_shape: ErrorShape
+    default_socket: str | None = None
 
     def serves(self, model: str) -> bool:
         """Whether ``model`` is one of the provider's model names."""

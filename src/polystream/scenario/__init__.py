@@ -10,6 +10,9 @@
   :mod:`~polystream.scenario._media_blocks`, :mod:`~polystream.scenario._media_reply` —
   the media families: the tone and the PNG, their requests' options, their replies.
 * :mod:`~polystream.scenario._sessions` — agent sessions and their queued turns.
+* :mod:`~polystream.scenario._sockets`, :mod:`~polystream.scenario._socket_reply` — one
+  emulated WebSocket connection (:class:`SocketEmulation`): the family's sans-I/O server
+  answered from the scenarios, timed and faulted; what a spoken reply says.
 * :mod:`~polystream.scenario._plan` — unified events -> wire frames (through the
   dialect encoders) -> a timed delivery plan with the transport faults applied.
 * :mod:`~polystream.scenario._errors` — error bodies in each provider's shape.
@@ -43,6 +46,7 @@ from polystream.scenario._format import (
     HttpError,
     ImageSpec,
     InBandError,
+    Interrupt,
     Match,
     ReasoningSpec,
     Reply,
@@ -50,6 +54,7 @@ from polystream.scenario._format import (
     ScenarioError,
     SegmentSpec,
     ServerToolSpec,
+    SocketClose,
     Timing,
     ToolCallSpec,
     UsageSpec,
@@ -69,6 +74,7 @@ from polystream.scenario._plan import (
 )
 from polystream.scenario._reply import default_reply, reply_events, reply_id, retarget, split_text
 from polystream.scenario._request import MODEL_PATTERNS, RequestError, RequestSummary, summarize
+from polystream.scenario._sockets import Send, SocketEmulation
 
 __all__ = [
     "KEEPALIVE",
@@ -90,6 +96,7 @@ __all__ = [
     "HttpError",
     "ImageSpec",
     "InBandError",
+    "Interrupt",
     "Match",
     "ReasoningSpec",
     "Reply",
@@ -98,7 +105,10 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "SegmentSpec",
+    "Send",
     "ServerToolSpec",
+    "SocketClose",
+    "SocketEmulation",
     "StoredReply",
     "Timing",
     "ToolCallSpec",

@@ -31,7 +31,7 @@ from polystream.scenario._errors import (
     error_answer,
     provider_of_path,
 )
-from polystream.scenario._format import Faults, Scenario, ScenarioError, Timing
+from polystream.scenario._format import Faults, HttpError, Scenario, ScenarioError, Timing
 from polystream.scenario._media_reply import media_events
 from polystream.scenario._media_request import MEDIA_FAMILIES
 from polystream.scenario._plan import (
@@ -59,6 +59,7 @@ __all__ = [
     "json_answer",
     "loss_header",
     "text_answer",
+    "unknown_model_message",
 ]
 
 MAX_BODY_SIZE: Final = 8 * 1024 * 1024
@@ -471,6 +472,51 @@ class Emulator:
             )
         )
 
+    # -- WebSocket replies (see polystream.scenario._sockets) -----------------------------
+
+    def next_serial(self) -> int:
+        """A new serial number (of a request, or of a WebSocket connection), from which
+        deterministic ids derive."""
+        self._serial += 1
+        return self._serial
+
+    def choose(
+        self, summary: RequestSummary, names: Sequence[str] = ()
+    ) -> tuple[int | None, Scenario | None]:
+        """The first scenario that matches a request (its ``match.dialect`` may name
+        ``summary.dialect`` or any of ``names``), and its position; (None, None) when
+        none does."""
+        return self._select(summary, names)
+
+    def model_known(self, model: str, provider: str, dialect: str | None = None) -> bool:
+        """Whether ``model`` is served (see "Models" in docs/emulator.md); ``dialect``
+        None: by the provider's families and the scenarios only."""
+        return self._model_known(model, provider, dialect)
+
+    def failure(self, scenario: Scenario | None, position: int | None) -> HttpError | None:
+        """Count a request against its scenario; the scenario's ``http_error``, if it
+        is due for this request."""
+        if scenario is None or position is None:
+            return None
+        self._served[position] += 1
+        failure = scenario.faults.http_error
+        if failure is None:
+            return None
+        if failure.times is not None and self._served[position] > failure.times:
+            return None
+        return failure
+
+    def reply_for(
+        self,
+        scenario: Scenario | None,
+        summary: RequestSummary,
+        response_id: str,
+        created: int = 0,
+    ) -> list[Event]:
+        """The unified events of the reply to a request: the scenario's, a replayed
+        capture's, or the default reply's."""
+        return self._events(scenario, summary, response_id, created)
+
     # -- internals ----------------------------------------------------------------------
 
     def _error(
@@ -529,13 +575,8 @@ class Emulator:
         request_id: str,
     ) -> Answer | None:
         """Count the request against its scenario; its ``http_error`` answer, if due."""
-        if scenario is None or position is None:
-            return None
-        self._served[position] += 1
-        failure = scenario.faults.http_error
+        failure = self.failure(scenario, position)
         if failure is None:
-            return None
-        if failure.times is not None and self._served[position] > failure.times:
             return None
         return error_to_answer(
             error_answer(
@@ -548,28 +589,38 @@ class Emulator:
             )
         )
 
-    def _select(self, summary: RequestSummary) -> tuple[int | None, Scenario | None]:
+    def _select(
+        self, summary: RequestSummary, names: Sequence[str] = ()
+    ) -> tuple[int | None, Scenario | None]:
+        dialects = (summary.dialect, *names)
         for position, scenario in enumerate(self.scenarios):
-            if scenario.matches(
-                dialect=summary.dialect,
-                provider=summary.provider,
-                model=summary.model,
-                user_text=summary.user_text,
-                has_tools=summary.has_tools,
-                has_tool_result=summary.has_tool_result,
+            if any(
+                scenario.matches(
+                    dialect=dialect,
+                    provider=summary.provider,
+                    model=summary.model,
+                    user_text=summary.user_text,
+                    has_tools=summary.has_tools,
+                    has_tool_result=summary.has_tool_result,
+                )
+                for dialect in dialects
             ):
                 return position, scenario
         return None, None
 
-    def _model_known(self, model: str, provider: str, dialect: str) -> bool:
-        spec = DIALECTS[dialect]
+    def _model_known(self, model: str, provider: str, dialect: str | None) -> bool:
+        spec = DIALECTS[dialect] if dialect is not None else None
         if self.any_model or self._replays:
             return True
-        if not model and spec.family == "agent_session":
+        if not model and spec is not None and spec.family == "agent_session":
             return True  # (a session names an agent, not always a model)
         if provider in PROVIDERS and PROVIDERS[provider].serves(model):
             return True
-        if spec.reply.model_prefixes and model.startswith(spec.reply.model_prefixes):
+        if (
+            spec is not None
+            and spec.reply.model_prefixes
+            and model.startswith(spec.reply.model_prefixes)
+        ):
             return True
         return any(
             s.match.model is not None and fnmatch.fnmatchcase(model, s.match.model)
@@ -581,7 +632,8 @@ class Emulator:
     ) -> list[Event]:
         reply = scenario.reply if scenario is not None else None
         recorded: list[Event] | None = None
-        family = DIALECTS[summary.dialect].family
+        spec = DIALECTS.get(summary.dialect)
+        family = spec.family if spec is not None else None
         if reply is not None and reply.replay is not None:
             recorded = self._captures[reply.replay]
         elif scenario is None and self._replays and family not in MEDIA_FAMILIES:
@@ -759,7 +811,11 @@ def _bad_json(dialect: str) -> str:
 
 
 def _unknown_model(dialect: str, model: str) -> str:
-    shape = DIALECTS[dialect].errors.shape
+    return unknown_model_message(DIALECTS[dialect].errors.shape, model)
+
+
+def unknown_model_message(shape: str, model: str) -> str:
+    """What a provider of the error ``shape`` says of a model it does not serve."""
     if shape == GOOGLE_SHAPE:
         return (
             f"models/{model} is not found for API version v1beta, or is not supported for "

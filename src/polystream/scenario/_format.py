@@ -31,6 +31,7 @@ __all__ = [
     "HttpError",
     "ImageSpec",
     "InBandError",
+    "Interrupt",
     "Match",
     "ReasoningSpec",
     "Reply",
@@ -38,6 +39,7 @@ __all__ = [
     "ScenarioError",
     "SegmentSpec",
     "ServerToolSpec",
+    "SocketClose",
     "Timing",
     "ToolCallSpec",
     "UsageSpec",
@@ -255,12 +257,18 @@ class Timing(_Spec):
             instead of ``first_event``/``delay``; events past the end of the list
             follow the last one at ``delay`` intervals.
         speed: Playback speed for every duration (2.0 = twice as fast).
+        audio_delay: WebSocket replies: seconds after each audio delta instead of
+            ``delay`` (slow audio).
+        audio_burst: WebSocket replies: audio deltas come in bursts of this many, the
+            ``audio_delay`` only after the last of each burst (bursty audio).
     """
 
     first_event: float = 0.0
     delay: float = 0.0
     recorded: list[float] | None = None
     speed: float = 1.0
+    audio_delay: float | None = None
+    audio_burst: int = 1
 
 
 class HttpError(_Spec):
@@ -296,6 +304,36 @@ class InBandError(_Spec):
     code: str | None = None
 
 
+class SocketClose(_Spec):
+    """Close a WebSocket mid-reply.
+
+    Fields:
+        after: Messages of the reply sent first (0: before its first).
+        code: The close code (1000 to 4999).
+        reason: The close reason (at most 123 bytes of UTF-8).
+    """
+
+    after: int = 0
+    code: int = 1011
+    reason: str = ""
+
+
+class Interrupt(_Spec):
+    """The user speaks over a Realtime reply (voice activity detected by the server).
+
+    Fields:
+        after: Messages of the reply sent first.
+        cancel: The server cuts the reply (server VAD's ``interrupt_response``);
+            otherwise it goes on after ``pause``.
+        pause: Seconds the reply stops for when it is not cut (the client may cancel it
+            meanwhile).
+    """
+
+    after: int = 0
+    cancel: bool = True
+    pause: float = 0.0
+
+
 class Faults(_Spec):
     """Faults to inject.
 
@@ -311,6 +349,11 @@ class Faults(_Spec):
         line_endings: ``lf`` (as encoded), ``crlf`` or ``cr`` line ends in SSE framing.
         cr_at_chunk_end: With ``crlf``: cut chunks between every CR and its LF.
         chunk_size: Cut each event into chunks of at most this many bytes.
+        close: WebSocket replies: close the socket mid-reply with a code.
+        expire_after: WebSockets: seconds after connecting, the family's lifetime error
+            (Realtime ``session_expired``, Responses ``websocket_connection_limit_reached``)
+            and a close with code 1001 (the scenario that matches the connection).
+        interrupt: Realtime replies: the user speaks over the reply.
     """
 
     http_error: HttpError | None = None
@@ -323,6 +366,9 @@ class Faults(_Spec):
     line_endings: Literal["lf", "crlf", "cr"] = "lf"
     cr_at_chunk_end: bool = False
     chunk_size: int | None = None
+    close: SocketClose | None = None
+    expire_after: float | None = None
+    interrupt: Interrupt | None = None
 
 
 class Scenario(_Spec):
@@ -384,12 +430,20 @@ def _check(scenario: Scenario) -> None:
     """Value checks msgspec's types cannot express (ranges)."""
     timing, faults = scenario.timing, scenario.faults
     durations = [timing.first_event, timing.delay, timing.speed, *(timing.recorded or [])]
-    if faults.keepalive is not None:
-        durations.append(faults.keepalive)
+    for value in (
+        faults.keepalive,
+        timing.audio_delay,
+        faults.expire_after,
+        faults.interrupt.pause if faults.interrupt is not None else None,
+    ):
+        if value is not None:
+            durations.append(value)
     if not all(math.isfinite(value) for value in durations):
-        raise ValueError("timing values and faults.keepalive must be finite numbers")
-    if timing.first_event < 0 or timing.delay < 0:
+        raise ValueError("timing values and fault durations must be finite numbers")
+    if timing.first_event < 0 or timing.delay < 0 or (timing.audio_delay or 0) < 0:
         raise ValueError("timing durations must be >= 0")
+    if timing.audio_burst < 1:
+        raise ValueError("timing.audio_burst must be >= 1")
     if timing.speed <= 0:
         raise ValueError("timing.speed must be > 0")
     if timing.recorded is not None and any(
@@ -414,8 +468,24 @@ def _check(scenario: Scenario) -> None:
         raise ValueError("faults.keepalive must be > 0")
     if faults.error is not None and faults.error.after < 0:
         raise ValueError("faults.error.after must be >= 0")
+    _check_socket(faults)
     if scenario.reply is not None:
         _check_media(scenario.reply)
+
+
+def _check_socket(faults: Faults) -> None:
+    close, interrupt = faults.close, faults.interrupt
+    if close is not None:
+        if close.after < 0:
+            raise ValueError("faults.close.after must be >= 0")
+        if not 1000 <= close.code <= 4999 or close.code in (1004, 1005, 1006, 1015):
+            raise ValueError("faults.close.code must be a code a server may send (1000 to 4999)")
+        if len(close.reason.encode("utf-8")) > 123:
+            raise ValueError("faults.close.reason must be at most 123 bytes of UTF-8")
+    if faults.expire_after is not None and faults.expire_after < 0:
+        raise ValueError("faults.expire_after must be >= 0")
+    if interrupt is not None and (interrupt.after < 0 or interrupt.pause < 0):
+        raise ValueError("faults.interrupt.after and .pause must be >= 0")
 
 
 def _check_media(reply: Reply) -> None:

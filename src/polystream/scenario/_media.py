@@ -92,19 +92,27 @@ def tone_seconds(text: str) -> float:
     return min(_MAX_SECONDS, max(_MIN_SECONDS, len(text) * _SECONDS_PER_CHAR))
 
 
-def tone(text: str, *, frequency: float | None = None, seconds: float | None = None) -> bytes:
-    """PCM16 mono at :data:`PCM_RATE` for ``text`` (see the module docstring).
+def tone(
+    text: str,
+    *,
+    frequency: float | None = None,
+    seconds: float | None = None,
+    rate: int = PCM_RATE,
+) -> bytes:
+    """PCM16 mono at ``rate`` (default :data:`PCM_RATE`) for ``text`` (see the module
+    docstring).
 
     Args:
         text: What the tone stands for (it gives the default frequency and length).
         frequency: The frequency in Hz instead.
         seconds: The length instead (at most 20 s).
+        rate: Samples per second (8 kHz for telephony formats).
     """
     hz = tone_frequency(text) if frequency is None else frequency
     length = tone_seconds(text) if seconds is None else min(seconds, _MAX_SECONDS)
-    count = max(1, round(length * PCM_RATE))
-    fade = max(1, min(round(_FADE * PCM_RATE), count // 2))
-    step = 2 * math.pi * hz / PCM_RATE
+    count = max(1, round(length * rate))
+    fade = max(1, min(round(_FADE * rate), count // 2))
+    step = 2 * math.pi * hz / rate
     samples = array.array("h", [0]) * count
     for n in range(count):
         gain = min(1.0, n / fade, (count - 1 - n) / fade)

@@ -2,17 +2,25 @@
 
 ``create_app(emulator)`` builds the Starlette app; ``ServerThread`` serves it with
 uvicorn in a background thread (tests, ``polystream demo``); ``load_emulator`` reads
-scenario files and captures. ``polystream serve`` runs it in the foreground. See
+scenario files and captures. ``polystream serve`` runs it in the foreground. The
+WebSocket families are served by the same app (``SOCKET_ENDPOINTS``). See
 ``docs/emulator.md``.
 """
 
 from __future__ import annotations
 
-from polystream.server._app import ENDPOINTS, ServerStats, create_app, quiet_dropped_connections
+from polystream.server._app import (
+    ENDPOINTS,
+    SOCKET_ENDPOINTS,
+    ServerStats,
+    create_app,
+    quiet_dropped_connections,
+)
 from polystream.server._run import ServerThread, load_emulator
 
 __all__ = [
     "ENDPOINTS",
+    "SOCKET_ENDPOINTS",
     "ServerStats",
     "ServerThread",
     "create_app",

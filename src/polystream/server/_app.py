@@ -14,6 +14,9 @@ Base URLs (point the official SDK's ``base_url`` here, change nothing else):
 * xAI ``http://HOST:PORT/xai/v1`` (OpenAI SDK) and ``http://HOST:PORT/xai`` (Anthropic SDK)
 * Anthropic ``http://HOST:PORT/anthropic``
 * Gemini ``http://HOST:PORT/gemini`` (google-genai ``http_options={"base_url": ...}``)
+
+The WebSocket families are served at the paths their SDK derives from the same base URL
+(``/openai/v1/realtime``, ``/openai/v1/responses``: see :mod:`._ws_emulator`).
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from urllib.parse import urlsplit
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from polystream.dialects import (
     DIALECTS,
@@ -49,10 +53,12 @@ from polystream.scenario import (
     json_answer,
     provider_of_path,
 )
+from polystream.server._ws_emulator import SOCKET_ENDPOINTS, serve_socket
 from polystream.wire.multipart import FormError, decode_form, is_form
 
 __all__ = [
     "ENDPOINTS",
+    "SOCKET_ENDPOINTS",
     "ServerStats",
     "create_app",
     "emulator_refusal",
@@ -106,6 +112,8 @@ class ServerStats:
         cancelled: Answers stopped because the client disconnected.
         dropped: Answers ended by a planned dropped connection.
         chunks: Body chunks sent.
+        sockets: WebSocket connections accepted.
+        socket_messages: WebSocket messages sent.
     """
 
     def __init__(self) -> None:
@@ -115,6 +123,8 @@ class ServerStats:
         self.cancelled = 0
         self.dropped = 0
         self.chunks = 0
+        self.sockets = 0
+        self.socket_messages = 0
 
 
 class _DropFilter(logging.Filter):
@@ -402,6 +412,7 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
             "service": "polystream provider emulator",
             "base_urls": _base_urls(),
             "endpoints": [{"method": m, "path": p, "dialect": d} for m, p, d in ENDPOINTS],
+            "websockets": [{"path": p, "family": f} for p, f in SOCKET_ENDPOINTS.items()],
         }
         return respond(json_answer(listing))
 
@@ -416,6 +427,8 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
                 return respond(emu.unknown_path(path, method, allowed=True))
             return await index(request)
         found = match_route(method, path) if _canonical(path) else None
+        if found is None and method == "GET" and path in SOCKET_ENDPOINTS:
+            return respond(_upgrade_required(path))
         if found is None:
             allowed = _canonical(path) and bool(routes_of(path))
             return respond(emu.unknown_path(path, method, allowed=allowed))
@@ -432,7 +445,18 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
             logger.error("internal error on %s %s: %r", method, path, exc)
             return respond(_internal(path))
 
-    routes = [Route("/{rest:path}", dispatch, methods=_ALL_METHODS)]
+    async def socket(websocket: WebSocket) -> None:
+        try:
+            await serve_socket(websocket, emu, stats)
+        except Exception as exc:  # the server keeps serving; the socket closes 1011
+            logger.error("internal error on WebSocket %s: %r", websocket.url.path, exc)
+            with contextlib.suppress(Exception):
+                await websocket.close(1011, "internal error")
+
+    routes = [
+        Route("/{rest:path}", dispatch, methods=_ALL_METHODS),
+        WebSocketRoute("/{rest:path}", socket),
+    ]
     app = Starlette(routes=routes)
     app.state.emulator = emu
     app.state.stats = stats
@@ -443,6 +467,22 @@ def _canonical(path: str) -> bool:
     """The path has no empty segment (no trailing or doubled slash): only such a path
     is an endpoint's."""
     return path[:1] == "/" and "//" not in path and path[-1:] != "/"
+
+
+def _upgrade_required(path: str) -> Answer:
+    """A plain request to a WebSocket endpoint (a server without WebSocket support,
+    such as polystream's own, passes the upgrade request on as one)."""
+    answer = error_to_answer(
+        error_answer(
+            provider_of_path(path),
+            426,
+            f"{path} is a WebSocket endpoint: connect with a WebSocket upgrade (served by "
+            "uvicorn, the default server of polystream serve).",
+            code="upgrade_required",
+        )
+    )
+    answer.headers["upgrade"] = "websocket"
+    return answer
 
 
 def _internal(path: str) -> Answer:

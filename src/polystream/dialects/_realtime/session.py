@@ -154,6 +154,23 @@ class RealtimeSession(abc.ABC):
         self._on_close(out)
         return out
 
+    def restart(self) -> list[Routed]:
+        """The connection dropped and a new one carries the session on (a client that
+        reconnected): as :meth:`close`, every reply still open ends ``truncated`` and
+        every request not yet answered gets a ``truncated`` stream, but the session
+        stays open. What outlives a connection is kept (the Responses lanes' last
+        response ids, the audio received per item), and streams go on being numbered
+        where they were.
+
+        Raises:
+            LocalProtocolError: ``restart`` after :meth:`close`.
+        """
+        if self._closed:
+            raise LocalProtocolError("restart() after close()", dialect=self.dialect)
+        out: list[Routed] = []
+        self._on_close(out)
+        return out
+
     @abc.abstractmethod
     def _on_message(
         self, read: WSMessage, payload: dict[str, Any], kind: str, out: list[Routed]

@@ -1,5 +1,6 @@
 """``openai_realtime``'s code: the shared Realtime API session
-(:mod:`polystream.dialects._realtime_api`) bound to OpenAI's name and descriptor."""
+(:mod:`polystream.dialects._realtime_api`) bound to OpenAI's name and descriptor, and
+the server the emulator runs (see :mod:`.server`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from typing import ClassVar
 
 from polystream.dialects._realtime_api.session import RealtimeAPISession
 from polystream.dialects._socket_spec import SocketSpec
+from polystream.dialects.openai_realtime.server import RealtimeServer
 from polystream.dialects.openai_realtime.spec import SPEC
 
-__all__ = ["Session"]
+__all__ = ["Server", "Session"]
 
 
 class Session(RealtimeAPISession):
@@ -18,3 +20,7 @@ class Session(RealtimeAPISession):
 
     dialect: ClassVar[str] = "openai_realtime"
     spec: ClassVar[SocketSpec] = SPEC
+
+
+Server = RealtimeServer
+"""The family's sans-I/O server (the emulator's side of a connection)."""

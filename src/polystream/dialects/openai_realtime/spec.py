@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from polystream.dialects._socket_spec import SocketSpec
+from polystream.dialects._socket_spec import RECOVERABLE_CLOSE_CODES, SocketSpec
 from polystream.dialects._spec import OPENAI_AUTH
 
 __all__ = ["SPEC"]
@@ -17,4 +17,8 @@ SPEC = SocketSpec(
     query=("model", "call_id"),
     browser_subprotocols=("realtime", "openai-insecure-api-key.{key}"),
     max_duration=3600.0,
+    reconnect_codes=RECOVERABLE_CLOSE_CODES,
+    context="conversation",
+    text_config={"output_modalities": ["text"]},
+    emulated=True,
 )

@@ -1,6 +1,6 @@
 """``openai_responses_ws``'s code: the shared Responses WebSocket session
 (:mod:`polystream.dialects._responses_ws`) bound to OpenAI's name, descriptor and
-quirks."""
+quirks, and the server the emulator runs (see :mod:`.server`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from polystream.dialects._responses.decode import ResponsesDecoder
 from polystream.dialects._responses.quirks import OPENAI, Quirks
 from polystream.dialects._responses_ws.session import ResponsesSocketSession
 from polystream.dialects._socket_spec import SocketSpec
+from polystream.dialects.openai_responses_ws.server import ResponsesSocketServer
 from polystream.dialects.openai_responses_ws.spec import SPEC
 
-__all__ = ["ReplyDecoder", "Session"]
+__all__ = ["ReplyDecoder", "Server", "Session"]
 
 
 class ReplyDecoder(ResponsesDecoder):
@@ -30,3 +31,7 @@ class Session(ResponsesSocketSession):
     dialect: ClassVar[str] = "openai_responses_ws"
     spec: ClassVar[SocketSpec] = SPEC
     reply_decoder: ClassVar[type[ResponsesDecoder]] = ReplyDecoder
+
+
+Server = ResponsesSocketServer
+"""The family's sans-I/O server (the emulator's side of a connection)."""

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from polystream.dialects._socket_spec import SocketSpec
+from polystream.dialects._socket_spec import RECOVERABLE_CLOSE_CODES, SocketSpec
 from polystream.dialects._spec import OPENAI_AUTH
 
 __all__ = ["SPEC"]
@@ -16,6 +16,10 @@ SPEC = SocketSpec(
     auth=OPENAI_AUTH,
     max_duration=3600.0,
     lanes=32,
+    reconnect_codes=RECOVERABLE_CLOSE_CODES,
+    context="responses",
+    reply_dialect="openai_responses",
+    emulated=True,
     model_messages={"response.create": "model"},
     error_shape="responses",
 )

@@ -1,0 +1,224 @@
+"""The server's side of a WebSocket family, sans-I/O: what an emulator of the provider
+runs for one connection.
+
+A :class:`SocketServer` reads the client's messages (:meth:`SocketServer.receive`, one
+whole message at a time) and answers with messages of its own (JSON texts) and with
+**replies** (:class:`ReplyRun`): a reply is written one message at a time
+(:meth:`ReplyRun.next`), so that whoever drives the server decides when each message
+leaves, and a client message that arrives meanwhile (a cancellation) acts on what is
+left of it. What a reply says is not the server's to decide: it asks a **replier**
+(:data:`Replier`) for each :class:`Turn`, which answers with the reply in unified terms
+(a :class:`Script` of events, ``StreamStart`` ... ``Finish``) or refuses the turn
+(:class:`Refusal`). Nothing here sleeps or touches a socket.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeAlias
+
+import msgspec
+
+from polystream.audio.formats import AudioFormat
+from polystream.errors import LocalProtocolError
+from polystream.events import ErrorInfo, Event
+
+__all__ = [
+    "IdMaker",
+    "Message",
+    "Outbound",
+    "Refusal",
+    "Replier",
+    "ReplyRun",
+    "Script",
+    "SocketServer",
+    "Turn",
+    "function_names",
+]
+
+
+class Turn(msgspec.Struct, frozen=True, kw_only=True):
+    """What a reply is asked for, in the terms a replier chooses it by.
+
+    Fields:
+        model: The model the reply is asked of.
+        user_text: The text of the last user message of the reply's context ("" when
+            it has none, or it was spoken).
+        has_tools: The reply may call tools (some are declared).
+        tool_names: The declared function tools' names, in order.
+        has_tool_result: The last item of the context is a tool's result.
+        audio: The format of the reply's audio, when it is to speak (None: text).
+        body: The native request, when the family's requests are another API's bodies
+            (the Responses WebSocket's ``response.create`` is a Responses request).
+        generate: False: no output is asked for (a warm-up), only the reply's
+            beginning and end.
+    """
+
+    model: str
+    user_text: str = ""
+    has_tools: bool = False
+    tool_names: tuple[str, ...] = ()
+    has_tool_result: bool = False
+    audio: AudioFormat | None = None
+    body: dict[str, Any] | None = None
+    generate: bool = True
+
+
+class Script(msgspec.Struct, frozen=True, kw_only=True):
+    """A reply in unified terms.
+
+    Fields:
+        events: Its events, ``StreamStart`` ... ``Finish``.
+        tag: Anything the replier wants back with the reply's :class:`ReplyRun`
+            (the scenario that chose it).
+    """
+
+    events: list[Event]
+    tag: Any = None
+
+
+class Refusal(msgspec.Struct, frozen=True, kw_only=True):
+    """A turn refused before any reply: the family's error message is sent instead.
+
+    Fields:
+        status: The HTTP status the provider gives the same failure.
+        message: What the error says.
+        code: The provider's error code (default: per status).
+        param: The parameter at fault.
+        kind: The unified error kind, where the status does not say it.
+    """
+
+    status: int
+    message: str
+    code: str | None = None
+    param: str | None = None
+    kind: str | None = None
+
+
+Replier: TypeAlias = Callable[[Turn], "Script | Refusal"]
+"""Chooses the reply to a turn."""
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """One message of a reply.
+
+    Fields:
+        text: The JSON text to send.
+        audio: It carries output audio (a driver may pace audio apart).
+    """
+
+    text: str
+    audio: bool = False
+
+
+class ReplyRun(abc.ABC):
+    """A reply being written, one message at a time.
+
+    Attributes:
+        response_id: The provider's id of the reply.
+        tag: The :attr:`Script.tag` of the script it writes.
+    """
+
+    response_id: str
+    tag: Any
+
+    @property
+    @abc.abstractmethod
+    def done(self) -> bool:
+        """Its last message was written (or it was ended at once, cancelled)."""
+
+    @abc.abstractmethod
+    def next(self) -> Message | None:
+        """Its next message; None once it is done."""
+
+    @abc.abstractmethod
+    def fail(self, error: ErrorInfo) -> None:
+        """End it failed: its next messages are the failure's, then it is done."""
+
+
+Outbound: TypeAlias = "str | ReplyRun"
+"""What a server gives: a message to send now, or a reply to write."""
+
+
+class SocketServer(abc.ABC):
+    """Base of the families' servers (see the module docstring).
+
+    Every server is made as ``Server(replier, *, model, created, seed)``: the model the
+    connection names (``?model=``, "" when it names none), the connection's Unix time,
+    and what its ids derive from.
+    """
+
+    family: ClassVar[str]
+
+    @abc.abstractmethod
+    def open(self) -> list[Outbound]:
+        """The connection was accepted: what the server says first."""
+
+    @abc.abstractmethod
+    def receive(self, message: str | bytes) -> list[Outbound]:
+        """One whole client message; what the server answers (a malformed message is
+        answered with the family's error message, never raised)."""
+
+    def finished(self, run: ReplyRun) -> list[Outbound]:
+        """A reply was written to its end (or ended): what follows it (the next
+        request waiting on its lane)."""
+        return []
+
+    def interrupt(self, run: ReplyRun, *, cancel: bool) -> list[Outbound]:
+        """The user starts speaking while ``run`` is written (voice activity), and with
+        ``cancel`` the server cuts the reply, as server VAD's ``interrupt_response``
+        does.
+
+        Raises:
+            LocalProtocolError: The family has no voice input.
+        """
+        raise LocalProtocolError(f"{self.family} has no voice activity to interrupt a reply")
+
+    @abc.abstractmethod
+    def expire(self) -> list[str]:
+        """The connection reached its maximum lifetime: the family's error saying so
+        (the connection is then closed, code 1001)."""
+
+    @abc.abstractmethod
+    def error(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        kind: str | None = None,
+    ) -> str:
+        """The family's error message for a failure of the given HTTP status."""
+
+
+class IdMaker:
+    """Deterministic ids: ``prefix`` + a digest of the seed and a counter, so that two
+    runs of the same connection give the same ids.
+
+    Args:
+        seed: What the ids derive from (the connection's serial number).
+    """
+
+    def __init__(self, seed: str) -> None:
+        self.seed = seed
+        self.count = 0
+
+    def make(self, prefix: str, size: int = 20) -> str:
+        """The next id, ``prefix`` + ``size`` hex digits."""
+        self.count += 1
+        digest = hashlib.sha256(f"{self.seed}/{self.count}".encode()).hexdigest()
+        return prefix + digest[:size]
+
+
+def function_names(tools: Sequence[Any]) -> tuple[str, ...]:
+    """The names of the function tools in a tools list."""
+    return tuple(
+        tool["name"]
+        for tool in tools
+        if isinstance(tool, dict)
+        and tool.get("type", "function") == "function"
+        and isinstance(tool.get("name"), str)
+    )
