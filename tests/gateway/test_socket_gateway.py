@@ -659,3 +659,24 @@ def test_a_client_that_takes_no_writes_is_dropped(server: str) -> None:
         assert upstream.conn(timeout=5).close_code == 1001
         assert time.monotonic() - started < 2.0
         ws.socket.close()  # (its own close would wait on its full buffers)
+
+
+def test_an_http_request_routed_to_a_socket_upstream_is_a_400() -> None:
+    async def script(conn: Conn) -> None:
+        raise AssertionError("the upstream was called")
+
+    with (
+        ScriptedUpstream(script) as upstream,
+        gateway("polystream", {"rt": ("openai_realtime", upstream)}) as front,
+    ):
+        client = openai.OpenAI(base_url=front.base_url + "/openai/v1", api_key=GATEWAY_KEY)
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.responses.create(model="gpt-realtime", input="Hi")
+    assert refused.value.body == {
+        "message": "the model is served by the openai_realtime upstream, a WebSocket "
+        "family: an HTTP request of openai_responses is not relayed to it",
+        "type": "invalid_request_error",
+        "param": "model",
+        "code": None,
+    }
+    assert upstream.handshakes == 0
