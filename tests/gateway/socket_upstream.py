@@ -50,9 +50,16 @@ class ScriptedUpstream:
     connection (after it, the connection is read until the other side closes it);
     ``refuse`` answers every handshake with an HTTP status and body instead."""
 
-    def __init__(self, script: Script, *, refuse: tuple[int, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        script: Script,
+        *,
+        refuse: tuple[int, bytes] | None = None,
+        location: str | None = None,
+    ) -> None:
         self.script = script
         self.refuse = refuse
+        self.location = location
         self.conns: list[Conn] = []
         self.handshakes = 0
         self._sock = socket.socket()
@@ -90,7 +97,10 @@ class ScriptedUpstream:
         if self.refuse is None:
             return None
         status, body = self.refuse
-        return ws.respond(status, body.decode())
+        response = ws.respond(status, body.decode())
+        if self.location is not None:
+            response.headers["Location"] = self.location
+        return response
 
     async def _handle(self, ws: ServerConnection) -> None:
         conn = Conn(ws)

@@ -13,6 +13,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -389,3 +390,37 @@ def test_an_app_not_reading_pauses_the_socket() -> None:
         assert done.wait(10)
         assert ws.recv() == "400"
     assert taken == [65536] * 400
+
+
+def test_a_close_while_the_app_leaves_messages_unread() -> None:
+    closing = threading.Event()
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            return
+        await receive()
+        await send({"type": "websocket.accept"})
+        while not closing.is_set():  # (the messages pile up, unread: reading pauses)
+            await asyncio.sleep(0.01)
+        await send({"type": "websocket.close", "code": 4003, "reason": "no more"})
+
+    with serving(app) as front, connect(url(front), compression=None) as ws:
+        done = threading.Event()
+
+        def flood() -> None:
+            with contextlib.suppress(ConnectionClosed):
+                for _ in range(400):
+                    ws.send(b"\x05" * 65536)
+            done.set()
+
+        threading.Thread(target=flood, daemon=True).start()
+        time.sleep(0.3)
+        closing.set()
+        started = time.monotonic()
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv()
+        assert done.wait(5)
+    # (Past its close, the server reads again and drops what comes: the close completes.)
+    assert time.monotonic() - started < 2.0
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4003, "no more")

@@ -440,6 +440,29 @@ def test_an_upstream_refusal_reaches_the_client_scrubbed(server: str) -> None:
 
 
 @pytest.mark.parametrize("server", SERVERS)
+def test_an_upstream_redirect_is_not_followed(server: str) -> None:
+    async def script(conn: Conn) -> None:
+        raise AssertionError("no connection was to open")
+
+    with (
+        ScriptedUpstream(script, refuse=(302, b""), location="/v1/elsewhere") as upstream,
+        gateway(server, {"rt": ("openai_realtime", upstream)}) as front,
+    ):
+        with pytest.raises(InvalidStatus) as refused:
+            ws_connect(
+                ws_url(front, "/openai/v1/realtime?model=m"), additional_headers=auth()
+            ).close()
+        response = refused.value.response
+        assert response.status_code == 502
+        assert json.loads(response.body)["error"]["message"] == (
+            "the upstream answered HTTP 302 (a redirect) to the WebSocket handshake, which "
+            "the gateway does not follow"
+        )
+        assert "elsewhere" not in response.body.decode()
+        assert upstream.handshakes == 1
+
+
+@pytest.mark.parametrize("server", SERVERS)
 def test_an_unreachable_upstream_is_a_502(server: str) -> None:
     config = GatewayConfig(
         upstreams={
@@ -680,3 +703,26 @@ def test_an_http_request_routed_to_a_socket_upstream_is_a_400() -> None:
         "code": None,
     }
     assert upstream.handshakes == 0
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_an_upstream_that_closes_while_the_client_sends(server: str) -> None:
+    async def script(conn: Conn) -> None:
+        await conn.recv()
+        reading = asyncio.create_task(conn.drain())  # (its close's answer must be read)
+        await conn.ws.close(4002, "enough")
+        await reading
+
+    with (
+        ScriptedUpstream(script) as upstream,
+        gateway(server, {"rt": ("openai_realtime", upstream)}) as front,
+        ws_connect(ws_url(front, "/openai/v1/realtime?model=m"), additional_headers=auth()) as ws,
+        pytest.raises(ConnectionClosed) as closed,
+    ):
+        # (Sends that find the upstream closed do not turn its close into a failure.)
+        for n in range(2000):
+            ws.send(f'{{"type":"input_audio_buffer.append","audio":"{n:04d}"}}')
+        ws.recv()
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4002, "enough")
+    assert upstream.conn().close_code == 4002

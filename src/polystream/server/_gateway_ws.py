@@ -83,6 +83,15 @@ _CLOSE_TIMEOUT: Final = 5.0
 """Seconds the other side's closing handshake is waited for."""
 
 
+class _Connect(connect):
+    """The ``websockets`` client's connection, following no redirect: a redirect means
+    nothing to the gateway's client (the upstream's URL is not its business), and the
+    upstream's key is not to go anywhere but the configured upstream."""
+
+    def process_redirect(self, exc: Exception) -> Exception | str:
+        return exc
+
+
 class _Refused(Exception):
     """A connection the gateway does not relay: its status and message."""
 
@@ -297,7 +306,7 @@ class _Relay:
         headers = spec.auth.headers(key) if key else {}
         relays = self.relays
         try:
-            self.upstream = await connect(
+            self.upstream = await _Connect(
                 url,
                 additional_headers=headers,
                 user_agent_header=relays.user_agent,
@@ -417,15 +426,24 @@ class _Relay:
             raise
         finally:
             watchdog.stop()
-        if up in done:
+        ended = up.result() if up in done else None
+        if ended is not None:
             # The client closed or went: its upstream goes too.
-            code, reason = up.result()
+            code, reason = ended
             self.closed = True
             await upstream.close(relayed_close_code(code, upstream=False), reason)
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(down, _CLOSE_TIMEOUT)
             self.outcome += f", client closed {code}"
             return
+        if not down.done():
+            # (A send to the upstream found it closed: its reading ends with its close.)
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(down), _CLOSE_TIMEOUT)
+            if not down.done():
+                down.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await down
         up.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await up
@@ -480,9 +498,17 @@ class _Relay:
 
     async def _upstream_bound(
         self, upstream: ClientConnection, upstream_config: Upstream
-    ) -> tuple[int | None, str]:
+    ) -> tuple[int | None, str] | None:
         """Client to upstream, message by message; returns the client's close code and
-        reason when it closes or goes."""
+        reason when it closes or goes, None when the upstream is found closed."""
+        try:
+            return await self._client_messages(upstream, upstream_config)
+        except ConnectionClosed:
+            return None
+
+    async def _client_messages(
+        self, upstream: ClientConnection, upstream_config: Upstream
+    ) -> tuple[int | None, str]:
         receive = self.receive
         family = self.family
         assert family is not None

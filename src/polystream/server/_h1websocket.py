@@ -337,8 +337,10 @@ class WebSocketConnection:
         if sent is not None and self.gone is None:
             self._gone(sent.code, sent.reason)  # (the protocol failed the connection)
         self._wake()
-        if not self.paused and (
-            len(self.queue) >= MAX_QUEUED_MESSAGES or self.queued_bytes > limit
+        if (
+            not self.paused
+            and self.state == "open"  # (past a close, what comes is read and dropped)
+            and (len(self.queue) >= MAX_QUEUED_MESSAGES or self.queued_bytes > limit)
         ):
             self.paused = True
             transport = self.conn.transport
