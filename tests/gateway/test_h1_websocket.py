@@ -424,3 +424,29 @@ def test_a_close_while_the_app_leaves_messages_unread() -> None:
     assert time.monotonic() - started < 2.0
     assert closed.value.rcvd is not None
     assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4003, "no more")
+
+
+def test_frames_sent_while_the_app_has_not_answered() -> None:
+    seen = Seen()
+    echo = echo_app(seen)
+
+    async def slow(scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            await asyncio.sleep(0.2)  # (an upstream asked before the handshake's answer)
+        await echo(scope, receive, send)
+
+    with serving(slow) as front:
+        sock = socket.create_connection(("127.0.0.1", front.port), timeout=5)
+        key = base64.b64encode(b"0123456789abcdef")
+        sock.sendall(
+            b"GET /socket HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: %b\r\nSec-WebSocket-Version: 13\r\n\r\n" % key
+        )
+        time.sleep(0.05)
+        sock.sendall(frame(0x1, b"later"))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(1)
+        assert head.startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
+        assert read_frame(sock) == (0x1, b"later")
+        sock.close()

@@ -18,10 +18,12 @@ before either gets a 500, one that fails after ``accept`` closes with 1011, and 
 returns without closing closes with 1000. A send once the client is gone raises
 :class:`WebSocketGone` (an ``OSError``).
 
-Bounds: a message is at most ``max_message_bytes`` (16 MiB; past it the connection
-closes with 1009); complete messages the app has not taken yet pause reading past 64 of
-them or ``max_buffered_bytes``; a send waits while the client does not take writes; a
-close is given ``close_timeout`` for the client's answer.
+Bounds: a message is at most :data:`MAX_MESSAGE_BYTES` (16 MiB; past it the connection
+closes with 1009); complete messages the app has not taken yet pause reading past
+:data:`MAX_QUEUED_MESSAGES` of them or the server's ``max_buffered_bytes``; frames sent
+before the handshake is answered pause reading until it is; a send waits while the
+client does not take writes; a close is given :data:`CLOSE_TIMEOUT` for the client's
+answer.
 """
 
 from __future__ import annotations
@@ -255,6 +257,7 @@ class WebSocketConnection:
         self.protocol.send_response(response)
         self._flush()
         early, self.early = self.early, []
+        self._resume()
         self._read(early)  # (with the frames the client sent ahead of the answer)
 
     def _deny_body(self, message: Message) -> None:
@@ -296,6 +299,15 @@ class WebSocketConnection:
         self.protocol.receive_data(data)
         if self.state != "connecting":
             self._read()
+            return
+        # Frames sent ahead of the handshake's answer wait for it, in the protocol,
+        # reading paused (so they stay within a read); nothing may precede the answer.
+        self.protocol.data_to_send()
+        if not self.paused:
+            self.paused = True
+            transport = self.conn.transport
+            if transport is not None:
+                transport.pause_reading()
 
     def _read(self, early: list[Any] | None = None) -> None:
         protocol = self.protocol
