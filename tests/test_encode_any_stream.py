@@ -264,7 +264,7 @@ def test_responses_writes_data_only_into_an_image_generation_item(target: str) -
     # Audio data on a text block (what a tolerant Interactions decode of a broken step
     # gave): a partial image of a message item would not decode.
     events: list[Event] = [
-        StreamStart(dialect="gemini_interactions", id="v1_x", model="m"),
+        StreamStart(dialect="gemini_interactions", id="v1_x", model="m", created=1),
         BlockStart(index=0, kind="text"),
         TextDelta(index=0, delta="hi"),
         DataDelta(index=0, delta="QUJD", mime_type="audio/l16"),
@@ -279,7 +279,7 @@ def test_responses_writes_data_only_into_an_image_generation_item(target: str) -
 
 def test_responses_still_writes_partial_images() -> None:
     events: list[Event] = [
-        StreamStart(dialect="anthropic_messages", id="r", model="m"),
+        StreamStart(dialect="anthropic_messages", id="r", model="m", created=1),
         BlockStart(index=0, kind="image", id="ig_1"),
         DataDelta(index=0, delta="QUJD", mime_type="image/png", replace=True),
     ]
@@ -323,7 +323,7 @@ def test_chat_does_not_carry_a_citation_of_a_block_it_dropped(target: str) -> No
     # An ``other`` block has no Chat form: its citation would need a carried start
     # entry for a kind the carrier has no entry for.
     events: list[Event] = [
-        StreamStart(dialect="gemini_interactions", id="v1_x", model="m"),
+        StreamStart(dialect="gemini_interactions", id="v1_x", model="m", created=1),
         BlockStart(index=0, kind="other", name="future_step"),
         TextDelta(index=0, delta="dropped"),
         Citation(index=0, citation=dict(CITATION)),

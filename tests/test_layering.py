@@ -61,6 +61,7 @@ LAYERS = {
     "call": 6,
     "transcode": 6,
     "scenario": 6,
+    "inspector": 6,  # the stream inspector's page data (decoding, transcoding previews)
     # 7-9: the shells
     "client": 7,
     "server": 8,

@@ -304,16 +304,21 @@ def assert_same_transcoding(target: str, feeds: list[bytes], strict: bool = Fals
 def test_losses_keep_their_event_indices() -> None:
     # A run of 200 chunks given as 200 texts and one usage update: the losses after
     # it (the last chunk's signature, the finish metadata) name the indices of the full
-    # stream's events.
+    # stream's events. (Gemini states no creation time: the Response's is a default,
+    # reported at the stream's start.)
     chunks = [usual(f" w{i}", i) for i in range(1, 200)] + [last(200)]
     data = array(chunks)
     out, losses, _ = transcoded("openai_responses", [data], False, fold=True)
     full = Decoder()
     events = full.feed(data) + full.close()
     signature = next(i for i, e in enumerate(events) if type(e).__name__ == "SignatureDelta")
-    assert [(loss["what"], loss["event_index"]) for loss in msgspec.json.decode(losses)] == [
-        ("signature", signature),
-        ("metadata:finish", signature + 2),
+    assert [
+        (loss["what"], loss["event_index"], loss.get("kind"), loss.get("carried"))
+        for loss in msgspec.json.decode(losses)
+    ] == [
+        ("created_at", 0, "defaulted", None),
+        ("signature", signature, None, None),
+        ("metadata:finish", signature + 2, None, True),  # (the Finish's reason)
     ]
     assert (out, losses) == transcoded("openai_responses", [data], False, fold=False)[:2]
     assert msgspec.json.encode(convert(data, "openai_responses")[1]) == losses

@@ -104,7 +104,7 @@ def test_a_transcription_prints_its_text(
     captured = capsys.readouterr()
     assert status == 0, captured.err
     assert captured.out == "The quick brown fox jumps.\n"
-    assert captured.err.startswith("-- completed (None); tokens in 22 out 6 ")
+    assert captured.err.startswith("-- completed (stop); tokens in 22 out 6; first event ")
     form = decode_form(upstream.seen[0].headers["content-type"], upstream.seen[0].body)
     assert form.fields == {
         "language": "en",

@@ -994,11 +994,13 @@ def test_what_messages_cannot_carry_is_reported() -> None:
     encoder = Encoder(id_factory=ids)
     data = encoder.encode_all(events)
     assert [(loss.what, loss.event_index, loss.carried) for loss in encoder.losses] == [
+        ("id", 1, False),  # defaulted: Gemini's stream named none (a generated one)
         ("signature", 3, True),
         ("block:audio", 5, False),
         ("metadata:grounding", 8, False),
         ("citation", 9, False),
         ("candidate", 10, False),
+        ("usage", 13, False),  # defaulted: none in the source, 0 input and output tokens
     ]
     result = accumulate(decode(data))
     assert result.text == "Hi"
@@ -1048,7 +1050,11 @@ def test_foreign_text_tool_input_is_wrapped_in_an_object() -> None:
     encoder = Encoder(id_factory=ids)
     call = accumulate(decode(encoder.encode_all(events))).tool_calls[0]
     assert call.arguments == {"input": 'print("hi")'}
-    assert [loss.what for loss in encoder.losses] == ["tool_input:text"]
+    assert [(loss.what, loss.kind) for loss in encoder.losses] == [
+        ("id", "defaulted"),
+        ("tool_input:text", "lost"),
+        ("usage", "defaulted"),  # none in the source: 0 input and output tokens
+    ]
 
 
 @pytest.mark.parametrize(
@@ -1101,10 +1107,10 @@ def test_foreign_refusal_becomes_the_refusal_stop_reason(unified: str) -> None:
             "explanation": "I can't help with that.",
         },
     }
-    expected = [("block:refusal", False)]
+    expected = [("id", "defaulted"), ("block:refusal", "lost"), ("usage", "defaulted")]
     if unified != "refusal":
-        expected.append(("finish_reason", False))
-    assert [(loss.what, loss.carried) for loss in encoder.losses] == expected
+        expected.append(("finish_reason", "lost"))
+    assert [(loss.what, loss.kind) for loss in encoder.losses] == expected
     result = accumulate(decode(data))
     assert (result.status, result.text) == ("completed", "")
     assert result.finish_reason == FinishReason(unified="refusal", raw="refusal")

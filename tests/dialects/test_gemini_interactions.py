@@ -1321,6 +1321,7 @@ def test_foreign_statuses_that_are_not_interaction_statuses() -> None:
     statuses = [v["status"] for name, v in frames if name == "interaction.status_update"]
     assert statuses == ["queued", "in_progress"]
     assert [(loss.what, loss.event_index) for loss in encoder.losses] == [
+        ("id", 0),  # defaulted: the resumed stream named none
         ("status:done", 6),
         ("status:completed", 7),
     ]

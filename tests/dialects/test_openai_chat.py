@@ -551,10 +551,11 @@ def test_encode_foreign_stream() -> None:
             }
         ]
     }
-    assert [(loss.what, loss.carried) for loss in encoder.losses] == [
-        ("reasoning", True),
-        ("signature", True),
-        ("finish_reason:tool_calls", True),  # the raw "tool_use" is carried
+    assert [(loss.what, loss.carried, loss.kind) for loss in encoder.losses] == [
+        ("created", False, "defaulted"),  # Messages states no creation time: 0
+        ("reasoning", True, "lost"),
+        ("signature", True, "lost"),
+        ("finish_reason:tool_calls", True, "lost"),  # the raw "tool_use" is carried
     ]
 
 
@@ -596,6 +597,7 @@ def test_foreign_carriers_and_losses() -> None:
     encoder = Encoder(id_factory=lambda: "chatcmpl-fixed")
     data = encoder.encode_all(events)
     assert [(loss.what, loss.carried) for loss in encoder.losses] == [
+        ("created", False),  # defaulted: Gemini states no creation time
         ("citation", True),
         ("metadata:grounding", True),
         ("block:server_tool_call", False),

@@ -704,6 +704,8 @@ def test_encoding_losses_are_recorded() -> None:
     encoder = Encoder()
     data = encoder.encode_all(events)
     assert [(loss.what, loss.event_type, loss.carried) for loss in encoder.losses] == [
+        ("id", "stream-start", False),  # defaulted, as the next two
+        ("created_at", "stream-start", False),
         ("citation.fields", "citation", False),
         ("block:server_tool_result", "block-start", False),
         ("metadata:grounding", "metadata", False),
@@ -772,8 +774,14 @@ def test_other_candidates_are_a_loss() -> None:
     ]
     encoder = Encoder()
     data = encoder.encode_all(events)
-    assert [(loss.what, loss.event_index) for loss in encoder.losses] == [("block:text", 3)]
-    assert "candidate 1" in encoder.losses[0].reason
+    # (No StreamStart: the Response's id, creation time and model are defaults.)
+    assert [(loss.what, loss.event_index, loss.kind) for loss in encoder.losses] == [
+        ("id", 0, "defaulted"),
+        ("created_at", 0, "defaulted"),
+        ("model", 0, "defaulted"),
+        ("block:text", 3, "lost"),
+    ]
+    assert "candidate 1" in encoder.losses[3].reason
     result = decode(data, D, strict=True)
     assert (result.text, result.id is not None, result.status) == ("A", True, "completed")
 
@@ -875,7 +883,7 @@ def test_foreign_web_search_becomes_a_web_search_call() -> None:
         "response.output_item.done",
         "response.output_item.added",
     ]
-    assert [loss.what for loss in encoder.losses] == ["block:server_tool_result"]
+    assert [loss.what for loss in encoder.losses] == ["created_at", "block:server_tool_result"]
     native = rebuild(decode_events(data, D, strict=True))
     web = native["output"][0]
     assert (web["type"], web["status"], web["action"]) == (

@@ -515,9 +515,11 @@ def test_losses_are_reported(stack: Callable[..., Any], caplog: pytest.LogCaptur
         },
     )
     assert response.status_code == 200
-    header = response.headers.get("x-polystream-losses")
-    assert header is not None and "citation" in header
-    assert any("transcoding losses" in r.getMessage() for r in caplog.records)
+    # The signature went in the Messages carrier: carried, not lost.
+    assert response.headers.get("x-polystream-losses") == "2; citation, signature (carried)"
+    assert "transcoding losses (2): citation, signature (carried)" in [
+        r.getMessage() for r in caplog.records
+    ]
 
 
 _CHAT_SSE = (

@@ -266,7 +266,11 @@ def test_sdk_accepts_a_stream_encoded_from_another_dialect(dialect: str) -> None
         "cached_tokens": 100,
         "reasoning_tokens": 0,
     }
-    assert [(loss.what, loss.carried) for loss in encoder.losses] == [("signature", False)]
+    assert [(loss.what, loss.kind) for loss in encoder.losses] == [
+        ("created_at", "defaulted"),  # the source states no creation time: 0
+        ("signature", "lost"),
+    ]
+    assert final.created_at == 0
     # sequence_number counts from 0 without a gap
     assert [e.sequence_number for e in seen] == list(range(len(seen)))
     # polystream decodes its own output to the same reply

@@ -430,6 +430,10 @@ def test_plain_request_to_a_socket_endpoint_is_426() -> None:
     assert index["websockets"] == [
         {"path": "/openai/v1/responses", "family": "openai_responses_ws"},
         {"path": "/openai/v1/realtime", "family": "openai_realtime"},
+        {"path": "/xai/v1/responses", "family": "xai_responses_ws"},
+        {"path": "/xai/v1/realtime", "family": "xai_realtime"},
+        {"path": "/xai/v1/tts", "family": "xai_tts"},
+        {"path": "/xai/v1/stt", "family": "xai_stt"},
     ]
 
 

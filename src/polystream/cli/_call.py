@@ -11,6 +11,7 @@ from typing import Any
 from polystream.cli._call_realtime import family_of
 from polystream.cli._call_realtime import run as run_realtime
 from polystream.cli._call_show import Media, Printer, api_key, summary
+from polystream.cli._serve import DEFAULT_PORT
 
 __all__ = ["register"]
 
@@ -140,12 +141,13 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "call",
         help="stream a live reply from a provider",
-        description="Stream a reply: text (or a transcript) as it arrives, reasoning dimmed, "
-        "tool calls shown, audio and images written to --out, then a line with usage and "
+        description="Stream a reply: text (or a transcript) as it arrives on stdout, each "
+        "reasoning block on stderr after [reasoning] (dimmed on a terminal; NO_COLOR: "
+        "plain), tool calls shown, audio and images written to --out, then a line with usage and "
         "timings. TARGET is a provider (its default dialect) or a dialect; with --realtime, "
         "or a WebSocket family as TARGET, one text turn over a WebSocket. Keys from "
-        "OPENAI_API_KEY, ANTHROPIC_API_KEY, XAI_API_KEY, GEMINI_API_KEY or --api-key (none "
-        "needed for a --base-url on this machine).",
+        f"{', '.join(p.env_key for p in PROVIDERS.values())} or --api-key (none needed for "
+        "a --base-url on this machine).",
     )
     parser.add_argument(
         "target",
@@ -156,7 +158,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("prompt", nargs="?", help="the message (a speech's input text)")
     parser.add_argument("--input", help="the text to speak (the same as PROMPT)")
-    parser.add_argument("--model", required=True)
+    parser.add_argument("--model", required=True, help="the model to call (its provider's name)")
     parser.add_argument(
         "--realtime",
         action="store_true",
@@ -167,16 +169,34 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--dialect", help="override the provider's default dialect (or WebSocket family)"
     )
-    parser.add_argument("--base-url", help="e.g. the emulator: http://127.0.0.1:8000/openai/v1")
-    parser.add_argument("--api-key")
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the provider's API root (default: the provider's own), e.g. the emulator's: "
+        f"http://127.0.0.1:{DEFAULT_PORT}/openai/v1; on this machine, no key is needed",
+    )
+    parser.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="the provider's API key (default: its variable, "
+        + ", ".join(f"${p.env_key}" for p in PROVIDERS.values())
+        + ")",
+    )
     parser.add_argument("--system", "--instructions", help="the system instructions")
-    parser.add_argument("--max-tokens", type=int)
-    parser.add_argument("--reasoning", metavar="EFFORT", help="minimal, low, medium, high")
+    parser.add_argument(
+        "--max-tokens", type=int, metavar="N", help="the most tokens the reply may have"
+    )
+    parser.add_argument(
+        "--reasoning", metavar="EFFORT", help="the reasoning effort: minimal, low, medium, high"
+    )
     parser.add_argument(
         "--file", type=Path, help="a file to upload (a transcription's audio, an image to edit)"
     )
     parser.add_argument(
-        "--out", type=Path, help="where to write the audio or the image (several: NAME-N.EXT)"
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="where to write the audio or the image (several: NAME-N.EXT)",
     )
     parser.add_argument("--voice", help="the speech's voice (alloy, ash, ...)")
     parser.add_argument(
@@ -198,7 +218,8 @@ def register(sub: Any) -> None:
         "--idle-timeout",
         type=float,
         default=120.0,
-        help="seconds without a byte (a WebSocket message) before giving up (120)",
+        metavar="SECONDS",
+        help="seconds without a byte (a WebSocket message) before giving up",
     )
     parser.add_argument("--json", action="store_true", help="unified events as JSON lines")
     parser.set_defaults(run=_run)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from polystream.dialects import ProviderSpec
     from polystream.events import Event
 
-__all__ = ["LOCAL_KEY", "Media", "Printer", "api_key", "summary"]
+__all__ = ["LOCAL_KEY", "TRUNCATED", "Media", "Printer", "api_key", "colour", "summary"]
 
 LOCAL_KEY: Final = "polystream-local"
 """The key sent to a ``--base-url`` on this machine when none is given (the emulator
@@ -100,11 +100,19 @@ class Media:
             print(f"wrote {len(data)} bytes of {what}{detail} to {path}", file=err)
 
 
+def colour(stream: TextIO) -> bool:
+    """Whether to colour what goes to ``stream``: a terminal, and ``NO_COLOR`` unset
+    or empty (https://no-color.org)."""
+    return not os.environ.get("NO_COLOR") and stream.isatty()
+
+
 class Printer:
-    """Shows a reply's unified events as they arrive: text (and tool calls) on ``out``,
-    reasoning dimmed on a terminal, warnings and errors on ``err`` (the error that ended
-    the reply once, even when no error event came before its end); with ``as_json``,
-    one JSON line per event instead. Media go to :class:`Media` either way."""
+    """Shows a reply's unified events as they arrive: text (and tool calls) on ``out``;
+    reasoning on ``err``, each reasoning block a section of its own that starts with
+    ``[reasoning]`` (dimmed on a terminal, unless ``NO_COLOR`` is set), so that ``out``
+    holds the answer alone; warnings and errors on ``err`` (the error that ended the
+    reply once, even when no error event came before its end). With ``as_json``, one
+    JSON line per event instead. Media go to :class:`Media` either way."""
 
     def __init__(self, out: TextIO, err: TextIO, media: Media, *, as_json: bool) -> None:
         self.out = out
@@ -112,11 +120,45 @@ class Printer:
         self.media = media
         self.as_json = as_json
         self._shown_errors: list[tuple[str, str]] = []
+        self._reasoning: int | None = None  # the reasoning block being shown
+        self._dim = ("\x1b[2m", "\x1b[0m") if colour(err) else ("", "")
+        self._line_open = False  # the answer's last line has no newline yet
+        self._line_ended = False  # a reasoning section ended the answer's line
+
+    def _reason(self, index: int, delta: str) -> None:
+        """Show a reasoning delta on ``err``, in the section of its block."""
+        on, off = self._dim
+        if self._reasoning != index:
+            self._end_reasoning()
+            if self._line_open:
+                self.out.write("\n")
+                self._line_open = False
+                self._line_ended = True
+            self.out.flush()
+            self.err.write(f"{on}[reasoning] {off}")
+            self._reasoning = index
+        self.err.write(f"{on}{delta}{off}")
+        self.err.flush()
+
+    def _end_reasoning(self) -> None:
+        if self._reasoning is not None:
+            self.err.write("\n")
+            self.err.flush()
+            self._reasoning = None
+
+    def _answer(self, text: str) -> None:
+        """Write answer text on ``out`` (after the reasoning section, if one is open)."""
+        self._end_reasoning()
+        if text:
+            self.out.write(text)
+            self._line_open = not text.endswith("\n")
+            self._line_ended = False
 
     def show(self, event: object, line: str | None = None) -> None:
         """Show ``event``, a unified event or a realtime session's (``line``: its JSON
         line, when not the event's own)."""
         from polystream.events import (
+            BlockEnd,
             BlockStart,
             DataDelta,
             ErrorEvent,
@@ -142,19 +184,25 @@ class Printer:
             out.flush()
             return
         if isinstance(event, TextDelta):
-            out.write(event.delta)
+            self._answer(event.delta)
         elif isinstance(event, ReasoningDelta):
-            out.write(f"\x1b[2m{event.delta}\x1b[0m" if out.isatty() else event.delta)
+            self._reason(event.index, event.delta)
         elif isinstance(event, BlockStart) and event.kind == "tool_call":
-            out.write(f"\n[tool call {event.name} {event.call_id or event.id or ''}] ")
+            self._answer(f"\n[tool call {event.name} {event.call_id or event.id or ''}] ")
         elif isinstance(event, ToolInputDelta):
-            out.write(event.delta)
+            self._answer(event.delta)
+        elif isinstance(event, BlockEnd) and event.index == self._reasoning:
+            self._end_reasoning()
         elif isinstance(event, Warning):
+            self._end_reasoning()
             print(f"\n[{event.code}] {event.message}", file=self.err)
         elif isinstance(event, ErrorEvent):
             self.error(event.error.kind, event.error.message)
         elif isinstance(event, Finish):
-            out.write("\n")
+            self._end_reasoning()
+            if not self._line_ended:
+                out.write("\n")
+            self._line_open = False
             if event.error is not None:
                 self.error(event.error.kind, event.error.message)
         out.flush()
@@ -163,16 +211,42 @@ class Printer:
         """Show an error, unless the same one was shown already."""
         if (kind, message) in self._shown_errors:
             return
+        self._end_reasoning()
+        self.out.flush()
         self._shown_errors.append((kind, message))
         print(f"\n[error {kind}] {message}", file=self.err)
 
 
+TRUNCATED: Final = "the connection closed before the end"
+"""The final line's reason for a reply cut short without an error that says why."""
+
+
 def summary(result: Result, first: float | None, total: float) -> str:
-    """The final line: status, finish reason, usage, time to first event and in all."""
+    """The final line: status and why (the finish reason, or the error that ended the
+    reply), the token counts the reply reported (those it did not are left out), the
+    time to the first event and in all."""
+    reason: str | None = None
+    if result.status in ("failed", "truncated") and result.error is not None:
+        reason = result.error.message or None
+    if reason is None and result.finish_reason is not None:
+        raw, unified = result.finish_reason.raw, result.finish_reason.unified
+        reason = raw or (None if result.status == "truncated" else unified)
+    if reason is None and result.status == "truncated":
+        reason = TRUNCATED
+    line = f"-- {result.status}" + (f" ({reason})" if reason else "")
     usage = result.usage
-    reason = result.finish_reason.raw if result.finish_reason else None
-    return (
-        f"-- {result.status} ({reason}); tokens in {usage.input_tokens} out {usage.output_tokens}"
-        f" reasoning {usage.reasoning_tokens}; first event {1000 * (first or 0):.0f} ms,"
-        f" total {1000 * total:.0f} ms"
-    )
+    counts = [
+        f"{name} {count}"
+        for name, count in (
+            ("in", usage.input_tokens),
+            ("out", usage.output_tokens),
+            ("reasoning", usage.reasoning_tokens),
+        )
+        if count is not None
+    ]
+    if counts:
+        line += f"; tokens {' '.join(counts)}"
+    times = [f"total {1000 * total:.0f} ms"]
+    if first is not None:
+        times.insert(0, f"first event {1000 * first:.0f} ms")
+    return f"{line}; {', '.join(times)}"

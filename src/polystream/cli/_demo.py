@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
-__all__ = ["register", "run_demo"]
+__all__ = ["STEPS", "register", "render", "run_demo"]
 
 
 def register(sub: Any) -> None:
@@ -187,9 +187,13 @@ def run_demo() -> dict[str, Any]:
     }
 
 
-def _render(report: dict[str, Any]) -> None:
+STEPS: Final = ("the question -> a tool call", "the tool result -> the answer")
+"""What each of the demo's two requests does."""
+
+
+def _console() -> Any:
+    """A console for stdout: a terminal's own width, else 120 columns without colours."""
     from rich.console import Console
-    from rich.table import Table
 
     encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
     try:
@@ -203,10 +207,23 @@ def _render(report: dict[str, Any]) -> None:
     console = Console(highlight=False)
     if not console.is_terminal:
         console = Console(highlight=False, width=120, color_system=None)
+    return console
+
+
+def render(report: dict[str, Any], console: Any) -> None:
+    """Print the demo's report on ``console`` (a rich Console): the unified result of
+    both steps, then one row per dialect. Readable down to 80 columns: the finish
+    reasons of the two steps go on two lines, and no figure is ever cut."""
+    from rich import box
+    from rich.table import Table
+
+    from polystream.scenario._demo import DEMO_SCENARIOS
+
+    scripted = round(1000 * max(s.timing.first_event for s in DEMO_SCENARIOS))
     rows = report["dialects"]
     console.print(
-        f"[bold]polystream demo[/bold]: one agent turn through {len(rows)} dialects over "
-        "HTTP (emulator on loopback, decoded by polystream)"
+        f"[bold]polystream demo[/bold]: one agent turn, two requests, through {len(rows)} "
+        "dialects over HTTP (the emulator on loopback, each stream decoded by polystream)"
     )
     console.print(f"[bold]user:[/bold] {report['question']}")
     reference = next((row for row in rows if row["ok"]), None)
@@ -214,30 +231,57 @@ def _render(report: dict[str, Any]) -> None:
         call = reference["tool_call"]
         arguments = msgspec.json.encode(call["arguments"]).decode()
         console.print("[bold]unified result[/bold] (the same in every dialect marked ✓):")
-        console.print(f"  step 1  reasoning: {reference['reasoning'][0]}")
-        console.print(f"          tool call: {call['name']}({arguments})")
-        console.print(f"  step 2  reasoning: {reference['reasoning'][1]}")
-        console.print(f"          answer:    {reference['text']}")
-    table = Table(title="per dialect (step 1 + step 2)")
-    table.add_column("dialect", no_wrap=True)
-    table.add_column("TTFE ms", justify="right", no_wrap=True)
-    table.add_column("events", justify="right", no_wrap=True)
-    table.add_column("bytes", justify="right", no_wrap=True)
-    table.add_column("native finish", overflow="fold")
-    table.add_column("unified finish", no_wrap=True)
-    table.add_column("result", no_wrap=True)
-    for row in rows:
-        reasons = [r for r in row["finish_reasons"] if r is not None]
-        table.add_row(
-            row["dialect"],
+        console.print(f"[bold]step 1[/bold]: {STEPS[0]}")
+        console.print(f"  reasoning: {reference['reasoning'][0]}")
+        console.print(f"  tool call: {call['name']}({arguments})")
+        console.print(f"[bold]step 2[/bold]: {STEPS[1]}")
+        console.print(f"  reasoning: {reference['reasoning'][1]}")
+        console.print(f"  answer:    {reference['text']}")
+
+    def number(header: str, values: list[str]) -> None:
+        # (Never cut: as wide as its widest figure.)
+        width = max(len(v) for v in values) if values else 1
+        table.add_column(header, justify="right", no_wrap=True, min_width=width)
+
+    table = Table(
+        title="per dialect: step 1 and step 2",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 0, 0, 1),  # (and the box's blank divider: two spaces between columns)
+        pad_edge=False,
+    )
+    cells = [
+        (
             "—" if row["ttfe_ms"] is None else f"{row['ttfe_ms']:.1f}",
             str(row["events"]),
             str(row["bytes"]),
-            " → ".join(str(r["raw"]) for r in reasons) or "—",
-            " → ".join(str(r["unified"]) for r in reasons) or "—",
-            "[green]✓ completed[/green]" if row["ok"] else f"[red]✗ {row['status']}[/red]",
+        )
+        for row in rows
+    ]
+    table.add_column("dialect", no_wrap=True)
+    number("first\nevent\nms*", [c[0] for c in cells])
+    number("events", [c[1] for c in cells])
+    number("bytes", [c[2] for c in cells])
+    reasons = [[r for r in row["finish_reasons"] if r is not None] for row in rows]
+    for header, key in (("native\nfinish", "raw"), ("unified\nfinish", "unified")):
+        words = [len(str(r[key])) for rs in reasons for r in rs]
+        table.add_column(header, overflow="fold", min_width=max(words, default=1))
+    table.add_column("ok", no_wrap=True)
+    for row, (ttfe, events, size), finish in zip(rows, cells, reasons, strict=True):
+        table.add_row(
+            row["dialect"],
+            ttfe,
+            events,
+            size,
+            "\n".join(str(r["raw"]) for r in finish) or "—",
+            "\n".join(str(r["unified"]) for r in finish) or "—",
+            "[green]✓[/green]" if row["ok"] else "[red]✗[/red]",
         )
     console.print(table)
+    console.print(
+        f"* from the request to the first event of step 1, including the {scripted} ms the "
+        "emulator waits before a reply's first event (scripted)"
+    )
     for row in rows:
         for problem in row["problems"]:
             console.print(f"[red]{row['dialect']}: {problem}[/red]")
@@ -259,5 +303,5 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(msgspec.json.encode(report) + b"\n")
         sys.stdout.flush()
     else:
-        _render(report)
+        render(report, _console())
     return 0 if report["ok"] else 1

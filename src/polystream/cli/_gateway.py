@@ -141,6 +141,9 @@ def _missing_keys(config: GatewayConfig) -> list[str]:
 
 def register(sub: Any) -> None:
     """Add the ``gateway`` subcommand."""
+    from polystream.gateway_core import Limits
+
+    limits = Limits()
     parser = sub.add_parser(
         "gateway",
         help="serve every inbound dialect from configured upstreams",
@@ -149,7 +152,12 @@ def register(sub: Any) -> None:
         "/anthropic, /gemini; requests go to the upstream in its own dialect and replies "
         "are transcoded live. See docs/gateway.md.",
     )
-    parser.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT")
+    parser.add_argument(
+        "--listen",
+        default="127.0.0.1:8080",
+        metavar="HOST:PORT",
+        help="the address to listen on ([::1]:PORT for IPv6; port 0: any free one)",
+    )
     parser.add_argument(
         "--upstream",
         action="append",
@@ -168,15 +176,22 @@ def register(sub: Any) -> None:
         "--journal",
         default="memory",
         metavar="memory|sqlite:PATH|redis://...",
-        help="where streams are recorded for resume",
+        help="where streams are recorded for resume: in memory, a SQLite file, or Redis",
     )
     parser.add_argument(
         "--resume-grace",
         type=float,
         metavar="SECONDS",
-        help="keep reading the upstream this long after a client disconnects",
+        help="seconds to keep reading the upstream after a client disconnects, so that it "
+        f"can resume (default: the config's, else {limits.resume_grace_seconds:g})",
     )
-    parser.add_argument("--max-concurrency", type=int, metavar="N")
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        metavar="N",
+        help="streams served at once; those past it are answered 503 with Retry-After "
+        f"(default: the config's, else {limits.max_concurrency})",
+    )
     parser.add_argument(
         "--log-socket-usage",
         action="store_true",
@@ -186,7 +201,7 @@ def register(sub: Any) -> None:
         "--server",
         choices=("polystream", "uvicorn"),
         default="polystream",
-        help="the HTTP server: polystream's own HTTP/1.1 server (default, the lowest "
-        "added latency) or uvicorn",
+        help="the HTTP server: polystream's own HTTP/1.1 server (the lowest added "
+        "latency) or uvicorn",
     )
     parser.set_defaults(run=_run)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -18,17 +18,51 @@ from polystream.cli._io import (
     read_chunks,
     write_json_line,
 )
-from polystream.errors import (
-    LocalProtocolError,
-    PolystreamError,
-    ProtocolError,
-    RemoteProtocolError,
-)
+from polystream.errors import ProtocolError, RemoteProtocolError
 
-if TYPE_CHECKING:
-    from polystream.media import Audio
+__all__ = ["CHUNK_SIZE", "HelpFormatter", "Parser", "main", "version"]
 
-__all__ = ["CHUNK_SIZE", "main"]
+
+def version() -> str:
+    """The installed package's version (its metadata), else ``polystream.__version__``
+    (a source tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("polystream")
+    except PackageNotFoundError:
+        import polystream
+
+        return str(getattr(polystream, "__version__", "unknown"))
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that shows each option's default, ``(default: X)``, unless its text already
+    names it or there is none to show (None, False, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or default is None
+            or default is False
+            or default == []
+            or default is argparse.SUPPRESS
+            or not (action.option_strings or action.nargs in ("?", "*"))
+        ):
+            return text
+        return text + " (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose help shows the defaults
+    (:class:`HelpFormatter`); its subcommands' parsers are of this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
 
 # -- frames -----------------------------------------------------------------------------
@@ -107,87 +141,22 @@ def _cmd_frames(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# -- decode -----------------------------------------------------------------------------
-
-
-def _cmd_decode(args: argparse.Namespace) -> int:
-    from polystream.decoding import StreamDecoder
-    from polystream.events import dump_event
-
-    out = sys.stdout.buffer
-    options: dict[str, Any] = {"strict": args.strict, "keep_raw": args.raw}
-    if args.framing != "auto":
-        options["framing"] = args.framing
-    if args.content_type:
-        options["content_type"] = args.content_type
-    # With --result no event is printed: the decoder may coalesce them, as
-    # polystream.decode() does.
-    if args.result:
-        options["coalesce"] = "result"
-    try:
-        decoder = StreamDecoder(args.dialect, **options)
-    except LocalProtocolError as exc:
-        # A dialect not available in this build, or a framing it does not have.
-        print(f"polystream: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    show_events = not args.result
-    try:
-        for chunk in read_chunks(args.file):
-            events = decoder.feed(chunk)
-            if show_events:
-                for event in events:
-                    out.write(dump_event(event) + b"\n")
-        events = decoder.close()
-        if show_events:
-            for event in events:
-                out.write(dump_event(event) + b"\n")
-        if args.result:
-            result = decoder.result()
-            write_json_line(out, result.to_dict())
-    except PolystreamError as exc:
-        return fail(str(exc))
-    if decoder.looks_like is not None:
-        sys.stdout.flush()
-        print(
-            f"polystream: warning: nothing in the input was recognised as {decoder.dialect}: "
-            f"it looks like {decoder.looks_like} (try --dialect {decoder.looks_like} or auto)",
-            file=sys.stderr,
-        )
-    if args.audio_out is not None:
-        return _write_audio(args.audio_out, decoder.result().audio)
-    return EXIT_OK
-
-
-def _write_audio(path: str, audio: Audio | None) -> int:
-    """``decode --audio-out``: the joined audio, as WAV when it is PCM of a known rate."""
-    if audio is None:
-        return fail(f"the stream has no audio: nothing written to {path}")
-    if audio.format == "pcm" and audio.sample_rate:
-        data = audio.wav()
-    else:
-        data = audio.data
-        if audio.format == "pcm":
-            sys.stdout.flush()
-            print(
-                "polystream: warning: the PCM audio's sample rate is not stated: "
-                f"raw samples written to {path}, without a WAV header",
-                file=sys.stderr,
-            )
-    with open(path, "wb") as handle:
-        handle.write(data)
-    return EXIT_OK
-
-
 # -- parser -----------------------------------------------------------------------------
 
 
 def _parser() -> argparse.ArgumentParser:
-    from polystream.dialects import DIALECTS
+    from polystream.cli import _decode
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="polystream",
         description="Decode, rebuild, convert and serve the streaming dialects of the "
         "OpenAI, Anthropic, xAI and Gemini APIs.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"polystream {version()}",
+        help="print the version and exit",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -198,46 +167,16 @@ def _parser() -> argparse.ArgumentParser:
         "or {comment}, JSON array {element}. Exits 1 on truncation or a framing error, "
         "after printing the frames decoded so far.",
     )
-    frames.add_argument("--framing", choices=["auto", "sse", "json_array"], default="auto")
+    frames.add_argument(
+        "--framing",
+        choices=["auto", "sse", "json_array"],
+        default="auto",
+        help="sse (Server-Sent Events) or json_array (Gemini's default framing); auto: "
+        "json_array when the first non-blank byte is [, else sse",
+    )
     frames.add_argument("file", metavar="FILE|-", help="input file, or - for stdin")
     frames.set_defaults(run=_cmd_frames)
-
-    dialects = ["auto", *DIALECTS]
-    decode = sub.add_parser(
-        "decode",
-        help="decode a stream into unified events or its final result",
-        description="Decode a stream of any dialect. Default: unified events as JSON "
-        "lines. --result: one JSON object (the stable contract documented in the "
-        "README). Exit 0 when the input decoded (whatever the stream's own status), "
-        "1 when it is not a valid stream, 2 for usage errors.",
-    )
-    decode.add_argument("--dialect", choices=dialects, default="auto", metavar="NAME|auto")
-    mode = decode.add_mutually_exclusive_group()
-    mode.add_argument("--events", action="store_true", help="unified events (default)")
-    mode.add_argument("--result", action="store_true", help="the final result as JSON")
-    decode.add_argument("--strict", action="store_true", help="protocol anomalies are errors")
-    decode.add_argument("--raw", action="store_true", help="include raw native events")
-    decode.add_argument(
-        "--framing",
-        choices=["auto", "sse", "json_array", "raw"],
-        default="auto",
-        help="framing: sse or json_array for gemini_generate, sse or raw (the audio file "
-        "itself) for openai_speech (default: detect)",
-    )
-    decode.add_argument(
-        "--content-type",
-        metavar="TYPE",
-        help="the response's Content-Type: an audio type (audio/mpeg, audio/pcm, ...) is "
-        "a raw audio body (openai_speech, raw framing, in that format)",
-    )
-    decode.add_argument(
-        "--audio-out",
-        metavar="FILE",
-        help="also write the stream's audio, joined, to FILE: a WAV file when it is PCM "
-        "of a known sample rate, else the audio bytes as they are (mp3, opus, ...)",
-    )
-    decode.add_argument("file", metavar="FILE|-", help="input file, or - for stdin")
-    decode.set_defaults(run=_cmd_decode)
+    _decode.register(sub)
 
     for register in _EXTRA_COMMANDS:
         register(sub)
@@ -274,6 +213,15 @@ def _register_emulator(sub: Any) -> None:
 
 _EXTRA_COMMANDS.append(_register_emulator)
 _EXTRA_COMMANDS.extend([_register_call, _register_gateway])
+
+
+def _register_inspect(sub: Any) -> None:
+    from polystream.cli._inspect import register
+
+    register(sub)
+
+
+_EXTRA_COMMANDS.append(_register_inspect)
 
 
 def main(argv: list[str] | None = None) -> int:

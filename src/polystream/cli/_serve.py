@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["register"]
+__all__ = ["DEFAULT_PORT", "register"]
+
+DEFAULT_PORT: Final = 8765
+"""The emulator's port when ``--port`` is not given."""
 
 
 def register(sub: Any) -> None:
@@ -19,8 +22,10 @@ def register(sub: Any) -> None:
         "/gemini. Replies come from scenario files, replayed captures, or a deterministic "
         "default. See docs/emulator.md.",
     )
-    serve.add_argument("--host", default="127.0.0.1", help="interface (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="port (default: 8765; 0: any)")
+    serve.add_argument("--host", default="127.0.0.1", help="the interface to listen on")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="the TCP port to listen on (0: any free one)"
+    )
     serve.add_argument(
         "--scenarios",
         action="append",
@@ -39,23 +44,26 @@ def register(sub: Any) -> None:
     serve.add_argument(
         "--any-model",
         action="store_true",
-        help="accept every model name (default: the providers' model families only)",
+        help="accept every model name (without it: the providers' model families only)",
     )
     serve.add_argument(
         "--server",
         choices=("uvicorn", "polystream"),
         default="uvicorn",
-        help="the HTTP server: uvicorn (default) or polystream's own HTTP/1.1 server",
+        help="the HTTP server: uvicorn or polystream's own HTTP/1.1 server",
     )
     serve.add_argument(
         "--max-connections",
         type=int,
         default=1024,
         metavar="N",
-        help="client connections open at once; those past it are answered 503 (default: 1024)",
+        help="client connections open at once; those past it are answered 503",
     )
     serve.add_argument(
-        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="the least severe log messages shown (uvicorn's log)",
     )
     serve.set_defaults(run=_cmd_serve)
 

@@ -396,7 +396,9 @@ async def text_turn(
 ) -> Result:
     """One text turn on a new connection: configure text replies (and
     ``instructions``), send ``prompt``, read the reply; returns it (``.text``,
-    ``.status``, ``.usage``).
+    ``.status``, ``.usage``). A server ``error`` that answers the request before any
+    reply began (a refused ``response.create``) ends the turn at once: the result is
+    ``failed``, with that error.
 
     Args:
         family: A WebSocket family.
@@ -416,12 +418,12 @@ async def text_turn(
         if config:
             await conn.configure(**config)
         await conn.send_text(prompt)
-        turn = Turn()
+        turn = Turn(conn.session.dialect)
         async for routed in conn:
             if on_event is not None:
                 on_event(routed)
             if turn.feed(routed):
                 break
-        if turn.stream is None:
+        if not turn.answered:
             raise TransportError("the connection ended before a reply began")
         return turn.result()

@@ -362,12 +362,12 @@ def text_turn_sync(
         if config:
             conn.configure(**config)
         conn.send_text(prompt)
-        turn = Turn()
+        turn = Turn(conn.session.dialect)
         for routed in conn:
             if on_event is not None:
                 on_event(routed)
             if turn.feed(routed):
                 break
-        if turn.stream is None:
+        if not turn.answered:
             raise TransportError("the connection ended before a reply began")
         return turn.result()

@@ -83,7 +83,9 @@ def prepare(
     """The decisions, the handshake and the socket options of a connection (the
     arguments of :func:`polystream.realtime.connect`). The largest message read is the
     session's (``max_message_size``, by default 16 MiB): one larger closes the socket
-    (1009)."""
+    (1009). A session that holds its URL's query (``xai_tts``, ``xai_stt``: made from
+    ``session_options``) has it in the URL, before ``query`` (unless ``url`` gives the
+    whole endpoint)."""
     session = {"strict": strict, **(session_options or {})}
     link = SocketLink(
         family,
@@ -96,13 +98,16 @@ def prepare(
     )
     provider = link.spec.provider
     base = base_url.get(provider) if isinstance(base_url, Mapping) else base_url
+    # (A family configured by its URL, xAI's speech sockets, has its query made by the
+    # session from the session's options; a whole ``url`` is taken as given.)
+    stated = getattr(link.session, "query", None) if url is None else None
     target = endpoint(
         family,
         api_key=api_key_for(family, api_key, os.environ),
         model=model,
         base_url=base,
         url=url,
-        query=query,
+        query={**stated, **(query or {})} if isinstance(stated, Mapping) else query,
         headers=headers,
     )
     options = SocketOptions(

@@ -33,6 +33,7 @@ from polystream.events import (
     Finish,
     FinishReason,
     KeepAlive,
+    Metadata,
     Raw,
     Usage,
     UsageUpdate,
@@ -56,6 +57,7 @@ __all__ = [
     "FramedDecoder",
     "Framing",
     "Loss",
+    "LossKind",
     "UsageRun",
     "UsageTexts",
 ]
@@ -122,19 +124,31 @@ class UsageRun(NamedTuple):
     texts: UsageTexts | None = None
 
 
+LossKind = Literal["lost", "defaulted"]
+"""What a :class:`Loss` reports: ``lost``, something of the source the target could not
+carry (or carried in a documented carrier: :attr:`Loss.carried`); ``defaulted``, a value
+the target requires that the source did not have, which the encoder wrote as a default
+(``created: 0``, a zero usage, a generated id): nothing of the source was lost, but the
+output holds a value nobody sent."""
+
+
 class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One thing an encoder could not carry into its target dialect.
+    """One thing an encoder could not carry into its target dialect, or a value it had
+    to make up (``kind="defaulted"``).
 
     Fields:
         what: What was lost (``signature``, ``citation``, ``usage.cache_write_tokens``,
-            ``event:unknown``, ...).
-        event_index: Index of the unified event (in the encoder's input) that held it;
+            ``event:unknown``, ...), or the field written as a default (``created``,
+            ``model``, ``usage``, ``id``, ``stop_reason``).
+        event_index: Index of the unified event (in the encoder's input) that held it
+            (for a default: that lacked it, or was being encoded when it was written);
             a :class:`~polystream.transcode.Transcoder` counts the source's full event
             list, also when its decoder gave a run's usage updates as one.
         event_type: That event's ``type`` tag.
-        reason: Why the target cannot carry it.
+        reason: Why the target cannot carry it (for a default: which value was written).
         carried: True when it was put in a documented carrier instead, so that a hop
             back to the source dialect through polystream restores it.
+        kind: ``lost`` or ``defaulted`` (see :data:`LossKind`).
     """
 
     what: str
@@ -142,6 +156,13 @@ class Loss(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     event_type: str
     reason: str
     carried: bool = False
+    kind: LossKind = "lost"
+
+    def describe(self) -> str:
+        """``what``, with ``(carried)`` or ``(defaulted)`` when it was not lost."""
+        if self.kind == "defaulted":
+            return f"{self.what} (defaulted)"
+        return f"{self.what} (carried)" if self.carried else self.what
 
 
 class DialectDecoder(abc.ABC):
@@ -164,6 +185,13 @@ class DialectDecoder(abc.ABC):
     coalesce_modes: ClassVar[frozenset[Coalesce]] = frozenset({"off"})
     """The :data:`Coalesce` modes this decoder has a fast path for (``"off"`` only,
     unless a dialect says more: Gemini's generateContent has each)."""
+
+    private_extra: ClassVar[frozenset[str]] = frozenset()
+    """The keys of an event's ``extra`` that this decoder sets for its encoder's own use
+    (markers such as "no native event of its own", key orders, residual layouts), as
+    opposed to the native fields the event does not model. A key that starts with ``_``
+    is private too, in every dialect. ``polystream decode --events`` hides them unless
+    ``--raw``; a same-dialect round trip needs them."""
 
     def __init__(
         self, *, strict: bool = False, keep_raw: bool = False, coalesce: Coalesce = "off"
@@ -612,6 +640,11 @@ class TooDeep(ServerSentEvent, frozen=True, gc=False):
     at: int = 0
 
 
+_FINISH_KEYS: Final = frozenset({"finishReason"})
+"""The keys of a ``finish`` :class:`~polystream.events.Metadata` value that a Finish
+carries (its reason)."""
+
+
 def _event_name(event: Event) -> str:
     """An event's wire tag (``text_delta``), else its class name."""
     return str(type(event).__struct_config__.tag or type(event).__name__)
@@ -791,6 +824,41 @@ class DialectEncoder(abc.ABC):
                 event_type=_event_name(event),
                 reason=reason,
                 carried=carried,
+            )
+        )
+
+    def lose_metadata(self, event: Metadata, reason: str) -> None:
+        """Record a :class:`~polystream.events.Metadata` event the target has no field
+        for (``reason`` says so): as carried when it only restates candidate 0's finish
+        reason, which the stream's Finish carries into the target's own stop reason
+        (Chat's per-choice ``finish_reason``, Gemini's per-candidate ``finish`` when it
+        holds nothing but the ``finishReason``)."""
+        value = event.value
+        restated = event.candidate == 0 and (
+            (event.name == "finish_reason" and (value is None or type(value) is str))
+            or (event.name == "finish" and type(value) is dict and value.keys() <= _FINISH_KEYS)
+        )
+        if restated:
+            self.lose(
+                f"metadata:{event.name}",
+                event,
+                "candidate 0's finish reason: written as the stream's own finish reason",
+                carried=True,
+            )
+        else:
+            self.lose(f"metadata:{event.name}", event, reason)
+
+    def default(self, what: str, event: Event | None, reason: str) -> None:
+        """Record a value the target requires that the source did not have, written
+        as a default (a :class:`Loss` of kind ``defaulted``): ``event`` is the one that
+        lacked it (None: the stream had no such event, a ``stream-start`` as a rule)."""
+        self.losses.append(
+            Loss(
+                what=what,
+                event_index=self.event_index,
+                event_type="stream-start" if event is None else _event_name(event),
+                reason=reason,
+                kind="defaulted",
             )
         )
 

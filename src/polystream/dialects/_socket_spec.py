@@ -55,6 +55,10 @@ class SocketSpec:
         reply_dialect: The HTTP dialect whose stream each reply is, when the family's
             replies are another API's streams (the Responses WebSocket's are
             ``openai_responses`` streams); its requests are that dialect's bodies.
+        answer: What the emulator answers a turn with: ``reply`` (the scenario's reply
+            to the turn's text), ``speech`` (the turn's own text said aloud: text to
+            speech) or ``transcript`` (the scenario's text as the transcript of the
+            turn's audio: speech to text).
         model_messages: The client messages that name the model, by type, each with
             the dotted path of its model field (``{"response.create": "model"}``):
             where a gateway reads the model of a connection whose URL names none.
@@ -76,6 +80,7 @@ class SocketSpec:
     text_config: Mapping[str, Any] = field(default_factory=dict)
     reply_dialect: str | None = None
     emulated: bool = False
+    answer: Literal["reply", "speech", "transcript"] = "reply"
     model_messages: Mapping[str, str] = field(default_factory=dict)
     error_shape: SocketErrorShape = "realtime"
 

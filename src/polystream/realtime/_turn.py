@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from polystream.accumulate import Accumulator, Result
 from polystream.dialects._realtime.session import Routed
-from polystream.events import Event, Finish, StreamWarning
+from polystream.events import ErrorEvent, Event, Finish, FinishReason, StreamStart, StreamWarning
 
 __all__ = ["Turn"]
 
@@ -17,19 +17,42 @@ class Turn:
     When that reply fails and the connection sends its request again (a ``warning``
     with code ``retry`` in the reply's stream), the retry is followed instead: the next
     reply.
+
+    A server ``error`` that comes in the session's stream (0) before the reply began
+    is the answer to the turn's request (the Realtime API reports a refused
+    ``response.create`` so: no reply will come): the turn ends ``failed`` with that
+    error, its code as the finish reason's raw value. (A protocol error of the session,
+    a malformed message read in tolerant mode, is not the server's answer.)
+
+    Args:
+        dialect: The family the turn is read from (the result's ``dialect`` when the
+            request is refused before any reply).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: str | None = None) -> None:
+        self.dialect = dialect
         self.stream: int | None = None
         self.done = False
         self._after = 0  # streams up to this one are not the turn's
         self._retried = False
         self._acc = Accumulator()
 
+    @property
+    def answered(self) -> bool:
+        """A reply began, or the request was refused."""
+        return self.stream is not None or self.done
+
     def feed(self, routed: Routed) -> bool:
         """One routed event; True once the reply ended."""
-        if self.done or routed.stream <= self._after:
+        if self.done:
+            return True
+        if routed.stream == 0:
+            event = routed.event
+            if self.stream is None and type(event) is ErrorEvent and event.error.kind != "protocol":
+                self._refused(event)
             return self.done
+        if routed.stream <= self._after:
+            return False
         if self.stream is None:
             self.stream = routed.stream
         elif routed.stream != self.stream:
@@ -48,6 +71,16 @@ class Turn:
                 return False
             self.done = True
         return self.done
+
+    def _refused(self, event: ErrorEvent) -> None:
+        """The request was refused before any reply: the turn fails with the error."""
+        self._acc = Accumulator()
+        if self.dialect is not None:
+            self._acc.feed(StreamStart(dialect=self.dialect))
+        self._acc.feed(event)
+        reason = FinishReason(unified="error", raw=event.error.code)
+        self._acc.feed(Finish(status="failed", reason=reason, error=event.error))
+        self.done = True
 
     def result(self) -> Result:
         """The reply (``in_progress`` while it runs)."""

@@ -1,5 +1,5 @@
 """What a WebSocket reply says, in unified terms: the request summary of a turn, the
-warm-up reply, and a spoken reply.
+warm-up reply, a spoken reply, a forced message, and the answers of the speech sockets.
 
 A Realtime response that speaks (output modality ``audio``) says its text aloud: the
 reply's text block becomes an ``audio`` block, the tone standing for the text (see
@@ -7,6 +7,11 @@ reply's text block becomes an ``audio`` block, the tone standing for the text (s
 24 kHz, or G.711 at 8 kHz), and a ``transcript`` block of the same text, their deltas
 interleaved (a transcript delta, then the audio that goes with it). The usage counts 25
 output tokens a second of audio besides the text's, unless the scenario states it.
+
+A text-to-speech turn is answered with the tone standing for its own text (or the
+scenario's ``reply.audio.text``) in the connection's format, one ``audio`` block; a
+speech-to-text turn with the scenario's text, or by default ``Emulated transcript of
+N.NN s of audio.``
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Final
 import msgspec
 
 from polystream.audio.convert import encode_pcm16
-from polystream.audio.formats import AudioFormat
+from polystream.audio.formats import PCM16_24K, AudioFormat
 from polystream.dialects._realtime.server import Turn
 from polystream.events import (
     BlockEnd,
@@ -31,15 +36,25 @@ from polystream.events import (
     TextDelta,
     Usage,
 )
-from polystream.scenario._format import AudioSpec, Scenario
+from polystream.scenario._format import AudioSpec, Reply, Scenario
 from polystream.scenario._media import tone
 from polystream.scenario._media_blocks import as_audio, audio_tokens
-from polystream.scenario._reply import SCENARIO_SOURCE
+from polystream.scenario._reply import SCENARIO_SOURCE, reply_events
 from polystream.scenario._request import RequestSummary
 
-__all__ = ["spoken", "turn_summary", "warm_up"]
+__all__ = [
+    "DEFAULT_SPEECH",
+    "speech",
+    "spoken",
+    "transcript",
+    "turn_summary",
+    "verbatim",
+    "warm_up",
+]
 
 _STOP: Final = FinishReason(unified="stop")
+DEFAULT_SPEECH: Final = PCM16_24K
+"""The format of speech when the turn states none."""
 
 
 def turn_summary(family: str, provider: str, turn: Turn) -> RequestSummary:
@@ -175,3 +190,43 @@ def _with_audio_usage(finish: Finish, seconds: float, *, estimated: bool) -> Fin
             usage, output_tokens=made, audio_output_tokens=spoken_tokens, total_tokens=given + made
         ),
     )
+
+
+def verbatim(text: str, summary: RequestSummary, response_id: str, created: int) -> list[Event]:
+    """A reply that says ``text`` exactly (a forced message), cut into words."""
+    return reply_events(Reply(text=text), summary, response_id=response_id, created=created)
+
+
+def speech(
+    summary: RequestSummary,
+    fmt: AudioFormat,
+    scenario: Scenario | None,
+    response_id: str,
+    created: int,
+) -> list[Event]:
+    """A text-to-speech answer: the tone of the turn's text (``summary.user_text``, or
+    the scenario's ``reply.audio.text``) in ``fmt``, one ``audio`` block, in deltas of
+    ``reply.audio.chunk`` bytes."""
+    reply = scenario.reply if scenario is not None else None
+    spec = as_audio(reply.audio if reply is not None else None) or AudioSpec()
+    text = spec.text if spec.text is not None else summary.user_text
+    pcm = tone(text, frequency=spec.frequency, seconds=spec.seconds, rate=fmt.rate)
+    data = encode_pcm16(pcm, fmt.encoding)
+    media = MediaInfo(mime_type=fmt.mime_type, sample_rate=fmt.rate, channels=fmt.channels)
+    chunk = spec.chunk
+    return [
+        StreamStart(dialect=SCENARIO_SOURCE, id=response_id, model=summary.model, created=created),
+        BlockStart(index=0, kind="audio", media=media),
+        *_audio(0, [data[at : at + chunk] for at in range(0, len(data), chunk)], fmt),
+        BlockEnd(index=0),
+        Finish(status="completed", reason=_STOP),
+    ]
+
+
+def transcript(
+    summary: RequestSummary, heard: float, response_id: str, created: int
+) -> list[Event]:
+    """The default speech-to-text answer: ``Emulated transcript of N.NN s of audio.``
+    (``heard`` seconds), cut into words."""
+    text = f"Emulated transcript of {heard:.2f} s of audio."
+    return reply_events(Reply(text=text), summary, response_id=response_id, created=created)

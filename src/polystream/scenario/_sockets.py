@@ -14,7 +14,15 @@ after audio deltas, ``recorded`` offsets, ``speed``), and faulted by its ``fault
 in-band ``error`` after N messages, ``close`` (the socket closes with a code),
 ``interrupt`` (the user speaks over a Realtime reply), ``http_error`` (the request is
 refused with the family's error message). ``expire_after`` belongs to the scenario that
-matches the connection (its model, no text).
+matches the connection (its model, no text). A family whose server sends keep-alives
+(xAI's ``ping``) gets one every :attr:`~polystream.dialects._realtime.server.
+SocketServer.keepalive` seconds from the connection's opening.
+
+What a turn is answered with follows the family's ``answer``
+(:class:`~polystream.dialects._socket_spec.SocketSpec`): the scenario's reply (a
+Realtime or Responses reply; a Realtime reply that speaks is said aloud), the turn's
+text spoken (text to speech), or the scenario's text as the transcript of the turn's
+audio (speech to text).
 """
 
 from __future__ import annotations
@@ -33,7 +41,15 @@ from polystream.scenario._emulator import Emulator, unknown_model_message
 from polystream.scenario._format import Faults, Scenario, Timing
 from polystream.scenario._reply import reply_id
 from polystream.scenario._request import RequestSummary, summarize
-from polystream.scenario._socket_reply import spoken, turn_summary, warm_up
+from polystream.scenario._socket_reply import (
+    DEFAULT_SPEECH,
+    speech,
+    spoken,
+    transcript,
+    turn_summary,
+    verbatim,
+    warm_up,
+)
 
 __all__ = ["EXPIRED_CLOSE", "REFUSED_CLOSE", "Send", "SocketEmulation"]
 
@@ -44,15 +60,16 @@ REFUSED_CLOSE: Final = 1008
 
 
 class Send(msgspec.Struct, frozen=True, kw_only=True):
-    """What to do now: send a text message, or close the socket.
+    """What to do now: send a message, or close the socket.
 
     Fields:
-        text: The message to send (None for a close).
+        text: The message to send: a text, or bytes for a binary message (None for a
+            close).
         close: The close code (None for a message).
         reason: The close reason.
     """
 
-    text: str | None = None
+    text: str | bytes | None = None
     close: int | None = None
     reason: str = ""
 
@@ -132,13 +149,19 @@ class SocketEmulation:
         self.model = (query or {}).get("model", "")
         self.seed = f"{emulator.seed}:socket:{emulator.next_serial()}"
         self.server = open_server(
-            family, self._reply, model=self.model, created=created, seed=self.seed
+            family,
+            self._reply,
+            model=self.model,
+            created=created,
+            seed=self.seed,
+            query=dict(query or {}),
         )
         self.closed = False
         self._out: list[Send] = []
         self._runs: list[_Running] = []
         self._order = 0
         self._expire_at: float | None = None
+        self._ping_at: float | None = None
 
     # -- the shell's calls ---------------------------------------------------------------
 
@@ -168,6 +191,8 @@ class SocketEmulation:
         _, scenario = self.emulator.choose(summary, self._names())
         if scenario is not None and scenario.faults.expire_after is not None:
             self._expire_at = now + scenario.faults.expire_after
+        if self.server.keepalive is not None:
+            self._ping_at = now + self.server.keepalive
         self._take(self.server.open(), now)
 
     def receive(self, message: str | bytes, now: float) -> None:
@@ -182,6 +207,13 @@ class SocketEmulation:
         out, self._out = self._out, []
         while not self.closed:
             entry = self._next_due(now)
+            ping = self._ping_at
+            limit = now if self._expire_at is None else min(now, self._expire_at)
+            if ping is not None and ping <= limit and (entry is None or ping <= entry.at):
+                stamp = round((self.created + ping) * 1000)
+                out.extend(Send(text=text) for text in self.server.ping(stamp))
+                self._ping_at = ping + (self.server.keepalive or 0.0)
+                continue
             if entry is None:
                 break
             self._step(entry, now, out)
@@ -201,6 +233,8 @@ class SocketEmulation:
         times = [entry.at for entry in self._runs]
         if self._expire_at is not None:
             times.append(self._expire_at)
+        if self._ping_at is not None:
+            times.append(self._ping_at)
         return min(times) if times else None
 
     # -- replies ---------------------------------------------------------------------------
@@ -211,7 +245,10 @@ class SocketEmulation:
         return (self.family,) if reply is None else (self.family, reply)
 
     def _reply(self, turn: Turn) -> Script | Refusal:
-        """The server's replier: the scenario's reply to a turn."""
+        """The server's replier: the scenario's answer to a turn (see the module
+        docstring)."""
+        if self.spec.answer != "reply":
+            return self._media(turn)
         spec = self.spec
         provider = spec.provider
         dialect = spec.reply_dialect
@@ -240,15 +277,35 @@ class SocketEmulation:
         failure = self.emulator.failure(scenario, position)
         if failure is not None:
             return Refusal(status=failure.status, message=failure.message or "")
-        events = self.emulator.reply_for(scenario, summary, response_id, self.created)
+        if turn.say is not None:
+            events = verbatim(turn.say, summary, response_id, self.created)
+        else:
+            events = self.emulator.reply_for(scenario, summary, response_id, self.created)
         if turn.audio is not None:
             events = spoken(events, turn.audio, scenario, summary.user_text)
+        return Script(events=events, tag=scenario)
+
+    def _media(self, turn: Turn) -> Script | Refusal:
+        """The answer of a text-to-speech or speech-to-text turn."""
+        summary = turn_summary(self.family, self.spec.provider, turn)
+        position, scenario = self.emulator.choose(summary, self._names())
+        failure = self.emulator.failure(scenario, position)
+        if failure is not None:
+            return Refusal(status=failure.status, message=failure.message or "")
+        response_id = reply_id(self.family, self.emulator.seed, self.emulator.next_serial())
+        if self.spec.answer == "speech":
+            fmt = turn.audio or DEFAULT_SPEECH
+            events = speech(summary, fmt, scenario, response_id, self.created)
+        elif scenario is None:
+            events = transcript(summary, turn.heard, response_id, self.created)
+        else:
+            events = self.emulator.reply_for(scenario, summary, response_id, self.created)
         return Script(events=events, tag=scenario)
 
     def _take(self, outbound: list[Outbound], now: float, out: list[Send] | None = None) -> None:
         target = self._out if out is None else out
         for item in outbound:
-            if isinstance(item, str):
+            if isinstance(item, str | bytes):
                 target.append(Send(text=item))
             else:
                 scenario = item.tag if isinstance(item.tag, Scenario) else None

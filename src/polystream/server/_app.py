@@ -53,6 +53,7 @@ from polystream.scenario import (
     json_answer,
     provider_of_path,
 )
+from polystream.server._inspect import mount_inspector
 from polystream.server._ws_emulator import SOCKET_ENDPOINTS, serve_socket
 from polystream.wire.multipart import FormError, decode_form, is_form
 
@@ -458,6 +459,7 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
         WebSocketRoute("/{rest:path}", socket),
     ]
     app = Starlette(routes=routes)
+    mount_inspector(app)  # /inspect: the stream inspector (docs/inspect.md)
     app.state.emulator = emu
     app.state.stats = stats
     return app

@@ -1,11 +1,13 @@
-"""The emulator's WebSocket endpoints: each WebSocket family at the path its provider's
-SDK derives from ``base_url``, under the provider's prefix (``/openai/v1/realtime``,
-``/openai/v1/responses``).
+"""The emulator's WebSocket endpoints: each emulated WebSocket family at the path its
+provider's SDK derives from ``base_url``, under the provider's prefix
+(``/openai/v1/realtime``, ``/openai/v1/responses``, ``/xai/v1/realtime``,
+``/xai/v1/tts``, ...).
 
 Before accepting, the handshake is checked as the provider checks it: a key must be
-presented (``Authorization: Bearer``, or a browser's ``openai-insecure-api-key.<key>``
-subprotocol beside ``realtime``), else the upgrade is refused with a 401 in the
-provider's error shape. Then :class:`~polystream.scenario.SocketEmulation`
+presented (``Authorization: Bearer``, or a browser's key subprotocol: OpenAI's
+``openai-insecure-api-key.<key>`` beside ``realtime``, which is the one accepted; xAI's
+``xai-client-secret.<key>``, accepted itself), else the upgrade is refused with a 401 in
+the provider's error shape. Then :class:`~polystream.scenario.SocketEmulation`
 decides everything; this module only moves messages and sleeps: it waits for the next
 client message or until the emulation's next message is due, whichever comes first.
 """
@@ -60,7 +62,7 @@ def _presented(websocket: WebSocket, family: str) -> tuple[str | None, str | Non
         for protocol in offered:
             if protocol.startswith(head) and protocol.endswith(tail) and len(protocol) > len(head):
                 plain = [p for p in spec.browser_subprotocols if "{key}" not in p]
-                accepted = next((p for p in plain if p in offered), None)
+                accepted = next((p for p in plain if p in offered), None) if plain else protocol
                 return protocol[len(head) : len(protocol) - len(tail)], accepted
     return None, None
 
@@ -102,7 +104,10 @@ async def serve_socket(websocket: WebSocket, emulator: Emulator, stats: Any) -> 
                 if send.text is None:
                     await websocket.close(send.close or 1000, send.reason)
                     return
-                await websocket.send_text(send.text)
+                if isinstance(send.text, bytes):
+                    await websocket.send_bytes(send.text)
+                else:
+                    await websocket.send_text(send.text)
                 stats.socket_messages += 1
             wake = emulation.wake
             timeout = None if wake is None else max(wake - (loop.time() - opened), 0.0)

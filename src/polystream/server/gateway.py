@@ -87,6 +87,7 @@ from polystream.server._gateway_stream import reply_failure as _reply_failure
 from polystream.server._gateway_write import WriteDeadline as _WriteDeadline  # noqa: F401
 from polystream.server._gateway_ws import SocketRelays
 from polystream.server._h1server import SEND_NOWAIT
+from polystream.server._inspect import mount_inspector
 from polystream.server._journal_feed import JournalFeed
 
 __all__ = ["create_gateway"]
@@ -189,6 +190,7 @@ class _Gateway:
     ) -> None:
         self.config = config
         self.journal = journal if journal is not None else MemoryJournal()
+        self.inspector = mount_inspector(self)  # /inspect; a read-only tap on the journal
         self.limits = config.limits
         # Every text bound for a client, the journal or the log passes through it: the
         # secrets the gateway holds, and the credentials in its upstreams' URLs.
@@ -379,6 +381,9 @@ class _Gateway:
         method: str,
         path: str,
     ) -> None:
+        if self.inspector.claims(path):  # (its API takes the client keys itself)
+            await self.inspector(scope, receive, send)
+            return
         matched = _match(method, path)
         if matched is None:
             await self._error(
@@ -686,7 +691,7 @@ class _Gateway:
         losses = encoder.losses
         if not losses:
             return []
-        summary = scrub(", ".join(sorted({loss.what for loss in losses})), self.secrets)
+        summary = scrub(", ".join(sorted({loss.describe() for loss in losses})), self.secrets)
         logger.info("transcoding losses (%d): %s", len(losses), summary)
         return [(b"x-polystream-losses", f"{len(losses)}; {summary}"[:1000].encode())]
 

@@ -262,10 +262,18 @@ class ForeignEncoding(FoldsUsage, DialectEncoder):
             )
         else:
             chunk_id = quirks.id_prefix + uuid.uuid4().hex
+            self.default("id", start, "the source stream has no id: wrote a generated one")
         created = start.created if start is not None else None
         if created is None:
             created = 0 if quirks.created_zero or self._clock is None else int(self._clock())
+            if not quirks.created_zero:  # (xAI's own streams say created 0)
+                what = "created 0" if self._clock is None else "the time of writing"
+                self.default(
+                    "created", start, f"the source stream has no creation time: wrote {what}"
+                )
         model = start.model if start is not None and start.model else quirks.model
+        if start is None or not start.model:
+            self.default("model", start, f"the source stream names no model: wrote {model!r}")
         return {
             "id": chunk_id,
             "object": CHUNK_OBJECT,

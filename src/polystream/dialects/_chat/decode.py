@@ -74,7 +74,7 @@ itself (:meth:`ChatDecoder._dispatch_sse`).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -133,6 +133,9 @@ class ChatDecoder(ChunkAssembly):
             ``[DONE]``) instead of emitting error events.
         keep_raw: Emit a :class:`~polystream.events.Raw` event before each chunk's events.
     """
+
+    private_extra: ClassVar[frozenset[str]] = frozenset({EXTRA_KEY})
+    """The residuals (``extra["chat"]``, see the module docstring)."""
 
     def __init__(self, *, strict: bool = False, keep_raw: bool = False, **options: Any) -> None:
         super().__init__(strict=strict, keep_raw=keep_raw, **options)

@@ -128,6 +128,11 @@ class MessagesDecoder(FramedDecoder):
 
     dialect: ClassVar[str] = "anthropic_messages"
     quirks: ClassVar[Quirks] = ANTHROPIC
+    private_extra: ClassVar[frozenset[str]] = frozenset(
+        {"start", "in_start", "no_delta", "joined", "absent"}
+    )
+    """Where an event came from in the native stream (the block's start, ``message_start``,
+    a joined signature) and the native keys that were absent."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

@@ -87,6 +87,8 @@ __all__ = ["CARRIER_PREFIX", "FAMILY", "MessagesEncoder", "random_id"]
 FAMILY: Final = frozenset({"anthropic_messages", "xai_messages"})
 
 _CARRIER_BLOCKS: Final = frozenset({"thinking", "text", "tool_use"})
+_NO_STOP_REASON: Final = frozenset({"other", "error", "cancelled"})
+"""Unified finish reasons Messages has no stop reason for (``end_turn`` is written)."""
 """Blocks whose ``signature_delta`` may carry another dialect's state."""
 """Dialects whose ``extra`` fields this encoder understands."""
 
@@ -323,10 +325,8 @@ class MessagesEncoder(FoldsUsage, MarkingEncoder):
             self._lose_block(event, "data", "the Messages API streams no audio or image output")
         elif kind is Metadata:
             assert isinstance(event, Metadata)
-            self.lose(
-                f"metadata:{event.name}",
-                event,
-                "the Messages API has no reply-level metadata (grounding, safety ratings)",
+            self.lose_metadata(
+                event, "the Messages API has no reply-level metadata (grounding, safety ratings)"
             )
         elif kind in (StatusUpdate, Warning, Raw):
             pass  # lifecycle words, decoding anomalies and raw views have no wire form
@@ -416,7 +416,11 @@ class MessagesEncoder(FoldsUsage, MarkingEncoder):
         else:
             given = start.id if start is not None else None
             message_id = given if given and given.startswith("msg_") else self._new_id("msg")
+            if not given:
+                self.default("id", start, "the source stream has no id: wrote a generated one")
             model = (start.model if start is not None else None) or "unknown"
+            if start is None or not start.model:
+                self.default("model", start, "the source stream names no model: wrote 'unknown'")
         usage = self._message_usage
         if usage is None:
             usage = from_usage(None)
@@ -871,15 +875,31 @@ class MessagesEncoder(FoldsUsage, MarkingEncoder):
             usage = self._usage
             if event.usage is not None:
                 usage = event.usage if usage is None else usage.merged(event.usage)
-            native_usage = (
-                usage.raw
-                if self._family and usage is not None and isinstance(usage.raw, dict)
-                else from_usage(usage)
-            )
+            if self._family and usage is not None and isinstance(usage.raw, dict):
+                native_usage = usage.raw
+            else:
+                native_usage = from_usage(usage)
+                self._default_usage(usage, event)
             stop: dict[str, Any] = {
                 "stop_reason": stop_reason_for(event.reason, native=self._family),
                 "stop_sequence": None,
             }
+            if not self._family and event.reason.unified in _NO_STOP_REASON:
+                # (Messages has no stop reason for these: end_turn stands in.)
+                if event.reason.raw is None:
+                    self.default(
+                        "stop_reason",
+                        event,
+                        f"the source stream gives no finish reason ({event.reason.unified}): "
+                        "wrote end_turn",
+                    )
+                else:
+                    self.lose(
+                        "finish_reason",
+                        event,
+                        f"Messages has no stop_reason for {event.reason.unified!r} "
+                        f"({event.reason.raw!r}): wrote end_turn",
+                    )
             if self._refusal:
                 if event.reason.unified not in ("refusal", "content_filter"):
                     self.lose(
@@ -903,6 +923,19 @@ class MessagesEncoder(FoldsUsage, MarkingEncoder):
             self._write(_name("message_stop", extra), _with({"type": "message_stop"}, extra))
         )
         return b"".join(parts)
+
+    def _default_usage(self, usage: Usage | None, event: Finish) -> None:
+        """Report the counts Messages requires that the source did not give (written
+        as 0 by :func:`from_usage`)."""
+        if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
+            reason = "the source stream reports no usage: wrote 0 input and output tokens"
+            self.default("usage", event, reason)
+            return
+        for count in ("input_tokens", "output_tokens"):
+            if getattr(usage, count) is None:
+                self.default(
+                    f"usage.{count}", event, f"the source stream reports no {count}: wrote 0"
+                )
 
     def _error(self, event: ErrorEvent) -> bytes:
         info = event.error

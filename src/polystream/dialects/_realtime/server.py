@@ -2,10 +2,10 @@
 runs for one connection.
 
 A :class:`SocketServer` reads the client's messages (:meth:`SocketServer.receive`, one
-whole message at a time) and answers with messages of its own (JSON texts) and with
-**replies** (:class:`ReplyRun`): a reply is written one message at a time
-(:meth:`ReplyRun.next`), so that whoever drives the server decides when each message
-leaves, and a client message that arrives meanwhile (a cancellation) acts on what is
+whole message at a time) and answers with messages of its own (JSON texts; bytes for
+raw audio) and with **replies** (:class:`ReplyRun`): a reply is written one message at a
+time (:meth:`ReplyRun.next`), so that whoever drives the server decides when each
+message leaves, and a client message that arrives meanwhile (a cancellation) acts on what is
 left of it. What a reply says is not the server's to decide: it asks a **replier**
 (:data:`Replier`) for each :class:`Turn`, which answers with the reply in unified terms
 (a :class:`Script` of events, ``StreamStart`` ... ``Finish``) or refuses the turn
@@ -54,6 +54,10 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
             (the Responses WebSocket's ``response.create`` is a Responses request).
         generate: False: no output is asked for (a warm-up), only the reply's
             beginning and end.
+        say: The text the reply says verbatim (xAI's ``force_message``), when the
+            client chose it.
+        heard: Seconds of audio the turn is about (what a speech-to-text turn
+            transcribes).
     """
 
     model: str
@@ -64,6 +68,8 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     audio: AudioFormat | None = None
     body: dict[str, Any] | None = None
     generate: bool = True
+    say: str | None = None
+    heard: float = 0.0
 
 
 class Script(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,11 +111,12 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One message of a reply.
 
     Fields:
-        text: The JSON text to send.
+        text: The JSON text to send, or bytes to send as a binary message (raw
+            audio).
         audio: It carries output audio (a driver may pace audio apart).
     """
 
-    text: str
+    text: str | bytes
     audio: bool = False
 
 
@@ -138,19 +145,26 @@ class ReplyRun(abc.ABC):
         """End it failed: its next messages are the failure's, then it is done."""
 
 
-Outbound: TypeAlias = "str | ReplyRun"
-"""What a server gives: a message to send now, or a reply to write."""
+Outbound: TypeAlias = "str | bytes | ReplyRun"
+"""What a server gives: a message to send now (a JSON text, or bytes for a binary
+message), or a reply to write."""
 
 
 class SocketServer(abc.ABC):
     """Base of the families' servers (see the module docstring).
 
-    Every server is made as ``Server(replier, *, model, created, seed)``: the model the
-    connection names (``?model=``, "" when it names none), the connection's Unix time,
-    and what its ids derive from.
+    Every server is made as ``Server(replier, *, model, created, seed, query)``: the
+    model the connection names (``?model=``, "" when it names none), the connection's
+    Unix time, what its ids derive from, and the query parameters of the connection's
+    URL (where a family takes its configuration).
+
+    Class attributes:
+        keepalive: Seconds between the keep-alive messages the server sends of its own
+            (:meth:`ping`); None: it sends none.
     """
 
     family: ClassVar[str]
+    keepalive: ClassVar[float | None] = None
 
     @abc.abstractmethod
     def open(self) -> list[Outbound]:
@@ -175,6 +189,11 @@ class SocketServer(abc.ABC):
             LocalProtocolError: The family has no voice input.
         """
         raise LocalProtocolError(f"{self.family} has no voice activity to interrupt a reply")
+
+    def ping(self, timestamp_ms: int) -> list[str]:
+        """A keep-alive message, sent every :attr:`keepalive` seconds
+        (``timestamp_ms``: the Unix time in milliseconds)."""
+        return []
 
     @abc.abstractmethod
     def expire(self) -> list[str]:

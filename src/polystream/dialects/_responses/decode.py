@@ -153,6 +153,8 @@ class ResponsesDecoder(FramedDecoder):
     """Decoder for the Responses SSE stream; subclasses bind ``dialect`` and ``quirks``."""
 
     quirks: ClassVar[Quirks]
+    private_extra: ClassVar[frozenset[str]] = frozenset({"implicit", "resumed"})
+    """The markers of the events that had no native event of their own."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

@@ -297,8 +297,13 @@ class ResponsesEncoder(MarkingEncoder):
         asm = self._asm
         if asm.id is None:
             asm.id = IdFactory(self.quirks.id_style, asm.model or "polystream").make("response")
+            self.default("id", None, "the source stream has no id: wrote a generated one")
         if asm.ids is None:
             asm.ids = IdFactory(self.quirks.id_style, asm.id)
+        if asm.created is None:
+            self.default("created_at", None, "the source stream has no creation time: wrote 0")
+        if asm.model is None:
+            self.default("model", None, "the source stream names no model: wrote 'unknown'")
         created = 0 if self.quirks.created_at_zero else None
         first = asm.skeleton("in_progress", created_at=created)
         return self._emit("response.created", {"response": first}) + self._emit(
@@ -377,7 +382,7 @@ class ResponsesEncoder(MarkingEncoder):
             return b""
         if etype is Metadata:
             assert isinstance(event, Metadata)
-            self.lose(f"metadata:{event.name}", event, "Responses has no reply-level metadata")
+            self.lose_metadata(event, "Responses has no reply-level metadata")
             return b""
         if etype is StatusUpdate or etype is UsageUpdate or etype is Warning or etype is Raw:
             return b""  # state only (usage goes into the terminal Response)

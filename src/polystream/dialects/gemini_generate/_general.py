@@ -499,7 +499,7 @@ class GeneralEncoder(DialectEncoder):
         elif event.name == "prompt_feedback":
             self._chunk_fields["promptFeedback"] = event.value
         else:
-            self.lose(f"metadata:{event.name}", event, "Gemini has no field for this metadata")
+            self.lose_metadata(event, "Gemini has no field for this metadata")
 
     def _error(self, event: ErrorEvent) -> bytes:
         error = event.error

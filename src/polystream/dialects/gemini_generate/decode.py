@@ -106,7 +106,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any, Final, get_args
+from typing import Any, ClassVar, Final, get_args
 
 import msgspec
 
@@ -158,6 +158,10 @@ class GeminiGenerateDecoder(InlineDecoder):
     """
 
     dialect = DIALECT
+    private_extra: ClassVar[frozenset[str]] = frozenset(
+        {"bare", "no_args", "streamed", "order", "part_order", "unterminated"}
+    )
+    """Markers of a part's shape and the key orders of a chunk and its parts."""
     framings = ("sse", "json_array")
     coalesce_modes = frozenset(get_args(Coalesce))
     # Off: every chunk takes the general path and JSON-array elements are parsed by

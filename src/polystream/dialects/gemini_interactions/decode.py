@@ -50,7 +50,7 @@ Deliberate choices:
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -180,6 +180,24 @@ class Decoder(FramedDecoder):
     """
 
     dialect = DIALECT
+    private_extra: ClassVar[frozenset[str]] = frozenset(
+        {
+            "derived",
+            "implicit",
+            "resumed",
+            "absent",
+            "bare",
+            "from_delta",
+            "no_status",
+            "no_final",
+            "no_index",
+            "no_event_name",
+            "no_event_type",
+            "schema",
+        }
+    )
+    """Markers of how each event stood in the native stream (derived from another,
+    without an event of its own, which keys it lacked, its schema)."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

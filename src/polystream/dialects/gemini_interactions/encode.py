@@ -338,11 +338,7 @@ class Encoder(FoldsUsage, MarkingEncoder):
             return b""
         if kind is Metadata:
             assert isinstance(event, Metadata)
-            self.lose(
-                f"metadata:{event.name}",
-                event,
-                "Interactions has no reply-level metadata event",
-            )
+            self.lose_metadata(event, "Interactions has no reply-level metadata event")
         return b""
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -366,6 +362,8 @@ class Encoder(FoldsUsage, MarkingEncoder):
             payload = self._lifecycle(interaction, extra)
             name = "interaction.start" if self._legacy else "interaction.created"
             return self._emit(name, payload, event)
+        if self._interaction_id is None:
+            self.default("id", event, "the source stream has no id: wrote int_000001")
         interaction = {"id": self._ensure_id(), "status": "in_progress", "object": "interaction"}
         self._status_sent = "in_progress"
         if event.model is not None:

@@ -63,7 +63,8 @@ _WORDS: Final[dict[str, str]] = {
 """The OpenAI error word written for an error of another dialect that names none."""
 _CODES: Final = frozenset(("rate_limit_exceeded", "insufficient_quota", "service_unavailable"))
 _AFTER_ERROR: Final = frozenset((Finish, KeepAlive, Raw, StreamWarning, BlockEnd, UsageUpdate))
-"""What may follow the error event: nothing of it is written (a comment aside)."""
+"""What may follow the error event: nothing of it is written, not even a keep-alive
+comment (a reader's stream ended at the error)."""
 
 
 class Encoder(DialectEncoder):
@@ -132,7 +133,7 @@ class Encoder(DialectEncoder):
         if type(event) is ErrorEvent:
             return self._error(event)
         if type(event) is KeepAlive:
-            if self._raw:
+            if self._raw or self._errored:
                 return b""
             return _SSE.comment(event.comment or "")
         if type(event) is Unknown:

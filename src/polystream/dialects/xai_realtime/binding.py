@@ -1,6 +1,6 @@
 """``xai_realtime``'s code: the shared Realtime API session
 (:mod:`polystream.dialects._realtime_api`) bound to xAI's name, descriptor and
-differences.
+differences, and the server the emulator runs (see :mod:`.server`).
 
 What differs from OpenAI's Realtime API:
 
@@ -26,11 +26,12 @@ from typing import Any, ClassVar, Literal
 
 from polystream.dialects._realtime_api.session import RealtimeAPISession
 from polystream.dialects._socket_spec import SocketSpec
+from polystream.dialects.xai_realtime.server import XAIRealtimeServer
 from polystream.dialects.xai_realtime.spec import SPEC
 from polystream.dialects.xai_realtime.wire import SERVER_MESSAGES
 from polystream.wire.ws import dump_message
 
-__all__ = ["Session"]
+__all__ = ["Server", "Session"]
 
 
 class Session(RealtimeAPISession):
@@ -77,6 +78,9 @@ class Session(RealtimeAPISession):
         resumption = session.get("resumption")
         if isinstance(resumption, dict) and isinstance(resumption.get("enabled"), bool):
             self._resumption = resumption["enabled"]
+            cid = resumption.get("conversation_id")
+            if isinstance(cid, str):
+                self.conversation_id = cid
 
     def force_message(
         self, text: str, *, interruptible: bool | None = None, voice: str | None = None
@@ -111,3 +115,7 @@ class Session(RealtimeAPISession):
             LocalProtocolError: Always.
         """
         raise self._unsupported("output_audio_buffer.clear")
+
+
+Server = XAIRealtimeServer
+"""The family's sans-I/O server (the emulator's side of a connection)."""

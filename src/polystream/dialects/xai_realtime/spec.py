@@ -17,4 +17,5 @@ SPEC = SocketSpec(
     query=("model",),
     browser_subprotocols=("xai-client-secret.{key}",),
     max_duration=7200.0,
+    emulated=True,
 )

@@ -14,6 +14,8 @@ SPEC = SocketSpec(
     description="xAI Responses API over a WebSocket (response.create per turn)",
     url="wss://api.x.ai/v1/responses",
     auth=OPENAI_AUTH,
+    reply_dialect="xai_responses",
+    emulated=True,
     model_messages={"response.create": "model"},
     error_shape="responses",
 )

@@ -24,5 +24,7 @@ SPEC = SocketSpec(
         "channels",
         "diarize",
     ),
+    emulated=True,
+    answer="transcript",
     error_shape="message",
 )

@@ -24,5 +24,7 @@ SPEC = SocketSpec(
         "text_normalization",
         "with_timestamps",
     ),
+    emulated=True,
+    answer="speech",
     error_shape="message",
 )

@@ -1,4 +1,5 @@
-"""The OpenAI Realtime server, sans-I/O: what the emulator runs for one connection.
+"""The Realtime API server, sans-I/O: what the emulator runs for one connection (OpenAI's
+service; a family that speaks it with differences, xAI's, subclasses it).
 
 It keeps what the service keeps: the session's configuration (``session.created`` on
 connect, ``session.update`` merged into it and echoed by ``session.updated``), the
@@ -25,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 from polystream.audio.formats import AudioFormat
@@ -40,18 +42,17 @@ from polystream.dialects._realtime.server import (
     function_names,
 )
 from polystream.dialects._realtime_api.audio_format import DEFAULT_FORMAT, read_format
-from polystream.dialects._realtime_api.wire import CLIENT_MESSAGES
+from polystream.dialects._realtime_api.respond import Conversation, ResponseRun
+from polystream.dialects._realtime_api.vad import VoiceDetector
 from polystream.dialects._spec import ErrorSpec
-from polystream.dialects.openai_realtime.respond import Conversation, ResponseRun
-from polystream.dialects.openai_realtime.vad import VoiceDetector
 from polystream.errors import ProtocolError
 from polystream.events import Usage
 from polystream.wire.ws import MessageReader, dump_message
 
-__all__ = ["RealtimeServer", "default_session"]
+__all__ = ["InvalidMessage", "RealtimeServer", "default_session"]
 
 _OPENAI_ERRORS: Final = ErrorSpec("openai", param_field=True)
-_CLIENT_ORDER: Final = (  # (CLIENT_MESSAGES, as the service lists them)
+_CLIENT_ORDER: Final = (  # (the GA client messages, as the service lists them)
     "session.update",
     "input_audio_buffer.append",
     "input_audio_buffer.commit",
@@ -123,8 +124,9 @@ def default_session(session_id: str, model: str, expires_at: int) -> dict[str, A
     }
 
 
-class _Invalid(Exception):
-    """A client message the service refuses: its error fields."""
+class InvalidMessage(Exception):
+    """A client message the service refuses: its error fields (raised by a message's
+    handler, answered with the ``error`` message)."""
 
     def __init__(self, code: str, message: str, param: str | None = None) -> None:
         super().__init__(message)
@@ -136,15 +138,30 @@ class _Invalid(Exception):
 class RealtimeServer(SocketServer):
     """One Realtime connection, served.
 
+    A family binds it with its ``family`` name; one that speaks the Realtime API with
+    differences (xAI's) overrides the class attributes and the methods
+    :meth:`initial_config`, :meth:`detection`, :meth:`_check_session`, :meth:`_merge`,
+    :meth:`_modalities_of` and :meth:`_binary_output`.
+
     Args:
         replier: Chooses each response's content.
         model: The model of the connection (its ``?model=``).
         created: The Unix time of the connection (``expires_at`` is an hour later).
         seed: What the ids derive from (deterministic ids).
+        query: The connection URL's query (unused: the session is configured by
+            messages).
         max_items: Most conversation items kept.
+
+    Class attributes:
+        client_messages: The client messages served, as the service lists them in its
+            error.
+        pcm_rates: The lowest and highest rate an ``audio/pcm`` format may state.
+        rate_limits: A ``rate_limits.updated`` follows each ``response.created``.
     """
 
-    family: ClassVar[str] = "openai_realtime"
+    client_messages: ClassVar[tuple[str, ...]] = _CLIENT_ORDER
+    pcm_rates: ClassVar[tuple[int, int]] = (24000, 24000)
+    rate_limits: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -153,12 +170,13 @@ class RealtimeServer(SocketServer):
         model: str,
         created: int = 0,
         seed: str = "polystream",
+        query: Mapping[str, str] | None = None,
         max_items: int = 4096,
     ) -> None:
         self._replier = replier
         self._ids = IdMaker(seed)
         self._reader = MessageReader(name=self.family)
-        self.config = default_session(self._ids.make("sess_"), model, created + 3600)
+        self.config = self.initial_config(self._ids.make("sess_"), model, created)
         self.conversation = Conversation(max_items)
         self.conversation_id = self._ids.make("conv_")
         self._runs: dict[str, ResponseRun] = {}
@@ -170,6 +188,85 @@ class RealtimeServer(SocketServer):
         self._requests = 0
         self._tokens = 0
         self._configure_audio()
+
+    # -- what a family changes ---------------------------------------------------------
+
+    def initial_config(self, session_id: str, model: str, created: int) -> dict[str, Any]:
+        """The configuration the session starts with (``session.created``)."""
+        return default_session(session_id, model, created + 3600)
+
+    def detection(self) -> dict[str, Any] | None:
+        """The session's turn detection (None: off)."""
+        found = self.config["audio"]["input"].get("turn_detection")
+        return found if isinstance(found, dict) else None
+
+    def _check_session(self, session: dict[str, Any]) -> None:
+        """Refuse a ``session.update`` the service refuses (before any change)."""
+        kind = session.get("type")
+        if kind is None:
+            raise InvalidMessage(
+                "missing_required_parameter",
+                "Missing required parameter: 'session.type'.",
+                "session.type",
+            )
+        if kind != "realtime":
+            raise InvalidMessage(
+                "invalid_value",
+                f"Invalid value: '{kind}'. Supported values are: 'realtime'.",
+                "session.type",
+            )
+        if "output_modalities" in session:
+            _modalities(session["output_modalities"], "session.output_modalities")
+
+    def _merge(self, merged: dict[str, Any], session: dict[str, Any]) -> None:
+        """Merge a ``session.update`` into (a copy of) the configuration."""
+        for key, field in session.items():
+            if key != "audio":
+                merged[key] = field
+        audio = session.get("audio")
+        if isinstance(audio, dict):
+            for side in ("input", "output"):
+                given = audio.get(side)
+                if isinstance(given, dict):
+                    self._check_format(given.get("format"), f"session.audio.{side}.format")
+                    target = merged["audio"][side]
+                    for key, field in given.items():
+                        target[key] = _turn_detection(field) if key == "turn_detection" else field
+
+    def _modalities_of(self, params: dict[str, Any]) -> list[str]:
+        """The output modalities of a response (its own, else the session's)."""
+        modalities = params.get("output_modalities", self.config["output_modalities"])
+        _modalities(modalities, "response.output_modalities")
+        return list(modalities)
+
+    def _binary_output(self) -> bool:
+        """Output audio goes as bytes messages (xAI's ``transport: binary``)."""
+        return False
+
+    def _check_format(self, value: Any, param: str) -> None:
+        if value is None:
+            return
+        kind = value.get("type") if isinstance(value, dict) else None
+        if kind not in _FORMATS:
+            supported = ", ".join(f"'{name}'" for name in _FORMATS)
+            raise InvalidMessage(
+                "invalid_value",
+                f"Invalid value: '{kind}'. Supported values are: {supported}.",
+                f"{param}.type",
+            )
+        rate = value.get("rate")
+        low, high = self.pcm_rates
+        if (
+            kind == "audio/pcm"
+            and rate is not None
+            and not (type(rate) is int and low <= rate <= high)
+        ):
+            supported = str(low) if low == high else f"{low} to {high}"
+            raise InvalidMessage(
+                "invalid_value",
+                f"Invalid value: {rate}. Supported values are: {supported}.",
+                f"{param}.rate",
+            )
 
     # -- state ---------------------------------------------------------------------------
 
@@ -202,23 +299,23 @@ class RealtimeServer(SocketServer):
         event_id = event_id if isinstance(event_id, str) else None
         try:
             if not isinstance(value, dict):
-                raise _Invalid("invalid_type", "A client event must be a JSON object.")
+                raise InvalidMessage("invalid_type", "A client event must be a JSON object.")
             kind = value.get("type")
             if not isinstance(kind, str):
-                raise _Invalid(
+                raise InvalidMessage(
                     "missing_required_parameter", "Missing required parameter: 'type'.", "type"
                 )
             handler = getattr(self, "_on_" + kind.replace(".", "_"), None)
-            if kind not in CLIENT_MESSAGES or handler is None:
-                supported = ", ".join(f"'{name}'" for name in _CLIENT_ORDER)
-                raise _Invalid(
+            if kind not in self.client_messages or handler is None:
+                supported = ", ".join(f"'{name}'" for name in self.client_messages)
+                raise InvalidMessage(
                     "invalid_value",
                     f"Invalid value: '{kind}'. Supported values are: {supported}.",
                     "type",
                 )
             out: list[Outbound] = handler(value)
             return out
-        except _Invalid as exc:
+        except InvalidMessage as exc:
             return [self._error(exc.code, exc.message, exc.param, event_id)]
 
     def interrupt(self, run: ReplyRun, *, cancel: bool) -> list[Outbound]:
@@ -255,49 +352,24 @@ class RealtimeServer(SocketServer):
     def _on_session_update(self, value: dict[str, Any]) -> list[Outbound]:
         session = value.get("session")
         if not isinstance(session, dict):
-            raise _Invalid(
+            raise InvalidMessage(
                 "missing_required_parameter", "Missing required parameter: 'session'.", "session"
             )
-        kind = session.get("type")
-        if kind is None:
-            raise _Invalid(
-                "missing_required_parameter",
-                "Missing required parameter: 'session.type'.",
-                "session.type",
-            )
-        if kind != "realtime":
-            raise _Invalid(
-                "invalid_value",
-                f"Invalid value: '{kind}'. Supported values are: 'realtime'.",
-                "session.type",
-            )
+        self._check_session(session)
         model = session.get("model")
         if model is not None and model != self.config["model"]:
-            raise _Invalid(
+            raise InvalidMessage(
                 "invalid_value", "The model of a session cannot be changed.", "session.model"
             )
-        if "output_modalities" in session:
-            _modalities(session["output_modalities"], "session.output_modalities")
-        audio = session.get("audio")
         merged = copy.deepcopy(self.config)
-        for key, field in session.items():
-            if key != "audio":
-                merged[key] = field
-        if isinstance(audio, dict):
-            for side in ("input", "output"):
-                given = audio.get(side)
-                if isinstance(given, dict):
-                    _check_format(given.get("format"), f"session.audio.{side}.format")
-                    target = merged["audio"][side]
-                    for key, field in given.items():
-                        target[key] = _turn_detection(field) if key == "turn_detection" else field
+        self._merge(merged, session)
         self.config = merged
         self._configure_audio()
         return [self._message("session.updated", session=copy.deepcopy(self.config))]
 
     def _configure_audio(self) -> None:
-        detection = self.config["audio"]["input"].get("turn_detection")
-        if not isinstance(detection, dict):
+        detection = self.detection()
+        if detection is None:
             self._detector = None
             return
         threshold = detection.get("threshold", 0.5)
@@ -316,15 +388,19 @@ class RealtimeServer(SocketServer):
     def _on_input_audio_buffer_append(self, value: dict[str, Any]) -> list[Outbound]:
         audio = value.get("audio")
         if not isinstance(audio, str):
-            raise _Invalid(
+            raise InvalidMessage(
                 "missing_required_parameter", "Missing required parameter: 'audio'.", "audio"
             )
         try:
             data = base64.b64decode(audio, validate=True)
         except (binascii.Error, ValueError):
-            raise _Invalid(
+            raise InvalidMessage(
                 "invalid_value", "Invalid 'audio'. Expected base64-encoded audio.", "audio"
             ) from None
+        return self._append(data)
+
+    def _append(self, data: bytes) -> list[Outbound]:
+        """Input audio written to the buffer (and heard by voice activity detection)."""
         self._buffer += data
         self._written_ms += self.input_format.duration_ms(len(data))
         out: list[Outbound] = []
@@ -334,7 +410,7 @@ class RealtimeServer(SocketServer):
         return out
 
     def _speech_started(self, at: int) -> list[Outbound]:
-        detection = self.config["audio"]["input"]["turn_detection"]
+        detection = self.detection() or {}
         padding = detection.get("prefix_padding_ms", 0)
         start = max(at - (padding if isinstance(padding, int) else 0), 0)
         self._speech_item = self._ids.make("item_")
@@ -354,7 +430,7 @@ class RealtimeServer(SocketServer):
             self._message("input_audio_buffer.speech_stopped", audio_end_ms=at, item_id=item)
         ]
         out += self._commit(item)
-        detection = self.config["audio"]["input"]["turn_detection"]
+        detection = self.detection() or {}
         if detection.get("create_response", True) and self.active is None:
             out += self._create({})
         return out
@@ -362,7 +438,7 @@ class RealtimeServer(SocketServer):
     def _on_input_audio_buffer_commit(self, value: dict[str, Any]) -> list[Outbound]:
         held = self.input_format.duration_ms(len(self._buffer))
         if held < _MIN_COMMIT_MS:
-            raise _Invalid(
+            raise InvalidMessage(
                 "input_audio_buffer_commit_empty",
                 "Error committing input audio buffer: buffer too small. Expected at least "
                 f"{_MIN_COMMIT_MS}ms of audio, but buffer only has {held:.2f}ms of audio.",
@@ -390,7 +466,7 @@ class RealtimeServer(SocketServer):
         return [self._message("input_audio_buffer.cleared")]
 
     def _on_output_audio_buffer_clear(self, value: dict[str, Any]) -> list[Outbound]:
-        raise _Invalid(
+        raise InvalidMessage(
             "invalid_value",
             "output_audio_buffer.clear is only supported for WebRTC and SIP sessions.",
         )
@@ -400,19 +476,19 @@ class RealtimeServer(SocketServer):
     def _on_conversation_item_create(self, value: dict[str, Any]) -> list[Outbound]:
         given = value.get("item")
         if not isinstance(given, dict):
-            raise _Invalid(
+            raise InvalidMessage(
                 "missing_required_parameter", "Missing required parameter: 'item'.", "item"
             )
         kind = given.get("type")
         if kind not in _ITEM_TYPES:
             supported = ", ".join(f"'{name}'" for name in sorted(_ITEM_TYPES))
-            raise _Invalid(
+            raise InvalidMessage(
                 "invalid_value",
                 f"Invalid value: '{kind}'. Supported values are: {supported}.",
                 "item.type",
             )
         if kind == "message" and given.get("role") not in _ROLES:
-            raise _Invalid(
+            raise InvalidMessage(
                 "invalid_value",
                 f"Invalid value: '{given.get('role')}'. Supported values are: 'assistant', "
                 "'system', 'user'.",
@@ -422,10 +498,12 @@ class RealtimeServer(SocketServer):
         if not isinstance(item_id, str):
             item_id = self._ids.make("item_")
         elif item_id in self.conversation.items:
-            raise _Invalid("invalid_value", f"Item with id '{item_id}' already exists.", "item.id")
+            raise InvalidMessage(
+                "invalid_value", f"Item with id '{item_id}' already exists.", "item.id"
+            )
         previous = value.get("previous_item_id")
         if previous is not None and previous != "root" and previous not in self.conversation.items:
-            raise _Invalid(
+            raise InvalidMessage(
                 "invalid_value",
                 f"Previous item with id '{previous}' not found.",
                 "previous_item_id",
@@ -452,12 +530,12 @@ class RealtimeServer(SocketServer):
     def _item(self, value: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         item_id = value.get("item_id")
         if not isinstance(item_id, str):
-            raise _Invalid(
+            raise InvalidMessage(
                 "missing_required_parameter", "Missing required parameter: 'item_id'.", "item_id"
             )
         item = self.conversation.items.get(item_id)
         if item is None:
-            raise _Invalid(
+            raise InvalidMessage(
                 "invalid_value", f"Conversation item with id '{item_id}' not found.", "item_id"
             )
         return item_id, item
@@ -476,7 +554,7 @@ class RealtimeServer(SocketServer):
         index = value.get("content_index", 0)
         end = value.get("audio_end_ms")
         if type(end) is not int or end < 0:
-            raise _Invalid(
+            raise InvalidMessage(
                 "missing_required_parameter",
                 "Missing required parameter: 'audio_end_ms'.",
                 "audio_end_ms",
@@ -491,12 +569,12 @@ class RealtimeServer(SocketServer):
         # (An item still being spoken has no content yet: its audio so far counts.)
         speaking = not content and index == 0 and item_id in self.conversation.audio
         if item.get("role") != "assistant" or not (audio or speaking):
-            raise _Invalid(
+            raise InvalidMessage(
                 "unsupported_content_type", "Only model output audio messages can be truncated"
             )
         made = self.output_format.duration_ms(self.conversation.audio.get(item_id, 0))
         if end > made:
-            raise _Invalid(
+            raise InvalidMessage(
                 "invalid_value",
                 f"Audio content of {int(made)}ms is already shorter than {end}ms",
                 "audio_end_ms",
@@ -518,15 +596,16 @@ class RealtimeServer(SocketServer):
     def _on_response_create(self, value: dict[str, Any]) -> list[Outbound]:
         params = value.get("response", {})
         if not isinstance(params, dict):
-            raise _Invalid(
+            raise InvalidMessage(
                 "invalid_type", "Invalid type for 'response': expected an object.", "response"
             )
         return self._create(params)
 
-    def _create(self, params: dict[str, Any]) -> list[Outbound]:
+    def _create(self, params: dict[str, Any], *, say: str | None = None) -> list[Outbound]:
+        """Start a response (``say``: the text it says verbatim, a forced message)."""
         conversation = params.get("conversation", "auto")
         if conversation not in ("auto", "none"):
-            raise _Invalid(
+            raise InvalidMessage(
                 "invalid_value",
                 f"Invalid value: '{conversation}'. Supported values are: 'auto', 'none'.",
                 "response.conversation",
@@ -534,22 +613,21 @@ class RealtimeServer(SocketServer):
         in_band = conversation == "auto"
         running = self.active
         if in_band and running is not None:
-            raise _Invalid(
+            raise InvalidMessage(
                 "conversation_already_has_active_response",
                 f"Conversation already has an active response in progress: "
                 f"{running.response_id}. Wait until the response is finished before creating "
                 "a new one.",
             )
         config = self.config
-        modalities = params.get("output_modalities", config["output_modalities"])
-        _modalities(modalities, "response.output_modalities")
+        modalities = self._modalities_of(params)
         context = self._context(params.get("input"))
         tools = params.get("tools", config.get("tools") or [])
         tools = tools if isinstance(tools, list) else []
         output = dict(config["audio"]["output"])
         requested = params.get("audio")
         if isinstance(requested, dict) and isinstance(requested.get("output"), dict):
-            _check_format(requested["output"].get("format"), "response.audio.output.format")
+            self._check_format(requested["output"].get("format"), "response.audio.output.format")
             output.update(requested["output"])
         found = read_format({"audio": {"output": output}}, "output")
         speaks = "audio" in modalities
@@ -560,6 +638,7 @@ class RealtimeServer(SocketServer):
             tool_names=function_names(tools),
             has_tool_result=bool(context) and context[-1].get("type") == "function_call_output",
             audio=(found[0] if found is not None else DEFAULT_FORMAT) if speaks else None,
+            say=say,
         )
         answer = self._replier(turn)
         if isinstance(answer, Refusal):
@@ -576,7 +655,12 @@ class RealtimeServer(SocketServer):
             "conversation_id": self.conversation_id if in_band else None,
             "output_modalities": list(modalities),
             "max_output_tokens": params.get("max_output_tokens", config.get("max_output_tokens")),
-            "audio": {"output": {"format": output.get("format"), "voice": output.get("voice")}}
+            "audio": {
+                "output": {
+                    "format": output.get("format"),
+                    "voice": output.get("voice", config.get("voice")),
+                }
+            }
             if speaks
             else None,
             "metadata": params.get("metadata"),
@@ -588,7 +672,8 @@ class RealtimeServer(SocketServer):
             ids=self._ids,
             shape=shape,
             conversation=self.conversation if in_band else None,
-            after_created=self._rate_limits,
+            after_created=self._rate_limits if self.rate_limits else None,
+            binary_audio=self._binary_output(),
         )
         self._runs = {rid: r for rid, r in self._runs.items() if not r.done}
         self._runs[run.response_id] = run
@@ -602,7 +687,7 @@ class RealtimeServer(SocketServer):
         if given is None:
             return [self.conversation.items[i] for i in self.conversation.order]
         if not isinstance(given, list):
-            raise _Invalid(
+            raise InvalidMessage(
                 "invalid_type",
                 "Invalid type for 'response.input': expected an array.",
                 "response.input",
@@ -614,7 +699,7 @@ class RealtimeServer(SocketServer):
             if entry.get("type") == "item_reference":
                 found = self.conversation.items.get(entry.get("id"))  # type: ignore[arg-type]
                 if found is None:
-                    raise _Invalid(
+                    raise InvalidMessage(
                         "invalid_value",
                         f"Conversation item with id '{entry.get('id')}' not found.",
                         f"response.input[{position}].id",
@@ -646,7 +731,7 @@ class RealtimeServer(SocketServer):
         rid = value.get("response_id")
         run = self._runs.get(rid) if isinstance(rid, str) else self.active
         if run is None or run.done:
-            raise _Invalid(
+            raise InvalidMessage(
                 "response_cancel_not_active", "Cancellation failed: no active response found"
             )
         return list(run.cancel("client_cancelled"))
@@ -679,28 +764,10 @@ class RealtimeServer(SocketServer):
 
 def _modalities(value: Any, param: str) -> None:
     if not (isinstance(value, list) and len(value) == 1 and value[0] in ("text", "audio")):
-        raise _Invalid(
+        raise InvalidMessage(
             "invalid_value",
             f"Invalid value: {value!r}. Supported values are: ['text'], ['audio'].",
             param,
-        )
-
-
-def _check_format(value: Any, param: str) -> None:
-    if value is None:
-        return
-    kind = value.get("type") if isinstance(value, dict) else None
-    if kind not in _FORMATS:
-        supported = ", ".join(f"'{name}'" for name in _FORMATS)
-        raise _Invalid(
-            "invalid_value",
-            f"Invalid value: '{kind}'. Supported values are: {supported}.",
-            f"{param}.type",
-        )
-    rate = value.get("rate")
-    if kind == "audio/pcm" and rate is not None and rate != 24000:
-        raise _Invalid(
-            "invalid_value", f"Invalid value: {rate}. Supported values are: 24000.", f"{param}.rate"
         )
 
 

@@ -2,8 +2,9 @@
 
 Each ``response.create`` is a Responses request (the ``POST /v1/responses`` body
 without its transport fields); its reply is written by the same encoder that writes the
-SSE stream (:class:`ReplyEncoder`, the shared Responses code with OpenAI's quirks), each
-event's JSON object sent as one message, with the request's ``stream_id`` echoed. The
+SSE stream (the shared Responses encoder with the provider's quirks, which the family
+binds as :attr:`ResponsesSocketServer.reply_encoder`), each event's JSON object sent as
+one message, with the request's ``stream_id`` echoed. The
 connection keeps the responses it made, so that a later request continues one
 (``previous_response_id``): a request naming one it does not hold fails with
 ``previous_response_not_found``. With ``store: false`` only the most recent of those
@@ -18,7 +19,7 @@ side by side. Errors are the socket's wrapped shape, ``{"type": "error", "status
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Final
 
 import msgspec
@@ -35,7 +36,6 @@ from polystream.dialects._realtime.server import (
     Turn,
 )
 from polystream.dialects._responses.encode import ResponsesEncoder
-from polystream.dialects._responses.quirks import OPENAI, Quirks
 from polystream.dialects._responses_ws.errors import CONNECTION_LIMIT
 from polystream.dialects._responses_ws.wire import CLIENT_MESSAGES
 from polystream.dialects._spec import ErrorSpec
@@ -44,7 +44,7 @@ from polystream.events import ErrorEvent, ErrorInfo, Event, Finish, FinishReason
 from polystream.wire.sse import ServerSentEvent, SSEDecoder
 from polystream.wire.ws import MessageReader, dump_message
 
-__all__ = ["ReplyEncoder", "ResponsesRun", "ResponsesSocketServer", "wrapped_error"]
+__all__ = ["ResponsesRun", "ResponsesSocketServer", "wrapped_error"]
 
 _OPENAI_ERRORS: Final = ErrorSpec("openai", param_field=True)
 _LIFECYCLE: Final = frozenset(
@@ -69,13 +69,6 @@ _LIMIT_MESSAGE: Final = (
     "connection to continue."
 )
 _decode: Final = msgspec.json.Decoder()
-
-
-class ReplyEncoder(ResponsesEncoder):
-    """One reply's encoder: the shared Responses encoder, OpenAI's quirks."""
-
-    dialect: ClassVar[str] = "openai_responses"
-    quirks: ClassVar[Quirks] = OPENAI
 
 
 def wrapped_error(
@@ -115,6 +108,8 @@ class ResponsesRun(ReplyRun):
         stream_id: The lane to echo (None: the default lane).
         response_fields: Fields set on the response object of its lifecycle events
             (``previous_response_id``, ``store``), as the request gave them.
+        encoder: A new encoder of the reply's dialect (its SSE stream is split into
+            messages).
     """
 
     def __init__(
@@ -125,6 +120,7 @@ class ResponsesRun(ReplyRun):
         *,
         stream_id: str | None,
         response_fields: dict[str, Any],
+        encoder: ResponsesEncoder,
     ) -> None:
         self.response_id = response_id
         self.tag = tag
@@ -133,7 +129,7 @@ class ResponsesRun(ReplyRun):
         self.stored = response_fields.get("store") is not False
         self._fields = response_fields
         self._events: Iterator[Event] = iter(events)
-        self._encoder = ReplyEncoder()
+        self._encoder = encoder
         self._sse = SSEDecoder()
         self._queue: deque[Message] = deque()
         self._error: ErrorInfo | None = None
@@ -222,10 +218,14 @@ class ResponsesSocketServer(SocketServer):
         model: Unused: each request names its model.
         created: Unused: each reply is stamped by its replier.
         seed: What the ids derive from.
+        query: The connection URL's query (unused).
         max_kept: Most responses the connection keeps to continue from.
+
+    A family binds it with its ``family`` name and its ``reply_encoder`` (the shared
+    Responses encoder with its provider's quirks).
     """
 
-    family: ClassVar[str] = "openai_responses_ws"
+    reply_encoder: ClassVar[type[ResponsesEncoder]]
 
     def __init__(
         self,
@@ -234,6 +234,7 @@ class ResponsesSocketServer(SocketServer):
         model: str = "",
         created: int = 0,
         seed: str = "polystream",
+        query: Mapping[str, str] | None = None,
         max_kept: int = 256,
     ) -> None:
         self._replier = replier
@@ -369,6 +370,7 @@ class ResponsesSocketServer(SocketServer):
                 "previous_response_id": previous,
                 "store": body.get("store") is not False,
             },
+            encoder=self.reply_encoder(),
         )
 
     def _keep(self, response_id: str, run: ResponsesRun) -> None:

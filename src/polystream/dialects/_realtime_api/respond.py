@@ -20,6 +20,7 @@ items ``incomplete`` and says so in ``response.done``.
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -153,6 +154,8 @@ class ResponseRun(ReplyRun):
             ``audio``, ``metadata``).
         conversation: Where its items go (None: out-of-band).
         after_created: Messages sent right after ``response.created`` (rate limits).
+        binary_audio: Its audio goes as bytes messages, the raw audio of each delta
+            (xAI's ``transport: binary``), instead of ``response.output_audio.delta``.
     """
 
     def __init__(
@@ -165,6 +168,7 @@ class ResponseRun(ReplyRun):
         shape: dict[str, Any],
         conversation: Conversation | None,
         after_created: Callable[[Usage | None], list[str]] | None = None,
+        binary_audio: bool = False,
     ) -> None:
         self.response_id = response_id
         self.tag = tag
@@ -173,6 +177,7 @@ class ResponseRun(ReplyRun):
         self._shape = shape
         self.conversation = conversation
         self._after_created = after_created
+        self._binary = binary_audio
         self._queue: deque[Message] = deque()
         self._items: list[_Item] = []
         self._blocks: dict[int, _Item | None] = {}  # unified block -> its item (None: left out)
@@ -197,7 +202,7 @@ class ResponseRun(ReplyRun):
         if not self._ended:
             self._end("failed", {"type": "failed", "error": error_object(error)})
 
-    def cancel(self, reason: str) -> list[str]:
+    def cancel(self, reason: str) -> list[str | bytes]:
         """Cut it now (``turn_detected``, ``client_cancelled``): the messages already
         made and those that end it, to send at once; nothing of it follows."""
         if not self._ended:
@@ -343,6 +348,9 @@ class ResponseRun(ReplyRun):
             if self.conversation is not None:
                 size = self.conversation.audio.get(state.item["id"], 0)
                 self.conversation.audio[state.item["id"]] = size + _b64_size(event.delta)
+            if self._binary:
+                self._queue.append(Message(text=base64.b64decode(event.delta), audio=True))
+                return
             self._send(
                 {
                     "type": "response.output_audio.delta",
