@@ -26,6 +26,7 @@ from websockets.sync.client import connect as ws_connect
 
 from polystream.cli._listen import bind
 from polystream.gateway_core import GatewayConfig, Limits, Route, Upstream
+from polystream.server import ServerThread
 from polystream.server.gateway import create_gateway
 from tests.gateway.conftest import CANARY, GATEWAY_KEY, AppThread
 from tests.gateway.socket_upstream import Conn, ScriptedUpstream
@@ -726,3 +727,65 @@ def test_an_upstream_that_closes_while_the_client_sends(server: str) -> None:
     assert closed.value.rcvd is not None
     assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4002, "enough")
     assert upstream.conn().close_code == 4002
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_the_emulator_behind_the_gateway(server: str) -> None:
+    """The openai SDK through the gateway to polystream's own emulator: a text turn of
+    the Realtime API and one of the Responses WebSocket, each as the emulator gives it
+    directly."""
+
+    def realtime_turn(base_url: str, key: str) -> tuple[list[str], str]:
+        client = openai.OpenAI(base_url=base_url, api_key=key)
+        kinds: list[str] = []
+        text = ""
+        with client.realtime.connect(model="gpt-realtime") as conn:
+            conn.session.update(session={"type": "realtime", "output_modalities": ["text"]})
+            conn.conversation.item.create(
+                item={
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "Hello"}],
+                }
+            )
+            conn.response.create()
+            for event in conn:
+                kinds.append(event.type)
+                if event.type == "response.output_text.delta":
+                    text += event.delta
+                if event.type == "response.done":
+                    break
+        return kinds, text
+
+    def responses_turn(base_url: str, key: str) -> tuple[list[str], str]:
+        client = openai.OpenAI(base_url=base_url, api_key=key)
+        kinds: list[str] = []
+        text = ""
+        with client.responses.connect() as conn:
+            conn.response.create(model="gpt-5.4-nano", input="Hello", store=False)
+            for event in conn:
+                kinds.append(event.type)
+                if event.type == "response.output_text.delta":
+                    text += event.delta
+                if event.type == "response.completed":
+                    break
+        return kinds, text
+
+    with ServerThread() as emulator:
+        base = emulator.base_url + "/openai/v1"
+        upstreams = {
+            "rt": Upstream(name="rt", dialect="openai_realtime", base_url=base, api_key=CANARY),
+            "resp": Upstream(
+                name="resp", dialect="openai_responses_ws", base_url=base, api_key=CANARY
+            ),
+        }
+        config = GatewayConfig(upstreams=upstreams, api_key=GATEWAY_KEY)
+        front = AppThread(create_gateway(config), server=server).start()
+        try:
+            via = front.base_url + "/openai/v1"
+            for turn in (realtime_turn, responses_turn):
+                direct = turn(base, CANARY)
+                assert direct[1].startswith("Emulated reply")
+                assert turn(via, GATEWAY_KEY) == direct
+        finally:
+            front.stop()
