@@ -11,7 +11,6 @@ from typing import Any
 import httpx
 import pytest
 import websockets.sync.client
-from websockets.exceptions import InvalidStatus
 
 from polystream.audio import ulaw_encode
 from polystream.realtime import open_session
@@ -438,16 +437,20 @@ def test_plain_request_to_a_socket_endpoint_is_426() -> None:
     ]
 
 
-def test_polystreams_own_server_answers_an_upgrade_426() -> None:
-    # polystream's HTTP/1.1 server takes no upgrade: the app says where to go instead.
+def test_polystreams_own_server_serves_the_sockets() -> None:
+    # polystream's HTTP/1.1 server takes WebSocket upgrades; a plain GET is told to upgrade.
     server = OwnServer(create_app(Emulator()))
     try:
         url = f"ws://127.0.0.1:{server.port}/openai/v1/realtime?model=gpt-realtime"
-        with pytest.raises(InvalidStatus) as refused:
-            websockets.sync.client.connect(url, additional_headers={"Authorization": "Bearer x"})
+        with websockets.sync.client.connect(
+            url, additional_headers={"Authorization": "Bearer x"}
+        ) as ws:
+            first = json.loads(ws.recv())
+        plain = httpx.get(url.replace("ws://", "http://"), headers={"Authorization": "Bearer x"})
     finally:
         server.stop()
-    assert refused.value.response.status_code == 426
+    assert first["type"] == "session.created"
+    assert plain.status_code == 426
 
 
 def test_a_connection_without_a_model_is_refused() -> None:

@@ -38,6 +38,8 @@ def _run(args: argparse.Namespace) -> int:
     if not config.upstreams:
         print("polystream: error: give at least one --upstream (or --config)", file=sys.stderr)
         return 2
+    if args.log_socket_usage:
+        config.log_socket_usage = True
     key = args.api_key or os.environ.get("POLYSTREAM_GATEWAY_KEY")
     if key:
         config.api_key = key
@@ -85,6 +87,7 @@ def _run(args: argparse.Namespace) -> int:
     # The gateway logs each request itself; the HTTP client's own line per upstream
     # request would double the log (and its cost) without adding anything.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("websockets").setLevel(logging.WARNING)  # (a line per socket opened)
     names = ", ".join(f"{u.name} ({u.dialect})" for u in config.upstreams.values())
     host, port = sock.getsockname()[:2]  # the real port when it is 0
     shown = f"[{host}]" if ":" in host else host
@@ -121,14 +124,14 @@ def _run(args: argparse.Namespace) -> int:
 def _missing_keys(config: GatewayConfig) -> list[str]:
     """A warning for each upstream without a key (none given, its variable unset): the
     gateway still starts, as an upstream on the local network may take no key."""
-    from polystream.dialects import DIALECTS
+    from polystream.gateway_core import upstream_provider
     from polystream.request import PROVIDERS
 
     warnings = []
     for upstream in config.upstreams.values():
         if upstream.key():
             continue
-        variable = upstream.api_key_env or PROVIDERS[DIALECTS[upstream.dialect].provider].env_key
+        variable = upstream.api_key_env or PROVIDERS[upstream_provider(upstream.dialect)].env_key
         warnings.append(
             f"upstream {upstream.name} ({upstream.dialect}) has no key: {variable} is not "
             "set, so its requests are sent without one"
@@ -159,7 +162,8 @@ def register(sub: Any) -> None:
         "--upstream",
         action="append",
         metavar="PROVIDER[=BASE_URL]",
-        help="an upstream: openai, anthropic, xai, gemini, or a dialect name; repeatable",
+        help="an upstream: openai, anthropic, xai, gemini, a dialect name or a WebSocket "
+        "family (openai_realtime, ...); repeatable",
     )
     parser.add_argument("--config", metavar="FILE", help="routes and upstreams (JSON)")
     parser.add_argument(
@@ -187,6 +191,11 @@ def register(sub: Any) -> None:
         metavar="N",
         help="streams served at once; those past it are answered 503 with Retry-After "
         f"(default: the config's, else {limits.max_concurrency})",
+    )
+    parser.add_argument(
+        "--log-socket-usage",
+        action="store_true",
+        help="log each WebSocket reply's usage (reads every relayed message)",
     )
     parser.add_argument(
         "--server",

@@ -25,7 +25,10 @@ def bind(command: str, host: str, port: int) -> socket.socket | None:
     """A TCP socket bound to ``host:port`` (the server listens on it), or None once
     ``polystream COMMAND: cannot listen on HOST:PORT: REASON`` is on stderr."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # (Named TCP, not protocol 0: asyncio disables Nagle's algorithm only on a socket
+    # whose protocol says TCP, and an accepted connection takes the listener's. Under
+    # uvicorn, small writes would otherwise wait for the client's delayed ACK, 40 ms.)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))

@@ -9,15 +9,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
 from polystream.dialects._spec import AuthSpec
 
-__all__ = ["RECOVERABLE_CLOSE_CODES", "SocketSpec"]
+__all__ = ["RECOVERABLE_CLOSE_CODES", "SocketErrorShape", "SocketSpec"]
 
 RECOVERABLE_CLOSE_CODES: Final = frozenset({1001, 1005, 1006, 1011, 1012, 1013, 1015})
 """The close codes after which the official OpenAI SDK reconnects (RFC 6455 7.4.1:
 going away, no status, abnormal closure, internal error, service restart, try again
 later, TLS failure)."""
+
+SocketErrorShape = Literal["realtime", "responses", "message"]
+"""The shape of a family's in-band ``error`` message: the Realtime API's
+``{"type": "error", "error": {type, code, message, param, event_id}}``, the Responses
+WebSocket's wrapped ``{"type": "error", "status": N, "error": {type, code, message,
+param}}``, or xAI's speech sockets' ``{"type": "error", "message": ...}``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +59,11 @@ class SocketSpec:
             to the turn's text), ``speech`` (the turn's own text said aloud: text to
             speech) or ``transcript`` (the scenario's text as the transcript of the
             turn's audio: speech to text).
+        model_messages: The client messages that name the model, by type, each with
+            the dotted path of its model field (``{"response.create": "model"}``):
+            where a gateway reads the model of a connection whose URL names none.
+        error_shape: The shape of its in-band ``error`` messages (see
+            :data:`SocketErrorShape`).
     """
 
     name: str
@@ -69,3 +81,12 @@ class SocketSpec:
     reply_dialect: str | None = None
     emulated: bool = False
     answer: Literal["reply", "speech", "transcript"] = "reply"
+    model_messages: Mapping[str, str] = field(default_factory=dict)
+    error_shape: SocketErrorShape = "realtime"
+
+    @property
+    def path(self) -> str:
+        """The endpoint's path (``/v1/realtime``): served under the provider's prefix
+        (``/openai/v1/realtime``), where the provider's SDK derives it from its
+        ``base_url``."""
+        return urlsplit(self.url).path

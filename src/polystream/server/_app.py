@@ -472,14 +472,13 @@ def _canonical(path: str) -> bool:
 
 
 def _upgrade_required(path: str) -> Answer:
-    """A plain request to a WebSocket endpoint (a server without WebSocket support,
-    such as polystream's own, passes the upgrade request on as one)."""
+    """A plain request to a WebSocket endpoint (one that asks for no upgrade, or a
+    server without WebSocket support passing the upgrade request on as one)."""
     answer = error_to_answer(
         error_answer(
             provider_of_path(path),
             426,
-            f"{path} is a WebSocket endpoint: connect with a WebSocket upgrade (served by "
-            "uvicorn, the default server of polystream serve).",
+            f"{path} is a WebSocket endpoint: connect with a WebSocket upgrade.",
             code="upgrade_required",
         )
     )

@@ -1,6 +1,7 @@
 """The HTTP/1.1 server's connection (:class:`ServerConnection`): parses requests with
 llhttp, runs the app for each in order, bounds what a client may make it hold (in
-bytes and in time) and answers the server's own refusals."""
+bytes and in time) and answers the server's own refusals. A WebSocket upgrade hands
+the connection to :class:`~polystream.server._h1websocket.WebSocketConnection`."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import httptools
 
 from polystream.server._h1cycle import BadRequest, Cycle, reason_phrase, shaped_refusal, target_path
 from polystream.server._h1support import ASGI, HttpDate, Scope, logger, resolve, start_task
+from polystream.server._h1websocket import WebSocketConnection, is_websocket_upgrade
 from polystream.wire._http1 import open_head_size
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ class ServerConnection(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.client: tuple[str, int] | None = None
         self.local: tuple[str, int] | None = None
+        self.websocket: WebSocketConnection | None = None  # once upgraded
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -85,6 +88,11 @@ class ServerConnection(asyncio.Protocol):
         self._arm(server.limits.keepalive_timeout)
 
     def data_received(self, data: bytes) -> None:
+        websocket = self.websocket
+        if websocket is not None:
+            if not self.closed:
+                websocket.data_received(data)
+            return
         if self.broken or self.closed:
             return
         fresh = not self.in_head and self.parsing is None
@@ -95,6 +103,8 @@ class ServerConnection(asyncio.Protocol):
         except BadRequest as exc:
             self._refuse(exc.status, str(exc), exc.path)
             return
+        if self.websocket is not None:
+            return  # (upgraded: the rest of the read was the socket's)
         if self.in_head:
             self._count_read(data, fresh=fresh, inside=inside)
         starting = self.starting
@@ -117,10 +127,12 @@ class ServerConnection(asyncio.Protocol):
             try:
                 self.parser.feed_data(data)
             except httptools.HttpParserUpgrade as exc:
-                # An upgrade is not taken: the request was a plain one, and what
-                # follows it is parsed as the next request.
                 offset = int(exc.args[0])
                 data = data[offset:]
+                if self._upgrade(data):
+                    return
+                # An upgrade not taken: the request was a plain one, and what follows
+                # it is parsed as the next request.
                 if data:
                     continue
             except httptools.HttpParserCallbackError as exc:
@@ -159,6 +171,8 @@ class ServerConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._disarm()
+        if self.websocket is not None:
+            self.websocket.connection_lost()
         self.server.connections.discard(self)
         cycle = self.cycle
         if cycle is not None:
@@ -362,6 +376,25 @@ class ServerConnection(asyncio.Protocol):
             self._reject(status, message, path=path)
 
     # -- requests -------------------------------------------------------------------------
+
+    def _upgrade(self, rest: bytes) -> bool:
+        """Take a WebSocket upgrade (the request just read, when it is the only one in
+        flight): the connection is the socket's from now on. ``rest``: the bytes of the
+        read after the request's head."""
+        cycle = self.starting
+        if (
+            cycle is None
+            or self.cycle is not None
+            or self.queue
+            or not is_websocket_upgrade(cycle.scope["method"], cycle.scope["headers"])
+        ):
+            return False
+        self.starting = None
+        self.parsing = None
+        self._disarm()
+        self.websocket = WebSocketConnection(self, cycle.scope, self.url, rest)
+        self.websocket.start()
+        return True
 
     def _begin(self, cycle: Cycle) -> None:
         """Run the app for ``cycle`` (its turn has come)."""

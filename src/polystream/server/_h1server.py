@@ -11,8 +11,8 @@ segment, one wake-up of the client, instead of two).
 Scope: HTTP/1.1 and 1.0 over TCP; keep-alive; pipelined requests answered in order;
 request bodies by ``Content-Length`` or chunked; ``Expect: 100-continue``; responses by
 ``Content-Length``, chunked (HTTP/1.1) or delimited by the close (HTTP/1.0). ASGI 3:
-the ``http`` and ``lifespan`` scopes (no WebSocket: an upgrade request is a plain
-request to the app). What it refuses, with a status and a closed connection: anything
+the ``http``, ``websocket`` (see :mod:`polystream.server._h1websocket`) and ``lifespan``
+scopes. What it refuses, with a status and a closed connection: anything
 llhttp's strict mode refuses (a malformed request line, header or chunk framing, bare
 CR or LF line ends, obsolete line folding, both ``Content-Length`` and
 ``Transfer-Encoding``, a repeated ``Content-Length``, chunked not the last coding: 400),
@@ -160,7 +160,9 @@ class H1Server:
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
-            if conn.cycle is None:
+            if conn.websocket is not None:
+                conn.websocket.shutdown()  # (a close, 1012, which its app is told of)
+            elif conn.cycle is None:
                 conn.close()
         if self.tasks:
             _, pending = await asyncio.wait(set(self.tasks), timeout=self.limits.shutdown_timeout)

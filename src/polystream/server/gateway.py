@@ -16,6 +16,10 @@ Paths are the emulator's: ``/openai/v1/...``, ``/xai/v1/...``, ``/anthropic/v1/.
 * every other SSE dialect: send the same request again with ``Last-Event-ID`` (the
   gateway writes ``id: <stream>.<n>`` on each event).
 
+The WebSocket families (``/openai/v1/realtime``, ``/openai/v1/responses`` as a
+WebSocket, the xAI ones) are relayed to an upstream of the same family, message for
+message (:mod:`polystream.server._gateway_ws`).
+
 The media and agent-session dialects are served only by an upstream of their own
 dialect (:func:`polystream.gateway_core.family_refusal`; any other pair is a 400): their
 streams are passed through (decoded and written again, which gives the upstream's bytes
@@ -81,6 +85,7 @@ from polystream.server._gateway_stream import StreamPump, StreamReplies
 from polystream.server._gateway_stream import StreamState as _StreamState  # noqa: F401
 from polystream.server._gateway_stream import reply_failure as _reply_failure
 from polystream.server._gateway_write import WriteDeadline as _WriteDeadline  # noqa: F401
+from polystream.server._gateway_ws import SocketRelays
 from polystream.server._h1server import SEND_NOWAIT
 from polystream.server._inspect import mount_inspector
 from polystream.server._journal_feed import JournalFeed
@@ -209,6 +214,14 @@ class _Gateway:
             losses=self._loss_headers,
         )
         self.resumes = Resumes(self.journal, self.limits, self.feeds, self.replies)
+        self.sockets = SocketRelays(
+            config,
+            tenants=self.tenants,
+            secrets=self.secrets,
+            limits=self.limits,
+            slots=self._slot,
+            log_usage=config.log_socket_usage,
+        )
         pool = httpx.Limits(max_connections=None, max_keepalive_connections=256)
         if transport is None:
             transport = _upstream_transport()
@@ -223,6 +236,16 @@ class _Gateway:
                 fallback=self.http,
                 user_agent=f"polystream-gateway/{__version__}",
             )
+
+    def _slot(self, delta: int) -> bool:
+        """Take a concurrency slot (``+1``; False: none is free) or give one back."""
+        if delta > 0:
+            if self.active >= self.limits.max_concurrency:
+                return False
+            self.active += 1
+        else:
+            self.active -= 1
+        return True
 
     async def _json(
         self,
@@ -303,6 +326,9 @@ class _Gateway:
                     await self.http.aclose()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+        if scope["type"] == "websocket":
+            await self.sockets.serve(scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         started = time.perf_counter()

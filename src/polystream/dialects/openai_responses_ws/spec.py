@@ -20,4 +20,6 @@ SPEC = SocketSpec(
     context="responses",
     reply_dialect="openai_responses",
     emulated=True,
+    model_messages={"response.create": "model"},
+    error_shape="responses",
 )

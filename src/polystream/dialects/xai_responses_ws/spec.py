@@ -16,5 +16,7 @@ SPEC = SocketSpec(
     auth=OPENAI_AUTH,
     reply_dialect="xai_responses",
     emulated=True,
+    model_messages={"response.create": "model"},
+    error_shape="responses",
 )
 """No documented lanes (``stream_id``) or maximum duration: one reply at a time."""

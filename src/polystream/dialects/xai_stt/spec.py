@@ -26,4 +26,5 @@ SPEC = SocketSpec(
     ),
     emulated=True,
     answer="transcript",
+    error_shape="message",
 )

@@ -26,4 +26,5 @@ SPEC = SocketSpec(
     ),
     emulated=True,
     answer="speech",
+    error_shape="message",
 )
