@@ -132,6 +132,7 @@ def run(args: argparse.Namespace, family: str, prompt: str | None) -> int:
             api_key=key,
             base_url=args.base_url,
             idle_timeout=args.idle_timeout,
+            seconds=args.seconds,
             reconnect=None,
         )
         printer.media.write(sys.stderr)
