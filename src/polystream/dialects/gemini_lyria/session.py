@@ -13,8 +13,9 @@ ends it (the service never ends the music by itself). Its stream (dialect
 ``gemini_lyria``) opens with the first audio chunk (``StreamStart``, implicit, with the
 model ``setup`` named; an ``audio`` block whose ``media`` is read from the chunk's
 ``mimeType``: ``audio/l16;rate=48000;channels=2`` is PCM, 48 kHz, 2 channels). Each
-chunk is a ``DataDelta`` (base64 as sent, its ``mimeType``; its ``sourceMetadata`` and
-any other field in ``extra``); a chunk of another media type ends the block and opens
+chunk is a ``DataDelta`` (base64 as sent, URL-safe base64 made standard with the
+original in ``extra["data"]``; its ``mimeType``; its ``sourceMetadata`` and any other
+field in ``extra``); a chunk of another media type ends the block and opens
 the next. ``RESET_CONTEXT`` does not end it. When the client sends ``PAUSE`` or
 ``STOP``, the reply ends ``incomplete`` (reason ``cancelled``, raw ``PAUSE`` / ``STOP``):
 its last events are given by :meth:`settle`, or else with the next message read or at
@@ -251,9 +252,16 @@ class LyriaSession(RealtimeSession):
                 reply.index += 1
                 reply.mime = mime if mime is not None else ""
                 media = media_of_type(mime)
-                events.append(BlockStart(index=reply.index, kind="audio", media=media))
+                events.append(
+                    BlockStart(index=reply.index, kind="audio", media=media, extra=_IMPLICIT)
+                )
             extra = {name: value for name, value in chunk.items() if name not in _CHUNK_FIELDS}
-            events.append(DataDelta(index=reply.index, delta=chunk["data"], mime_type=mime, extra=extra))
+            data = chunk["data"]
+            if "-" in data or "_" in data:  # (URL-safe base64, which JSON bytes may be)
+                extra["data"] = data
+                data = data.translate(_STANDARD)
+            delta = DataDelta(index=reply.index, delta=data, mime_type=mime, extra=extra or None)
+            events.append(delta)
         out.extend(Routed(event=event, stream=reply.number) for event in events)
 
     def _filtered(self, body: Any) -> ErrorEvent:
@@ -429,3 +437,4 @@ class LyriaSession(RealtimeSession):
 
 
 _CHUNK_FIELDS: Final = frozenset({"data", "mimeType"})
+_STANDARD: Final = str.maketrans("-_", "+/")
