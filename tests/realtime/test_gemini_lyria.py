@@ -321,7 +321,10 @@ BAD = [
     ("{}", "message is an empty object"),
     ('{"serverContent":[]}', "serverContent is not an object"),
     ('{"serverContent":{"audioChunks":{}}}', "serverContent.audioChunks is not a list"),
-    ('{"serverContent":{"audioChunks":[{"mimeType":"x"}]}}', "serverContent.audioChunks[0] has no string data"),
+    (
+        '{"serverContent":{"audioChunks":[{"mimeType":"x"}]}}',
+        "serverContent.audioChunks[0] has no string data",
+    ),
     (
         '{"serverContent":{"audioChunks":[{"data":"AA==","mimeType":7}]}}',
         "serverContent.audioChunks[0].mimeType is not a string",
@@ -376,9 +379,7 @@ def test_malformed_json_is_located() -> None:
         (4000, "", "unknown", False),
     ],
 )
-def test_close_codes_are_typed(
-    code: int | None, reason: str, kind: str, retryable: bool
-) -> None:
+def test_close_codes_are_typed(code: int | None, reason: str, kind: str, retryable: bool) -> None:
     error = close_error(code, reason)
     shown = 1006 if code is None else code
     assert error == ErrorInfo(

@@ -215,7 +215,11 @@ class LyriaServer(SocketServer):
     ) -> str:
         """A Google error object as a message (the service closes the connection
         instead; this is what a caller that needs a message is given)."""
-        error = {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}
+        error = {
+            "code": status,
+            "message": message,
+            "status": _GOOGLE_STATUS.get(status, "UNKNOWN"),
+        }
         return dump_message({"error": error})
 
     # -- messages ----------------------------------------------------------------------
@@ -260,7 +264,7 @@ class LyriaServer(SocketServer):
         for name, value in body.items():
             types = _WIRE_FIELDS.get(name)
             if types is None:
-                return [_invalid(f'Unknown name "{name}" at \'music_generation_config\'.')]
+                return [_invalid(f"Unknown name \"{name}\" at 'music_generation_config'.")]
             if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
                 return [_invalid(f"musicGenerationConfig.{name}: wrong type")]
         if body.get("scale", SCALES[0]) not in SCALES:
