@@ -161,7 +161,7 @@ def test_commands_the_service_refuses_are_local_errors(call: Any, message: str) 
 
 def test_commands_need_setup_first() -> None:
     session = open_session("gemini_lyria")
-    with pytest.raises(LocalProtocolError, match="configure\\(model=...\\)"):
+    with pytest.raises(LocalProtocolError, match=r"configure\(model=\.\.\.\)"):
         session.play()
     with pytest.raises(LocalProtocolError, match="setup needs a model"):
         session.configure()
@@ -301,7 +301,10 @@ def test_a_pause_before_settle_is_given_once_by_settle() -> None:
 
 def test_binary_frames_and_url_safe_base64() -> None:
     session = opened()
-    frame = b'{"serverContent":{"audioChunks":[{"data":"_-8A","mimeType":"audio/l16;rate=48000;channels=2"}]}}'
+    frame = (
+        b'{"serverContent":{"audioChunks":[{"data":"_-8A",'
+        b'"mimeType":"audio/l16;rate=48000;channels=2"}]}}'
+    )
     events = [r.event for r in session.feed(frame)]
     assert events[2] == DataDelta(
         index=0, delta="/+8A", mime_type=STEREO.mime_type, extra={"data": "_-8A"}

@@ -41,6 +41,10 @@ MODEL = "models/lyria-realtime-exp"
 MIME = "audio/l16;rate=48000;channels=2"
 SETUP = '{"setup":{"model":"models/lyria-realtime-exp"}}'
 CHUNK = 48000  # frames per message: one second
+ONE_KEY = (
+    "a message must hold exactly one of setup, clientContent, musicGenerationConfig, "
+    "playbackControl"
+)
 
 
 def expected(
@@ -191,7 +195,7 @@ def test_a_prompt_the_replier_refuses_is_filtered() -> None:
             [SETUP, '{"a":1,"b":2}'],
             Close(
                 code=1007,
-                reason="a message must hold exactly one of setup, clientContent, musicGenerationConfig, playbackControl",
+                reason=ONE_KEY,
             ),
         ),
     ],
@@ -251,7 +255,7 @@ def test_a_scenario_times_the_music_and_an_error_closes() -> None:
     assert emulation.due(0.3) == [
         Send(
             close=1007,
-            reason="a message must hold exactly one of setup, clientContent, musicGenerationConfig, playbackControl",
+            reason=ONE_KEY,
         )
     ]
     assert emulation.closed

@@ -83,9 +83,9 @@ class Turn:
         self._acc.feed(event)
         if type(event) is BlockStart:
             media = event.media
-            if event.kind == "audio" and media is not None and media.format == "pcm":
-                if media.sample_rate:
-                    self._rates[event.index] = media.sample_rate * (media.channels or 1) * 2
+            pcm = event.kind == "audio" and media is not None and media.format == "pcm"
+            if pcm and media is not None and media.sample_rate:
+                self._rates[event.index] = media.sample_rate * (media.channels or 1) * 2
         elif type(event) is DataDelta and event.index in self._rates:
             delta = event.delta
             size = len(delta) * 3 // 4 - len(delta[-2:]) + len(delta[-2:].rstrip("="))

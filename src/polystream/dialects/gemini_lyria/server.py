@@ -59,7 +59,7 @@ INVALID: Final = 1007
 POLICY: Final = 1008
 INTERNAL: Final = 1011
 _SETUP_COMPLETE: Final = '{"setupComplete":{}}'
-_WIRE_FIELDS: Final = {wire: types for wire, types in CONFIG_FIELDS.values()}
+_WIRE_FIELDS: Final = dict(CONFIG_FIELDS.values())
 _GOOGLE_STATUS: Final = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",

@@ -98,6 +98,8 @@ def weighted_prompts(
         raise LocalProtocolError("at least one weighted prompt is needed", dialect=dialect)
     out: list[dict[str, Any]] = []
     for position, item in enumerate(items):
+        text: Any
+        weight: Any
         if isinstance(item, str):
             text, weight = item, 1.0
         elif isinstance(item, tuple):
