@@ -6,6 +6,7 @@ and tolerant mode, and the close codes typed."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -399,3 +400,61 @@ def test_feed_after_close() -> None:
     session.close()
     with pytest.raises(LocalProtocolError):
         session.feed('{"setupComplete":{}}')
+
+
+# -- the event catalog ---------------------------------------------------------------------
+
+COPY = Path(__file__).parents[1] / "fixtures" / "gemini_lyria" / "catalog_surfaces.json"
+SHARED = Path("/work/shared/reference/event-catalog.json")
+SURFACES: dict[str, list[str]] = json.loads(COPY.read_text())["surfaces"]
+
+
+def test_the_copy_is_the_catalog_s() -> None:
+    if not SHARED.exists():
+        pytest.skip("the shared reference catalog is not beside this checkout")
+    catalog = json.loads(SHARED.read_text())
+    for surface, listed in SURFACES.items():
+        assert sorted(e["name"] for e in catalog["events"] if e["surface"] == surface) == listed
+    lyria = {e["surface"] for e in catalog["events"] if e["surface"].startswith("gemini.lyria")}
+    assert lyria == set(SURFACES)
+
+
+SERVER_SAMPLES = {
+    "setupComplete": {},
+    "serverContent": {"audioChunks": [{"data": "AAAAAA==", "mimeType": "audio/l16;rate=48000"}]},
+    "filteredPrompt": {"text": "x", "filteredReason": "y"},
+}
+
+
+@pytest.mark.parametrize("name", SURFACES["gemini.lyria.server"])
+def test_every_server_message_is_typed(name: str) -> None:
+    out = opened().feed(json.dumps({name: SERVER_SAMPLES[name]}))
+    assert out and not any(
+        isinstance(r.event, Unknown | StreamWarning)
+        or (isinstance(r.event, ErrorEvent) and r.event.error.kind == "protocol")
+        for r in out
+    )
+
+
+@pytest.mark.parametrize("name", SURFACES["gemini.lyria.client"])
+def test_every_client_message_is_a_command(name: str) -> None:
+    session = open_session("gemini_lyria")
+    made = {
+        "setup": session.configure(MODEL),
+        "clientContent": session.set_prompts("x"),
+        "musicGenerationConfig": session.set_config(bpm=100),
+        "playbackControl": session.play(),
+    }[name]
+    assert list(json.loads(made[0])) == [name]
+
+
+@pytest.mark.parametrize("name", SURFACES["gemini.lyria.playback_control"])
+def test_every_playback_control(name: str) -> None:
+    session = opened()
+    if name == "PLAYBACK_CONTROL_UNSPECIFIED":  # (unused, per the SDK: refused)
+        with pytest.raises(LocalProtocolError):
+            session.control(name)
+    else:
+        assert session.control(name) == [
+            json.dumps({"playbackControl": name}, separators=(",", ":"))
+        ]
