@@ -290,6 +290,7 @@ def _server_current(files: TLSFiles, ca: x509.Certificate) -> bool:
     """Whether the server certificate and key in the directory can be served as they
     are."""
     from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
     if not files.cert_file.exists() or not files.key_file.exists():
@@ -301,7 +302,7 @@ def _server_current(files: TLSFiles, ca: x509.Certificate) -> bool:
         cert.verify_directly_issued_by(ca)
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         key = load_pem_private_key(_read(files.key_file), password=None)
-    except (ValueError, TypeError, x509.ExtensionNotFound):
+    except (InvalidSignature, ValueError, TypeError, x509.ExtensionNotFound):
         return False
     if _san_names(names) != set(SERVER_NAMES) or key.public_key() != cert.public_key():
         return False
