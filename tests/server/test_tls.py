@@ -24,6 +24,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from google import genai
+from google.genai import types as genai_types
 
 from polystream.cli import main
 from polystream.client import AsyncClient, Client
@@ -293,6 +295,19 @@ def test_the_openai_sdk_streams_over_https(emulator: str, trusted: Path) -> None
     )
     assert [c.choices[0].delta.content for c in chunks if c.choices] == ["", *DELTAS, None]
     assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_the_gemini_sdk_streams_over_https(emulator: str, trusted: Path) -> None:
+    # (google-genai reads SSL_CERT_FILE when its client is made.)
+    gemini = genai.Client(
+        api_key="x", http_options=genai_types.HttpOptions(base_url=emulator + "/gemini")
+    )
+    chunks = list(
+        gemini.models.generate_content_stream(model="gemini-3.5-flash-lite", contents="Hello there")
+    )
+    gemini.close()
+    text = "".join(chunk.text or "" for chunk in chunks)
+    assert text == "Emulated reply from gemini-3.5-flash-lite. You said: Hello there"
 
 
 def test_without_the_authority_the_sdk_does_not_trust_it(
