@@ -10,8 +10,10 @@ import asyncio
 import datetime as dt
 import ipaddress
 import json
+import socket
 import ssl
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -413,5 +415,22 @@ def test_own_server_scopes_say_https_and_wss(tmp_path: Path, secure: bool) -> No
             f"{ws}://localhost:{own.port}/", ssl=context if secure else None
         ) as conn:
             assert conn.recv() == ws
+    finally:
+        own.stop()
+
+
+def test_a_handshake_that_never_comes_is_closed_after_head_timeout(tmp_path: Path) -> None:
+    own = OwnServer(scheme_app, ssl=prepare_tls(tmp_path).server_context(), head_timeout=0.3)
+    try:
+        with socket.create_connection(("127.0.0.1", own.port)) as sock:
+            sock.settimeout(5)
+            started = time.monotonic()
+            try:
+                got = sock.recv(100)
+            except ConnectionResetError:
+                got = b""
+            waited = time.monotonic() - started
+        assert got == b""
+        assert 0.25 < waited < 2
     finally:
         own.stop()
