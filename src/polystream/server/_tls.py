@@ -53,6 +53,7 @@ class TLSError(PolystreamError):
 
     Attributes:
         path: The file or directory at fault.
+        problem: What is wrong with it (the message, without the path).
     """
 
     def __init__(self, path: Path, problem: str) -> None:
