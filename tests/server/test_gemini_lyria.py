@@ -63,7 +63,7 @@ def expected(
         for text, weight in prompts:
             digest = hashlib.sha256(text.encode()).digest()
             freq = 110 + int.from_bytes(digest[:2], "big") % 660
-            value += peak * weight / total * math.sin(2.0 * math.pi * freq / 48000 * n)
+            value += peak * weight / total * math.sin(2.0 * math.pi * (freq * n % 48000) / 48000)
         if bpm and (n * bpm // (60 * 48000)) % 2:
             value *= 0.5
         sample = max(-32768, min(32767, round(value)))

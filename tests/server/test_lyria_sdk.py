@@ -2,14 +2,16 @@
 reference client of the emulator: prompts (one filtered), a configuration, PLAY, the
 music's exact bytes, PAUSE.
 
-The SDK opens ``wss://`` whenever it has an API key (it replaces the base URL's scheme),
-so against the plain emulator its WebSocket base URL is given as ``ws://`` (the one SDK
-method that derives it, replaced for the test); everything else is the SDK's own."""
+The SDK opens ``wss://`` whenever it has an API key (it replaces the base URL's scheme):
+it is read over TLS from the emulator (``ServerThread(tls=DIR)``, the local authority
+trusted through ``SSL_CERT_FILE``), untouched. Against the plain emulator, the one SDK
+method that derives the WebSocket base URL is made to say ``ws://``."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from google import genai
@@ -34,6 +36,14 @@ SCENARIOS = [
 def root() -> Iterator[str]:
     with ServerThread(Emulator(SCENARIOS)) as server:
         yield server.base_url
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The emulator over HTTPS and WSS, and its authority's certificate."""
+    tls = tmp_path_factory.mktemp("tls")
+    with ServerThread(Emulator(SCENARIOS), tls=tls) as server:
+        yield server.base_url, tls / "ca.pem"
 
 
 async def play(root: str) -> list[types.LiveMusicServerMessage]:
@@ -63,7 +73,19 @@ async def play(root: str) -> list[types.LiveMusicServerMessage]:
 
 
 @pytest.mark.filterwarnings("ignore:Realtime music generation is experimental")
-def test_the_sdk_plays_the_emulator_s_music(root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_sdk_plays_the_emulator_s_music_over_wss(
+    secure: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, authority = secure
+    assert root.startswith("https://")
+    monkeypatch.setenv("SSL_CERT_FILE", str(authority))
+    check(asyncio.run(play(root)))
+
+
+@pytest.mark.filterwarnings("ignore:Realtime music generation is experimental")
+def test_the_sdk_plays_the_emulator_s_music_over_ws(
+    root: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     derive = BaseApiClient._websocket_base_url
 
     def plain(self: BaseApiClient, http_options: types.HttpOptions | None = None) -> str:
@@ -71,7 +93,11 @@ def test_the_sdk_plays_the_emulator_s_music(root: str, monkeypatch: pytest.Monke
         return derive(self, http_options).replace("wss://", "ws://", 1)
 
     monkeypatch.setattr(BaseApiClient, "_websocket_base_url", plain)
-    got = asyncio.run(play(root))
+    check(asyncio.run(play(root)))
+
+
+def check(got: list[types.LiveMusicServerMessage]) -> None:
+    """The filtered prompt, then three chunks of exactly the emulator's music."""
     assert got[0].filtered_prompt == types.LiveMusicFilteredPrompt(
         text="a song about violence", filtered_reason="The prompt was blocked."
     )

@@ -9,16 +9,20 @@ negative weight inverting its phase). The level is ``12000 * (0.25 + 0.75 * dens
 Sample ``n`` of the context (counted from 0 at the first ``PLAY``, again after
 ``STOP`` and ``RESET_CONTEXT``) is::
 
-    round(env(n) * sum(a_i * sin(2 * pi * f_i * n / 48000)))
+    round(env(n) * sum(a_i * sin(2 * pi * ((f_i * n) % 48000) / 48000)))
 
-clamped to 16 bits, the same on both channels (48 kHz stereo PCM16, little-endian).
+(the sum taken in the prompts' order from 0.0), clamped to 16 bits, the same on both
+channels (48 kHz stereo PCM16, little-endian). Every frequency being a whole number of
+hertz, the mix repeats each second: one second of it is computed once and kept.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
-import struct
+import sys
+from array import array
 from collections.abc import Sequence
 from typing import Final
 
@@ -49,20 +53,34 @@ def music_pcm(
 ) -> bytes:
     """``frames`` stereo frames of the prompts' music from frame ``start`` of the
     context (silence without prompts)."""
-    total = sum(abs(weight) for _, weight in prompts)
-    peak = level(density)
-    voices = [
-        (peak * weight / total, 2.0 * math.pi * prompt_frequency(text) / RATE)
-        for text, weight in prompts
-        if total
-    ]
+    period = _period(tuple(prompts), level(density))
     pulse = bpm if bpm is not None and bpm > 0 else 0
-    samples: list[int] = []
+    beat = 60 * RATE
+    samples = array("h")
     for n in range(start, start + frames):
-        value = sum(amp * math.sin(step * n) for amp, step in voices)
-        if pulse and (n * pulse // (60 * RATE)) % 2:
+        value = period[n % RATE]
+        if pulse and (n * pulse // beat) % 2:
             value *= 0.5
         sample = max(-32768, min(32767, round(value)))
         samples.append(sample)
         samples.append(sample)
-    return struct.pack(f"<{len(samples)}h", *samples)
+    if sys.byteorder == "big":
+        samples.byteswap()
+    return samples.tobytes()
+
+
+@functools.lru_cache(maxsize=16)
+def _period(prompts: tuple[tuple[str, float], ...], peak: float) -> array[float]:
+    """One second of the mix before the beat (every frequency is a whole number of
+    hertz: the mix repeats each second); 384 KB, the last 16 kept."""
+    out = array("d", bytes(8 * RATE))
+    total = sum(abs(weight) for _, weight in prompts)
+    for text, weight in prompts if total else ():
+        amp = peak * weight / total
+        freq = prompt_frequency(text)
+        for n in range(RATE):
+            out[n] += amp * _SINE[(freq * n) % RATE]
+    return out
+
+
+_SINE: Final = tuple(math.sin(2.0 * math.pi * k / RATE) for k in range(RATE))
