@@ -365,3 +365,51 @@ def test_a_handshake_without_a_key_is_refused(server: ServerThread) -> None:
     with pytest.raises(APIStatusError) as caught:
         asyncio.run(conn.open())
     assert caught.value.status_code == 401
+
+
+# -- a turn stopped after N seconds of its audio -------------------------------------------
+
+
+def test_the_turn_counts_seconds_of_pcm() -> None:
+    from polystream.realtime._turn import Turn as Reply
+
+    reply = Reply("gemini_lyria")
+    media = MediaInfo(mime_type=MIME, format="pcm", sample_rate=48000, channels=2)
+    reply.feed(Routed(event=StreamStart(dialect="gemini_lyria"), stream=1))
+    reply.feed(Routed(event=BlockStart(index=0, kind="audio", media=media), stream=1))
+    for size in (19200, 1, 2):  # 0.1 s, then padded base64 of 1 and 2 bytes
+        data = base64.b64encode(bytes(size)).decode()
+        reply.feed(Routed(event=DataDelta(index=0, delta=data), stream=1))
+    assert reply.audio_seconds == (19200 + 1 + 2) / 192000
+    # Audio of no stated rate is not counted.
+    reply.feed(Routed(event=BlockStart(index=1, kind="audio"), stream=1))
+    reply.feed(Routed(event=DataDelta(index=1, delta="AAAA"), stream=1))
+    assert reply.audio_seconds == (19200 + 1 + 2) / 192000
+
+
+def test_text_turn_stops_after_the_seconds_asked(server: ServerThread) -> None:
+    from polystream.realtime import text_turn
+
+    result = asyncio.run(
+        text_turn(
+            "gemini_lyria",
+            "minimal techno",
+            model=MODEL,
+            api_key="g-test",
+            base_url=server.base_url + "/gemini",
+            idle_timeout=10,
+            seconds=1.5,
+        )
+    )
+    assert (result.status, result.finish_reason) == (
+        "incomplete",
+        FinishReason(unified="cancelled", raw="PAUSE"),
+    )
+    audio = result.audio
+    assert audio is not None
+    assert (audio.data, audio.sample_rate, audio.channels, audio.format) == (
+        expected([("minimal techno", 1.0)], 0, 2 * CHUNK),
+        48000,
+        2,
+        "pcm",
+    )

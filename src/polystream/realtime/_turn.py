@@ -46,13 +46,13 @@ class Turn:
         self._retried = False
         self._acc = Accumulator()
         self._rates: dict[int, int] = {}  # a PCM audio block -> its bytes per second
-        self._audio_bytes = 0.0  # seconds of PCM audio received, in bytes / rate
+        self._sizes: dict[int, int] = {}  # a PCM audio block -> its bytes received
 
     @property
     def audio_seconds(self) -> float:
         """Seconds of the reply's PCM audio received so far (blocks whose sample rate
         is stated)."""
-        return self._audio_bytes
+        return sum(size / self._rates[index] for index, size in self._sizes.items())
 
     @property
     def answered(self) -> bool:
@@ -89,13 +89,13 @@ class Turn:
         elif type(event) is DataDelta and event.index in self._rates:
             delta = event.delta
             size = len(delta) * 3 // 4 - len(delta[-2:]) + len(delta[-2:].rstrip("="))
-            self._audio_bytes += size / self._rates[event.index]
+            self._sizes[event.index] = self._sizes.get(event.index, 0) + size
         if type(event) is Finish:
             if event.status == "failed" and self._retried:
                 self._after, self.stream, self._retried = self.stream, None, False
                 self._acc = Accumulator()
                 self._rates.clear()
-                self._audio_bytes = 0.0
+                self._sizes.clear()
                 return False
             self.done = True
         return self.done
