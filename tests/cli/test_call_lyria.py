@@ -64,3 +64,11 @@ def test_seconds_is_for_a_realtime_turn(capsys: pytest.CaptureFixture[str]) -> N
     argv = ["call", "openai", "--model", "gpt-5", "hi", "--seconds", "1"]
     assert main([*argv, "--base-url", "http://127.0.0.1:9/openai/v1"]) == 2
     assert "--seconds is for a realtime turn" in capsys.readouterr().err
+
+
+def test_music_needs_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["call", "gemini_lyria", "--model", MODEL, "jazz", "--api-key", "k"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        "polystream: error: gemini_lyria plays music without end: give --seconds N\n"
+    )
