@@ -26,6 +26,7 @@ from polystream.errors import LocalProtocolError
 from polystream.events import ErrorInfo, Event
 
 __all__ = [
+    "Close",
     "IdMaker",
     "Message",
     "Outbound",
@@ -58,6 +59,9 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
             client chose it.
         heard: Seconds of audio the turn is about (what a speech-to-text turn
             transcribes).
+        pace: Seconds of audio each message of the reply carries, for a reply
+            without end (music): unless its scenario times it, the emulator sends
+            one message per ``pace`` seconds (real time).
     """
 
     model: str
@@ -70,6 +74,7 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     generate: bool = True
     say: str | None = None
     heard: float = 0.0
+    pace: float | None = None
 
 
 class Script(msgspec.Struct, frozen=True, kw_only=True):
@@ -145,9 +150,21 @@ class ReplyRun(abc.ABC):
         """End it failed: its next messages are the failure's, then it is done."""
 
 
-Outbound: TypeAlias = "str | bytes | ReplyRun"
+class Close(msgspec.Struct, frozen=True, kw_only=True):
+    """The server closes the connection (a family whose errors are close codes).
+
+    Fields:
+        code: The close code (1007: invalid argument, 1008: policy, 1011: internal).
+        reason: The close reason.
+    """
+
+    code: int
+    reason: str = ""
+
+
+Outbound: TypeAlias = "str | bytes | ReplyRun | Close"
 """What a server gives: a message to send now (a JSON text, or bytes for a binary
-message), or a reply to write."""
+message), a reply to write, or the connection's close."""
 
 
 class SocketServer(abc.ABC):
