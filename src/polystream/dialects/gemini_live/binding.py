@@ -1,0 +1,26 @@
+"""``gemini_live``'s code: the session (:mod:`.session`, its commands in
+:mod:`.commands`), the record that resumes it on a new connection (:mod:`.resumption`)
+and the server the emulator runs (:mod:`.server`)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from polystream.dialects._socket_spec import SocketSpec
+from polystream.dialects.gemini_live.resumption import ResumptionContext
+from polystream.dialects.gemini_live.session import GeminiLiveSession
+from polystream.dialects.gemini_live.spec import SPEC
+
+__all__ = ["Context", "Session"]
+
+
+class Session(GeminiLiveSession):
+    """A Gemini Live WebSocket session (see
+    :class:`~polystream.dialects.gemini_live.session.GeminiLiveSession`)."""
+
+    dialect: ClassVar[str] = "gemini_live"
+    spec: ClassVar[SocketSpec] = SPEC
+
+
+Context = ResumptionContext
+"""The record that resumes the session on a new connection."""
