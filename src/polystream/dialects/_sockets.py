@@ -17,7 +17,14 @@ from polystream.dialects._realtime.session import RealtimeSession
 from polystream.dialects._socket_spec import SocketSpec
 from polystream.errors import LocalProtocolError
 
-__all__ = ["SOCKETS", "SOCKET_SPECS", "open_context", "open_server", "open_session"]
+__all__ = [
+    "SOCKETS",
+    "SOCKET_SPECS",
+    "mint_token",
+    "open_context",
+    "open_server",
+    "open_session",
+]
 
 SOCKETS: Final = (
     "openai_responses_ws",
@@ -86,3 +93,22 @@ def open_context(name: str) -> Context | None:
         context: Context = own()
         return context
     return open_shared_context(spec.context)
+
+
+def mint_token(
+    name: str, shared: dict[str, Any], body: Any, now: float
+) -> tuple[int, dict[str, Any]]:
+    """Mint an ephemeral token of the family ``name`` (its descriptor's ``token_path``)
+    for the request ``body`` (parsed JSON), kept in ``shared`` (what its emulated
+    servers keep): the HTTP status and the JSON answer.
+
+    Raises:
+        LocalProtocolError: No family has that name, or it mints no tokens.
+    """
+    spec = SOCKET_SPECS.get(name)
+    binding = importlib.import_module(f"polystream.dialects.{name}.binding") if spec else None
+    mint = getattr(binding, "mint_token", None)
+    if spec is None or spec.token_path is None or mint is None:
+        raise LocalProtocolError(f"the WebSocket family {name!r} mints no tokens", dialect=name)
+    answer: tuple[int, dict[str, Any]] = mint(shared, body, now)
+    return answer

@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from polystream.dialects._socket_spec import SocketSpec
+from polystream.dialects.gemini_live import tokens
 from polystream.dialects.gemini_live.resumption import ResumptionContext
+from polystream.dialects.gemini_live.server import GeminiLiveServer
 from polystream.dialects.gemini_live.session import GeminiLiveSession
 from polystream.dialects.gemini_live.spec import SPEC
 
-__all__ = ["Context", "Session"]
+__all__ = ["Context", "Server", "Session", "mint_token"]
 
 
 class Session(GeminiLiveSession):
@@ -24,3 +26,10 @@ class Session(GeminiLiveSession):
 
 Context = ResumptionContext
 """The record that resumes the session on a new connection."""
+
+
+Server = GeminiLiveServer
+"""The family's sans-I/O server (the emulator's side of a connection)."""
+
+mint_token = tokens.mint_token
+"""Mints an ephemeral token (the emulator's ``POST /v1alpha/auth_tokens``)."""
