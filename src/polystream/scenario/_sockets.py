@@ -178,6 +178,7 @@ class SocketEmulation:
         self._order = 0
         self._expire_at: float | None = None
         self._warn_at: float | None = None
+        self._lifetime_pending = False
         self._ping_at: float | None = None
 
     # -- the shell's calls ---------------------------------------------------------------
@@ -204,22 +205,33 @@ class SocketEmulation:
                 self._out.append(Send(text=self._refused(refusal)))
                 self._close(REFUSED_CLOSE, refusal.code or "")
                 return
-        summary = RequestSummary(dialect=self.family, provider=provider, model=self.model)
+        if self.spec.setup_once:
+            self._lifetime_pending = True  # chosen once the setup names the model
+        else:
+            self._lifetime(self.model, now)
+        if self.server.keepalive is not None:
+            self._ping_at = now + self.server.keepalive
+        self._take(self.server.open(), now)
+
+    def _lifetime(self, model: str, now: float) -> None:
+        """The lifetime of the scenario that matches the connection (its model, no
+        text), from ``now``."""
+        summary = RequestSummary(dialect=self.family, provider=self.spec.provider, model=model)
         _, scenario = self.emulator.choose(summary, self._names())
         if scenario is not None and scenario.faults.expire_after is not None:
             after = scenario.faults.expire_after
             self._expire_at = now + after
             if self.server.warn_before is not None:
                 self._warn_at = self._expire_at - min(self.server.warn_before, after / 2)
-        if self.server.keepalive is not None:
-            self._ping_at = now + self.server.keepalive
-        self._take(self.server.open(), now)
 
     def receive(self, message: str | bytes, now: float) -> None:
         """A client message arrived at ``now``."""
         if self.closed:
             return
         self._take(self.server.receive(message), now)
+        if self._lifetime_pending and self.server.configured_model:
+            self._lifetime_pending = False
+            self._lifetime(self.server.configured_model, now)
         self._sweep(now, self._out)
 
     def due(self, now: float) -> list[Send]:

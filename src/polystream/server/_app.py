@@ -423,7 +423,7 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
         headers = {name.lower(): value for name, value in request.headers.items()}
         if not spec.auth.presented(headers, dict(request.query_params)):
             message = "Method doesn't allow unregistered callers. Please use an API key."
-            return respond(error_answer(spec.provider, 401, message))
+            return respond(error_to_answer(error_answer(spec.provider, 401, message)))
         body = await _read_body(request)
         if body is None:
             return respond(emu.too_large(spec.provider, None))

@@ -220,6 +220,13 @@ class SocketServer(abc.ABC):
         (``timestamp_ms``: the Unix time in milliseconds)."""
         return []
 
+    @property
+    def configured_model(self) -> str:
+        """The model the connection's configuration named, for a family whose
+        connection names it in a message (its setup) rather than its URL ("" until
+        then)."""
+        return ""
+
     def going_away(self, time_left: float) -> list[str]:
         """The connection ends in ``time_left`` seconds (see :attr:`warn_before`)."""
         return []

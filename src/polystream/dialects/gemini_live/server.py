@@ -274,6 +274,10 @@ class GeminiLiveServer(SocketServer):
     # -- what the replies need -----------------------------------------------------------
 
     @property
+    def configured_model(self) -> str:
+        return self.model
+
+    @property
     def transcribes_output(self) -> bool:
         return self.setup is not None and "outputAudioTranscription" in self.setup
 
