@@ -215,9 +215,19 @@ def test_parts_thoughts_code_and_a_blocked_finish() -> None:
         (1, BlockEnd(index=1)),
         (1, BlockStart(index=2, kind="code", value={"language": "PYTHON", "code": "print(1)"})),
         (1, BlockEnd(index=2)),
-        (1, BlockStart(index=3, kind="code_result", value={"outcome": "OUTCOME_OK", "output": "1\n"})),
+        (
+            1,
+            BlockStart(
+                index=3, kind="code_result", value={"outcome": "OUTCOME_OK", "output": "1\n"}
+            ),
+        ),
         (1, BlockEnd(index=3)),
-        (1, BlockStart(index=4, kind="other", name="part", value={"fileData": {"fileUri": "gs://b/f"}})),
+        (
+            1,
+            BlockStart(
+                index=4, kind="other", name="part", value={"fileData": {"fileUri": "gs://b/f"}}
+            ),
+        ),
         (1, BlockEnd(index=4)),
         (1, Unknown(name="serverContent.futureField", data="7")),
         (1, Metadata(name="grounding", value={"webSearchQueries": ["q"]})),
@@ -278,7 +288,12 @@ def test_close_codes_are_typed_errors(code: int, kind: str, retryable: bool) -> 
     assert [(r.stream, r.event) for r in live.close_code(code, "Deadline expired")] == [
         (1, ErrorEvent(error=error)),
         (1, BlockEnd(index=0)),
-        (1, Finish(status="failed", reason=FinishReason(unified="error", raw=str(code)), error=error)),
+        (
+            1,
+            Finish(
+                status="failed", reason=FinishReason(unified="error", raw=str(code)), error=error
+            ),
+        ),
     ]
     assert session().close_code(1000) == []
     idle = [(r.stream, r.event) for r in session().close_code(1007, "")]
@@ -351,13 +366,16 @@ def test_send_audio_at_16_khz_and_resampled() -> None:
         json.dumps(
             {
                 "realtimeInput": {
-                    "audio": {"data": base64.b64encode(pcm).decode(), "mimeType": "audio/pcm;rate=16000"}
+                    "audio": {
+                        "data": base64.b64encode(pcm).decode(),
+                        "mimeType": "audio/pcm;rate=16000",
+                    }
                 }
             },
             separators=(",", ":"),
         )
     ]
-    samples = b"".join(int(1000).to_bytes(2, "little", signed=True) for _ in range(2400))
+    samples = b"".join((1000).to_bytes(2, "little", signed=True) for _ in range(2400))
     (sent,) = live.send_audio(samples, rate=24000)
     audio = json.loads(sent)["realtimeInput"]["audio"]
     assert audio["mimeType"] == "audio/pcm;rate=16000"
@@ -381,7 +399,15 @@ def test_resumption_keeps_what_the_handle_does_not_include() -> None:
     for message in sent:
         record.sent(message)
     assert not record.reconnectable and record.replay() == []
-    record.received({"sessionResumptionUpdate": {"newHandle": "h1", "resumable": True, "lastConsumedClientMessageIndex": "1"}})
+    record.received(
+        {
+            "sessionResumptionUpdate": {
+                "newHandle": "h1",
+                "resumable": True,
+                "lastConsumedClientMessageIndex": "1",
+            }
+        }
+    )
     record.received({"sessionResumptionUpdate": {"newHandle": "", "resumable": False}})
     assert record.handle == "h1" and record.reconnectable
     assert record.pending == sent[2:]
@@ -396,7 +422,15 @@ def test_resumption_keeps_what_the_handle_does_not_include() -> None:
     # On the new connection the messages sent again are 1 and 2; "four" is 3.
     (four,) = live.send_text("four")
     record.sent(four)
-    record.received({"sessionResumptionUpdate": {"newHandle": "h2", "resumable": True, "lastConsumedClientMessageIndex": "2"}})
+    record.received(
+        {
+            "sessionResumptionUpdate": {
+                "newHandle": "h2",
+                "resumable": True,
+                "lastConsumedClientMessageIndex": "2",
+            }
+        }
+    )
     assert record.pending == [four]
     assert json.loads(record.replay()[0])["setup"]["sessionResumption"]["handle"] == "h2"
 

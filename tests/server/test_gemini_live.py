@@ -39,7 +39,9 @@ MODEL = "gemini-live-2.5-flash-preview"
 SAID = f"Emulated reply from {MODEL}. You said: Hello"
 SHORT = "gemini-live-short"
 PATH = "/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
-SETUP = {"setup": {"model": f"models/{MODEL}", "generationConfig": {"responseModalities": ["TEXT"]}}}
+SETUP = {
+    "setup": {"model": f"models/{MODEL}", "generationConfig": {"responseModalities": ["TEXT"]}}
+}
 
 
 def emulation(scenarios: list[dict[str, Any]] | None = None) -> SocketEmulation:
@@ -49,7 +51,9 @@ def emulation(scenarios: list[dict[str, Any]] | None = None) -> SocketEmulation:
 
 
 def texts(sends: list[Send]) -> list[Any]:
-    return [json.loads(s.text) if s.text is not None else ("close", s.close, s.reason) for s in sends]
+    return [
+        json.loads(s.text) if s.text is not None else ("close", s.close, s.reason) for s in sends
+    ]
 
 
 def test_a_text_turn_message_by_message() -> None:
@@ -59,7 +63,12 @@ def test_a_text_turn_message_by_message() -> None:
     assert list(setup_complete) == ["setupComplete"]
     session_id = setup_complete["setupComplete"]["sessionId"]
     assert session_id.startswith("session-")
-    turn = {"clientContent": {"turns": [{"role": "user", "parts": [{"text": "Hello"}]}], "turnComplete": True}}
+    turn = {
+        "clientContent": {
+            "turns": [{"role": "user", "parts": [{"text": "Hello"}]}],
+            "turnComplete": True,
+        }
+    }
     live.receive(json.dumps(turn), 0.0)
     sent = texts(live.due(0.0))
     assert sent[:-1] == [
@@ -68,7 +77,11 @@ def test_a_text_turn_message_by_message() -> None:
         {"serverContent": {"generationComplete": True}},
     ]
     assert sent[-1]["serverContent"] == {"turnComplete": True}
-    assert set(sent[-1]["usageMetadata"]) == {"promptTokenCount", "responseTokenCount", "totalTokenCount"}
+    assert set(sent[-1]["usageMetadata"]) == {
+        "promptTokenCount",
+        "responseTokenCount",
+        "totalTokenCount",
+    }
 
 
 def test_the_lifetime_goaway_then_deadline_expired() -> None:
@@ -87,7 +100,10 @@ def test_the_lifetime_goaway_then_deadline_expired() -> None:
         ({"clientContent": {"turnComplete": True}}, (1007, "The first message must be the setup.")),
         ({"setup": {}}, (1007, "Missing required field: setup.model")),
         ({"setup": {"model": "models/x"}, "clientContent": {}}, None),
-        ({"setup": {"sessionResumption": {"handle": "nope"}, "model": "m"}}, (1007, "Invalid session resumption handle.")),
+        (
+            {"setup": {"sessionResumption": {"handle": "nope"}, "model": "m"}},
+            (1007, "Invalid session resumption handle."),
+        ),
     ],
 )
 def test_bad_openings_close_1007(first: dict[str, Any], close: tuple[int, str] | None) -> None:
@@ -105,9 +121,20 @@ def test_bad_openings_close_1007(first: dict[str, Any], close: tuple[int, str] |
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerThread]:
     scenarios = [
-        {"match": {"contains": "weather", "tool_result": False}, "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "fc-1"}]}},
+        {
+            "match": {"contains": "weather", "tool_result": False},
+            "reply": {
+                "tool_calls": [
+                    {"name": "get_weather", "arguments": {"city": "Paris"}, "id": "fc-1"}
+                ]
+            },
+        },
         {"match": {"tool_result": True}, "reply": {"text": "It is sunny."}},
-        {"match": {"contains": "story"}, "reply": {"text": ["Once", " upon", " a", " time"]}, "timing": {"delay": 0.2}},
+        {
+            "match": {"contains": "story"},
+            "reply": {"text": ["Once", " upon", " a", " time"]},
+            "timing": {"delay": 0.2},
+        },
         {"match": {"model": SHORT}, "faults": {"expire_after": 1.0}},
     ]
     with ServerThread(Emulator(parse_scenarios(scenarios))) as running:
@@ -116,7 +143,9 @@ def server() -> Iterator[ServerThread]:
 
 def opened(server: ServerThread, **options: Any) -> AsyncConnection:
     options.setdefault("model", MODEL)
-    return connect("gemini_live", api_key="k", base_url=server.base_url + "/gemini", idle_timeout=10, **options)
+    return connect(
+        "gemini_live", api_key="k", base_url=server.base_url + "/gemini", idle_timeout=10, **options
+    )
 
 
 async def until_finish(conn: AsyncConnection, seen: list[Routed]) -> Finish:
@@ -129,12 +158,18 @@ async def until_finish(conn: AsyncConnection, seen: list[Routed]) -> Finish:
 
 def test_text_turn(server: ServerThread) -> None:
     result = asyncio.run(
-        text_turn("gemini_live", "Hello", model=MODEL, api_key="k", base_url=server.base_url + "/gemini")
+        text_turn(
+            "gemini_live", "Hello", model=MODEL, api_key="k", base_url=server.base_url + "/gemini"
+        )
     )
     assert (result.status, result.text) == ("completed", SAID)
     assert result.usage is not None
     assert (result.usage.input_tokens, result.usage.output_tokens) == (10, 19)
-    assert result.usage.raw == {"promptTokenCount": 10, "responseTokenCount": 19, "totalTokenCount": 29}
+    assert result.usage.raw == {
+        "promptTokenCount": 10,
+        "responseTokenCount": 19,
+        "totalTokenCount": 29,
+    }
 
 
 def test_a_spoken_turn_from_audio_with_transcriptions(server: ServerThread) -> None:
@@ -149,17 +184,24 @@ def test_a_spoken_turn_from_audio_with_transcriptions(server: ServerThread) -> N
 
     seen = asyncio.run(main())
     heard = "Emulated transcript of 1.00 s of audio."
-    assert [r.event for r in seen if r.stream == 0 and type(r.event) is TextDelta] == [TextDelta(index=0, delta=heard)]
+    assert [r.event for r in seen if r.stream == 0 and type(r.event) is TextDelta] == [
+        TextDelta(index=0, delta=heard)
+    ]
     said = f"Emulated reply from {MODEL}."  # (the spoken turn has no text)
     reply = [r.event for r in seen if r.stream == 1]
     starts = [e for e in reply if type(e) is BlockStart]
-    assert [(b.kind, b.media.sample_rate if b.media else None) for b in starts] == [("transcript", None), ("audio", 24000)]
+    assert [(b.kind, b.media.sample_rate if b.media else None) for b in starts] == [
+        ("transcript", None),
+        ("audio", 24000),
+    ]
     transcript = "".join(e.delta for e in reply if type(e) is TextDelta)
     audio = b"".join(base64.b64decode(e.delta) for e in reply if type(e) is DataDelta)
     assert transcript == said
     assert audio == tone(said, rate=24000)
     assert reply[-1] == Finish(
-        status="completed", reason=FinishReason(unified="stop"), usage=reply[-1].usage  # type: ignore[union-attr]
+        status="completed",
+        reason=FinishReason(unified="stop"),
+        usage=reply[-1].usage,  # type: ignore[union-attr]
     )
 
 
@@ -167,7 +209,13 @@ def test_a_tool_call_then_the_answer_in_the_same_turn(server: ServerThread) -> N
     async def main() -> list[Routed]:
         seen: list[Routed] = []
         async with opened(server) as conn:
-            tools = [{"functionDeclarations": [{"name": "get_weather", "parameters": {"type": "OBJECT"}}]}]
+            tools = [
+                {
+                    "functionDeclarations": [
+                        {"name": "get_weather", "parameters": {"type": "OBJECT"}}
+                    ]
+                }
+            ]
             await conn.configure(generationConfig={"responseModalities": ["TEXT"]}, tools=tools)
             await conn.send_text("What is the weather?")
             async for routed in conn:
@@ -175,7 +223,9 @@ def test_a_tool_call_then_the_answer_in_the_same_turn(server: ServerThread) -> N
                 if type(routed.event) is BlockStart and routed.event.kind == "tool_call":
                     break
             sent = await conn.tool_result("fc-1", {"temp": 21})
-            assert json.loads(sent[0])["toolResponse"]["functionResponses"][0]["name"] == "get_weather"
+            assert (
+                json.loads(sent[0])["toolResponse"]["functionResponses"][0]["name"] == "get_weather"
+            )
             await until_finish(conn, seen)
         return seen
 
@@ -201,7 +251,9 @@ def test_new_input_interrupts_the_reply(server: ServerThread) -> None:
         return seen
 
     seen = asyncio.run(main())
-    assert seen[-1].event == Finish(status="incomplete", reason=FinishReason(unified="cancelled", raw="interrupted"))
+    assert seen[-1].event == Finish(
+        status="incomplete", reason=FinishReason(unified="cancelled", raw="interrupted")
+    )
     assert [r.event.delta for r in seen if type(r.event) is TextDelta] == ["Once"]
 
 
@@ -212,7 +264,9 @@ def test_goaway_resumes_on_a_new_socket_once_the_old_one_closed(server: ServerTh
         seen: list[Routed] = []
         conn = opened(server, model=SHORT)
         async with conn:
-            await conn.configure(generationConfig={"responseModalities": ["TEXT"]}, resumption=True, transparent=True)
+            await conn.configure(
+                generationConfig={"responseModalities": ["TEXT"]}, resumption=True, transparent=True
+            )
             await conn.send_text("Please stay")
             await until_finish(conn, seen)
             async for routed in conn:  # the goAway, then the new socket
@@ -226,7 +280,15 @@ def test_goaway_resumes_on_a_new_socket_once_the_old_one_closed(server: ServerTh
     seen, conn = asyncio.run(main())
     assert conn.link.connections == 2
     going = [r.event for r in seen if type(r.event) is Lifetime]
-    assert going == [Lifetime(state="going_away", reason="goAway", max_duration=600.0, time_left=0.5, extra={"timeLeft": "0.5s"})]
+    assert going == [
+        Lifetime(
+            state="going_away",
+            reason="goAway",
+            max_duration=600.0,
+            time_left=0.5,
+            extra={"timeLeft": "0.5s"},
+        )
+    ]
     warning = next(r.event for r in seen if type(r.event) is StreamWarning)
     assert warning.code == "reconnect" and "going away" in warning.message
     handles = [r.event.handle for r in seen if type(r.event) is Resumption]
@@ -255,7 +317,7 @@ def test_resuming_a_session_still_open_is_refused(server: ServerThread) -> None:
             async with second:
                 await second.configure(sessionResumption={"handle": handle})
                 with pytest.raises(SocketClosed) as caught:
-                    async for routed in second:
+                    async for _routed in second:
                         pass
                 assert caught.value.code == 1011
 
@@ -265,7 +327,13 @@ def test_resuming_a_session_still_open_is_refused(server: ServerThread) -> None:
 def test_an_unknown_model_closes_1008(server: ServerThread) -> None:
     async def main() -> list[Routed]:
         seen: list[Routed] = []
-        async with connect("gemini_live", model="nope-1", api_key="k", base_url=server.base_url + "/gemini", reconnect=None) as conn:
+        async with connect(
+            "gemini_live",
+            model="nope-1",
+            api_key="k",
+            base_url=server.base_url + "/gemini",
+            reconnect=None,
+        ) as conn:
             await conn.send_text("Hello")
             with pytest.raises(SocketClosed) as caught:
                 async for routed in conn:
@@ -275,7 +343,11 @@ def test_an_unknown_model_closes_1008(server: ServerThread) -> None:
 
     seen = asyncio.run(main())
     errors = [r.event for r in seen if type(r.event) is ErrorEvent]
-    assert len(errors) == 1 and errors[0].error.kind == "permission" and "nope-1" in errors[0].error.message
+    assert (
+        len(errors) == 1
+        and errors[0].error.kind == "permission"
+        and "nope-1" in errors[0].error.message
+    )
 
 
 def test_ephemeral_tokens(server: ServerThread) -> None:
@@ -283,17 +355,32 @@ def test_ephemeral_tokens(server: ServerThread) -> None:
     assert httpx.post(mint, json={}).status_code == 401
     answer = httpx.post(
         mint,
-        json={"uses": 1, "bidiGenerateContentSetup": {"generationConfig": {"responseModalities": ["TEXT"]}}},
+        json={
+            "uses": 1,
+            "bidiGenerateContentSetup": {"generationConfig": {"responseModalities": ["TEXT"]}},
+        },
         headers={"x-goog-api-key": "k"},
     )
     assert answer.status_code == 200
     token = answer.json()
     assert token["name"].startswith("auth_tokens/") and token["uses"] == 1
     assert set(token) == {"name", "expireTime", "newSessionExpireTime", "uses"}
-    constrained = server.base_url.replace("http", "ws") + "/gemini/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateContentConstrained"
+    constrained = (
+        server.base_url.replace("http", "ws")
+        + "/gemini/ws/google.ai.generativelanguage.v1alpha.GenerativeService."
+        + "BidiGenerateContentConstrained"
+    )
 
     async def turn(**where: Any) -> Any:
-        return await text_turn("gemini_live", "Hello", model=MODEL, api_key="unused", url=constrained, reconnect=None, **where)
+        return await text_turn(
+            "gemini_live",
+            "Hello",
+            model=MODEL,
+            api_key="unused",
+            url=constrained,
+            reconnect=None,
+            **where,
+        )
 
     # The token locks the setup: text replies though the client asks for nothing.
     result = asyncio.run(turn(headers={"Authorization": f"Token {token['name']}"}))

@@ -43,6 +43,7 @@ from polystream.dialects import (
     match_route,
     routes_of,
 )
+from polystream.realtime import SOCKET_SPECS
 from polystream.scenario import (
     MAX_BODY_SIZE,
     Answer,
@@ -54,7 +55,6 @@ from polystream.scenario import (
     provider_of_path,
 )
 from polystream.server._inspect import mount_inspector
-from polystream.realtime import SOCKET_SPECS
 from polystream.server._ws_emulator import SOCKET_ENDPOINTS, TOKEN_MINTS, serve_socket
 from polystream.wire.multipart import FormError, decode_form, is_form
 

@@ -231,7 +231,7 @@ class SocketServer(abc.ABC):
         """The connection ends in ``time_left`` seconds (see :attr:`warn_before`)."""
         return []
 
-    def closed(self) -> None:
+    def closed(self) -> None:  # noqa: B027 (a hook: most servers keep nothing)
         """The connection ended (either side closed it)."""
 
     @abc.abstractmethod

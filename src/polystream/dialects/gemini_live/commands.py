@@ -113,11 +113,16 @@ class Commands(RealtimeSession):
         if realtime:
             out.append(self._message({"realtimeInput": {"text": text}}))
             return out
-        content = {"turns": [{"role": role, "parts": [{"text": text}]}], "turnComplete": turn_complete}
+        content = {
+            "turns": [{"role": role, "parts": [{"text": text}]}],
+            "turnComplete": turn_complete,
+        }
         out.append(self._message({"clientContent": content}))
         return out
 
-    def append_item(self, turns: Sequence[Mapping[str, Any]], *, turn_complete: bool = False) -> list[str]:
+    def append_item(
+        self, turns: Sequence[Mapping[str, Any]], *, turn_complete: bool = False
+    ) -> list[str]:
         """``clientContent`` of whole ``turns`` (``Content`` objects: ``role`` and
         ``parts``), added to the conversation."""
         out = self._first()
@@ -136,7 +141,10 @@ class Commands(RealtimeSession):
 
             audio = convert(audio, AudioFormat("pcm16", rate), PCM16_16K)
             rate = INPUT_RATE
-        blob = {"data": base64.b64encode(audio).decode("ascii"), "mimeType": f"audio/pcm;rate={rate}"}
+        blob = {
+            "data": base64.b64encode(audio).decode("ascii"),
+            "mimeType": f"audio/pcm;rate={rate}",
+        }
         out.append(self._message({"realtimeInput": {"audio": blob}}))
         return out
 

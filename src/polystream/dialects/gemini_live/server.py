@@ -98,7 +98,9 @@ def usage_metadata(usage: Usage | None) -> dict[str, Any]:
             total if total is not None else (usage.input_tokens or 0) + (usage.output_tokens or 0)
         )
     if usage.audio_output_tokens:
-        out["responseTokensDetails"] = [{"modality": "AUDIO", "tokenCount": usage.audio_output_tokens}]
+        out["responseTokensDetails"] = [
+            {"modality": "AUDIO", "tokenCount": usage.audio_output_tokens}
+        ]
     return out
 
 
@@ -285,7 +287,9 @@ class GeminiLiveServer(SocketServer):
     def speaks(self) -> bool:
         config = (self.setup or {}).get("generationConfig") or {}
         modalities = config.get("responseModalities") if isinstance(config, dict) else None
-        return not (isinstance(modalities, list) and [str(m).upper() for m in modalities] == ["TEXT"])
+        return not (
+            isinstance(modalities, list) and [str(m).upper() for m in modalities] == ["TEXT"]
+        )
 
     def remember(
         self, run: _Run, *, interrupted: bool = False, calls: list[dict[str, Any]] | None = None
@@ -338,7 +342,12 @@ class GeminiLiveServer(SocketServer):
         except ProtocolError as exc:
             return [Close(code=1007, reason=f"Invalid JSON payload: {exc.message}"[:120])]
         if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in CLIENT_KEYS:
-            return [Close(code=1007, reason="Invalid message: expected exactly one of " + ", ".join(CLIENT_KEYS))]
+            return [
+                Close(
+                    code=1007,
+                    reason="Invalid message: expected exactly one of " + ", ".join(CLIENT_KEYS),
+                )
+            ]
         self.count += 1
         key, body = next(iter(value.items()))
         if not isinstance(body, dict):
@@ -376,7 +385,9 @@ class GeminiLiveServer(SocketServer):
     ) -> str:
         # The service reports errors as close codes (see CLOSE_FOR); this is the
         # Google error body, for a caller that must write a message.
-        return dump_message({"error": {"code": status, "message": message, "status": code or "UNKNOWN"}})
+        return dump_message(
+            {"error": {"code": status, "message": message, "status": code or "UNKNOWN"}}
+        )
 
     def interrupt(self, run: ReplyRun, *, cancel: bool) -> list[Outbound]:
         if isinstance(run, _Run):
@@ -450,13 +461,13 @@ class GeminiLiveServer(SocketServer):
                 return []
             seconds = self._audio / 32000  # PCM16 at 16 kHz
             self._audio = 0
-            out: list[Outbound] = []
+            said: list[Outbound] = []
             if self.setup is not None and "inputAudioTranscription" in self.setup:
                 text = f"Emulated transcript of {seconds:.2f} s of audio."
                 heard = {"text": text, "finished": True}
-                out.append(dump_message({"serverContent": {"inputTranscription": heard}}))
+                said.append(dump_message({"serverContent": {"inputTranscription": heard}}))
             self.history.append({"role": "user", "parts": [{"text": ""}]})
-            return out + self._ask()
+            return said + self._ask()
         return []
 
     def _on_tool_response(self, body: dict[str, Any]) -> list[Outbound]:

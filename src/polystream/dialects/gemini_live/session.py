@@ -192,7 +192,7 @@ class GeminiLiveSession(Commands):
     def _emit(self, event: RealtimeEvent, out: list[Routed], stream: int = 0) -> None:
         out.append(Routed(event=event, stream=stream))
 
-    def _on_setupComplete(self, value: dict[str, Any], out: list[Routed]) -> None:  # noqa: N802
+    def _on_setupComplete(self, value: dict[str, Any], out: list[Routed]) -> None:
         sid = value.get("sessionId")
         self.session_id = sid if isinstance(sid, str) else None
         self._emit(
@@ -207,7 +207,7 @@ class GeminiLiveSession(Commands):
             out,
         )
 
-    def _on_goAway(self, value: dict[str, Any], out: list[Routed]) -> None:  # noqa: N802
+    def _on_goAway(self, value: dict[str, Any], out: list[Routed]) -> None:
         self._emit(
             Lifetime(
                 state="going_away",
@@ -219,9 +219,7 @@ class GeminiLiveSession(Commands):
             out,
         )
 
-    def _on_sessionResumptionUpdate(  # noqa: N802
-        self, value: dict[str, Any], out: list[Routed]
-    ) -> None:
+    def _on_sessionResumptionUpdate(self, value: dict[str, Any], out: list[Routed]) -> None:
         handle = value.get("newHandle")
         handle = handle if isinstance(handle, str) and handle else None
         resumable = value.get("resumable") is True
@@ -231,34 +229,30 @@ class GeminiLiveSession(Commands):
         last = int(index) if isinstance(index, int | str) and str(index).isdigit() else None
         self._emit(Resumption(handle=handle, resumable=resumable, last_consumed=last), out)
 
-    def _on_voiceActivityDetectionSignal(  # noqa: N802
-        self, value: dict[str, Any], out: list[Routed]
-    ) -> None:
+    def _on_voiceActivityDetectionSignal(self, value: dict[str, Any], out: list[Routed]) -> None:
         state = _SPEECH.get(value.get("vadSignalType"))  # type: ignore[arg-type]
         if state is not None:
             self._emit(Speech(state=state), out)  # type: ignore[arg-type]
 
-    def _on_voiceActivity(self, value: dict[str, Any], out: list[Routed]) -> None:  # noqa: N802
+    def _on_voiceActivity(self, value: dict[str, Any], out: list[Routed]) -> None:
         state = _SPEECH.get(value.get("voiceActivityType"))  # type: ignore[arg-type]
         if state is not None:
             offset = seconds_of(value.get("audioOffset"))
             start = round(offset * 1000) if offset is not None else None
             self._emit(Speech(state=state, start_ms=start), out)  # type: ignore[arg-type]
 
-    def _on_usageMetadata(self, value: dict[str, Any], out: list[Routed]) -> None:  # noqa: N802
+    def _on_usageMetadata(self, value: dict[str, Any], out: list[Routed]) -> None:
         usage = usage_of(value)
         turn = self._turn
         if turn is not None:
             turn.usage = usage if turn.usage is None else turn.usage.merged(usage)
         self._emit(UsageUpdate(usage=usage), out, turn.stream if turn is not None else 0)
 
-    def _on_toolCallCancellation(  # noqa: N802
-        self, value: dict[str, Any], out: list[Routed]
-    ) -> None:
+    def _on_toolCallCancellation(self, value: dict[str, Any], out: list[Routed]) -> None:
         stream = self._turn.stream if self._turn is not None else 0
         self._emit(Metadata(name="tool_call_cancellation", value=value), out, stream)
 
-    def _on_toolCall(self, value: dict[str, Any], out: list[Routed]) -> None:  # noqa: N802
+    def _on_toolCall(self, value: dict[str, Any], out: list[Routed]) -> None:
         calls = value.get("functionCalls")
         if not isinstance(calls, list):
             raise RemoteProtocolError("toolCall.functionCalls is not a list")
@@ -274,11 +268,13 @@ class GeminiLiveSession(Commands):
                 self._remember(ident, name)
             index = self._block(turn, "tool_call", out, id=ident, call_id=ident, name=name)
             args = call.get("args", {})
-            self._emit(ToolInputDelta(index=index, delta=_ENCODE.encode(args).decode()), out, turn.stream)
+            self._emit(
+                ToolInputDelta(index=index, delta=_ENCODE.encode(args).decode()), out, turn.stream
+            )
             self._emit(BlockEnd(index=index), out, turn.stream)
         turn.tool_calls = bool(calls)
 
-    def _on_serverContent(self, value: dict[str, Any], out: list[Routed]) -> None:  # noqa: N802
+    def _on_serverContent(self, value: dict[str, Any], out: list[Routed]) -> None:
         for key, field in value.items():
             if key not in _CONTENT_KEYS:
                 raw = _ENCODE.encode(field).decode()
@@ -310,7 +306,10 @@ class GeminiLiveSession(Commands):
                 turn.transcript = self._new_index(turn)
                 self._emit(BlockStart(index=turn.transcript, kind="transcript"), out, turn.stream)
             self._emit(TextDelta(index=turn.transcript, delta=said["text"]), out, turn.stream)
-        for key, name in (("groundingMetadata", "grounding"), ("urlContextMetadata", "url_context")):
+        for key, name in (
+            ("groundingMetadata", "grounding"),
+            ("urlContextMetadata", "url_context"),
+        ):
             if isinstance(value.get(key), dict):
                 turn = self._running(out)
                 self._emit(Metadata(name=name, value=value[key]), out, turn.stream)
@@ -329,19 +328,20 @@ class GeminiLiveSession(Commands):
                 self._emit(StatusUpdate(status="interrupted"), out)
         if value.get("turnComplete") is True:
             self._end_heard(out)
-            extra = {
-                key: value[key] for key in ("turnCompleteReason", "interactionStatus") if key in value
+            extra: dict[str, Any] = {
+                key: value[key]
+                for key in ("turnCompleteReason", "interactionStatus")
+                if key in value
             }
             if self._turn is not None:
                 self._finish(
                     self._turn, out, reason=value.get("turnCompleteReason"), extra=extra or None
                 )
+            elif not self._interrupted:
+                # A turn without content (a reply with nothing to say).
+                self._finish(self._running(out), out, reason=value.get("turnCompleteReason"))
             else:
-                if not self._interrupted:
-                    # A turn without content (a reply with nothing to say).
-                    self._finish(self._running(out), out, reason=value.get("turnCompleteReason"))
-                else:
-                    self._emit(StatusUpdate(status="turn_complete", extra=extra or None), out)
+                self._emit(StatusUpdate(status="turn_complete", extra=extra or None), out)
             self._interrupted = False
 
     # -- the parts of a model turn -------------------------------------------------------
