@@ -253,9 +253,11 @@ class GeminiLiveSession(Commands):
         self._emit(Metadata(name="tool_call_cancellation", value=value), out, stream)
 
     def _on_toolCall(self, value: dict[str, Any], out: list[Routed]) -> None:
-        calls = value.get("functionCalls")
+        calls = value.get("functionCalls", [])
         if not isinstance(calls, list):
             raise RemoteProtocolError("toolCall.functionCalls is not a list")
+        if not calls:
+            return
         turn = self._running(out)
         self._end_block(turn, out)
         for call in calls:

@@ -15,6 +15,7 @@ from polystream.events import FinishReason, FinishStatus, UnifiedFinishReason, U
 __all__ = [
     "CLIENT_KEYS",
     "CLOSE_ERRORS",
+    "FINISH_REASONS",
     "SERVER_KEYS",
     "finish_of",
     "seconds_of",
@@ -45,30 +46,58 @@ CLOSE_ERRORS: Final[dict[int, tuple[str, bool]]] = {
 }
 """The close codes that report an error: code -> (unified kind, retryable)."""
 
-_REASONS: Final[dict[str, UnifiedFinishReason]] = {
+_FILTERED: Final = (
+    "BLOCKLIST",
+    "GENERATED_AUDIO_SAFETY",
+    "GENERATED_CONTENT_BLOCKLIST",
+    "GENERATED_CONTENT_PROHIBITED",
+    "GENERATED_CONTENT_SAFETY",
+    "GENERATED_IMAGE_CELEBRITY",
+    "GENERATED_IMAGE_IDENTIFIABLE_PEOPLE",
+    "GENERATED_IMAGE_MINORS",
+    "GENERATED_IMAGE_PROHIBITED",
+    "GENERATED_IMAGE_PROMINENT_PEOPLE_DETECTED_BY_REWRITER",
+    "GENERATED_IMAGE_SAFETY",
+    "GENERATED_OTHER",
+    "GENERATED_VIDEO_SAFETY",
+    "IMAGE_PROHIBITED_INPUT_CONTENT",
+    "INPUT_IMAGE_CELEBRITY",
+    "INPUT_IMAGE_PHOTO_REALISTIC_CHILD_PROHIBITED",
+    "INPUT_IP_PROHIBITED",
+    "INPUT_OTHER",
+    "INPUT_TEXT_CONTAIN_PROMINENT_PERSON_PROHIBITED",
+    "INPUT_TEXT_NCII_PROHIBITED",
+    "OUTPUT_IMAGE_IP_PROHIBITED",
+    "PROHIBITED_INPUT_CONTENT",
+    "UNSAFE_PROMPT_FOR_IMAGE_GENERATION",
+)
+
+FINISH_REASONS: Final[dict[str, UnifiedFinishReason]] = {
     "TURN_COMPLETE_REASON_UNSPECIFIED": "stop",
     "MALFORMED_FUNCTION_CALL": "error",
     "RESPONSE_REJECTED": "refusal",
     "NEED_MORE_INPUT": "other",
+    "MAX_REGENERATION_REACHED": "other",
+    **dict.fromkeys(_FILTERED, "content_filter"),
 }
+"""``turnCompleteReason`` -> unified reason (every value google-genai's
+``TurnCompleteReason`` lists; any other is ``other``)."""
 
 
 def finish_of(
     reason: Any, *, tool_calls: bool, interrupted: bool = False
 ) -> tuple[FinishStatus, FinishReason]:
     """The finish of a model turn: its ``turnCompleteReason`` (absent: ``stop``, or
-    ``tool_calls`` when the turn ended on tool calls); an interrupted turn is
-    ``cancelled``. Blocked input or output (``*_PROHIBITED*``, ``*_SAFETY``,
-    ``BLOCKLIST``, ``INPUT_*``) is ``content_filter``; any other value ``other``."""
+    ``tool_calls`` when the turn ended on tool calls), mapped by
+    :data:`FINISH_REASONS`; an interrupted turn is ``cancelled``. A turn that stopped
+    for any reason other than ``stop`` is ``incomplete`` (``failed`` for a malformed
+    function call)."""
     raw = reason if isinstance(reason, str) else None
     if interrupted:
         return "incomplete", FinishReason(unified="cancelled", raw=raw or "interrupted")
     if raw is None:
         return "completed", FinishReason(unified="tool_calls" if tool_calls else "stop")
-    unified = _REASONS.get(raw)
-    if unified is None:
-        blocked = "PROHIBITED" in raw or "SAFETY" in raw or raw.startswith(("INPUT_", "BLOCKLIST"))
-        unified = "content_filter" if blocked else "other"
+    unified = FINISH_REASONS.get(raw, "other")
     status: FinishStatus = "completed" if unified == "stop" else "incomplete"
     if unified == "error":
         status = "failed"
