@@ -393,3 +393,42 @@ def test_ephemeral_tokens(server: ServerThread) -> None:
         refused = asyncio.run(turn(query={"access_token": name}))
         assert (refused.status, refused.finish_reason.raw) == ("failed", "1008")
         assert [(e.kind, e.message) for e in refused.errors] == [("permission", message)]
+
+
+def test_snake_case_fields_are_read_as_the_service_reads_them() -> None:
+    # google-genai writes the top-level keys in snake case ({"client_content": ...}).
+    live = emulation([{"reply": {"text": ["Hi"]}}])
+    live.receive(
+        json.dumps(
+            {
+                "setup": {
+                    "model": f"models/{MODEL}",
+                    "generation_config": {"response_modalities": ["TEXT"]},
+                }
+            }
+        ),
+        0.0,
+    )
+    live.due(0.0)
+    turn = {
+        "client_content": {
+            "turns": [{"role": "user", "parts": [{"text": "Hello"}]}],
+            "turn_complete": True,
+        }
+    }
+    live.receive(json.dumps(turn), 0.0)
+    assert texts(live.due(0.0))[0] == {"serverContent": {"modelTurn": {"parts": [{"text": "Hi"}]}}}
+
+
+def test_every_api_version_is_served() -> None:
+    from polystream.server._ws_emulator import SOCKET_ENDPOINTS, TOKEN_ENDPOINTS
+
+    base = "/gemini/ws/google.ai.generativelanguage."
+    served = sorted(path for path, family in SOCKET_ENDPOINTS.items() if family == "gemini_live")
+    assert served == [
+        base + "v1.GenerativeService.BidiGenerateContent",
+        base + "v1alpha.GenerativeService.BidiGenerateContent",
+        base + "v1alpha.GenerativeService.BidiGenerateContentConstrained",
+        base + "v1beta.GenerativeService.BidiGenerateContent",
+    ]
+    assert TOKEN_ENDPOINTS == {base + "v1alpha.GenerativeService.BidiGenerateContentConstrained"}

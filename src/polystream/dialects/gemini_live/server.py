@@ -341,6 +341,8 @@ class GeminiLiveServer(SocketServer):
             value = self._reader.read(message).value
         except ProtocolError as exc:
             return [Close(code=1007, reason=f"Invalid JSON payload: {exc.message}"[:120])]
+        if isinstance(value, dict):
+            value = normalized(value)
         if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in CLIENT_KEYS:
             return [
                 Close(
@@ -521,6 +523,39 @@ class GeminiLiveServer(SocketServer):
         run = _Run(self, answer.events, answer.tag)
         self._run = run
         return [run]
+
+
+def _camel(name: str) -> str:
+    """A proto field's JSON name (``client_content`` -> ``clientContent``): the service
+    reads both, as every proto3 JSON parser does (google-genai sends the top-level keys
+    in snake case)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _fields(value: Any) -> Any:
+    """An object's keys in camel case (one level: not the values)."""
+    if not isinstance(value, dict):
+        return value
+    return {_camel(key): field for key, field in value.items()}
+
+
+def normalized(message: dict[str, Any]) -> dict[str, Any]:
+    """A client message with the fields the server reads in camel case: its key, its
+    body's fields, the setup's ``generationConfig`` and ``sessionResumption`` fields,
+    each function response's fields (never a free-form value: a response, arguments)."""
+    out: dict[str, Any] = {}
+    for key, body in message.items():
+        body = _fields(body)
+        if isinstance(body, dict):
+            for inner in ("generationConfig", "sessionResumption"):
+                if inner in body:
+                    body[inner] = _fields(body[inner])
+            responses = body.get("functionResponses")
+            if isinstance(responses, list):
+                body["functionResponses"] = [_fields(entry) for entry in responses]
+        out[_camel(key)] = body
+    return out
 
 
 def _tool_names(tools: Any) -> tuple[str, ...]:

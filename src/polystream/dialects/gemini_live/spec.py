@@ -3,7 +3,7 @@
 
 The Gemini Developer API serves the Live API at
 ``wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.<version>.
-GenerativeService.BidiGenerateContent`` (``v1beta``, or ``v1alpha``), the key in the
+GenerativeService.BidiGenerateContent`` (``v1beta``, ``v1alpha`` or ``v1``), the key in the
 ``x-goog-api-key`` header (or ``?key=``). An ephemeral token (``auth_tokens/...``, minted
 by ``POST /v1alpha/auth_tokens``) opens the constrained method
 ``...v1alpha.GenerativeService.BidiGenerateContentConstrained`` instead, presented as
@@ -42,7 +42,10 @@ SPEC = SocketSpec(
     setup_once=True,
     text_config={"generationConfig": {"responseModalities": ["TEXT"]}},
     emulated=True,
-    also_urls=(_WS + "v1alpha.GenerativeService.BidiGenerateContent",),
+    also_urls=(
+        _WS + "v1alpha.GenerativeService.BidiGenerateContent",
+        _WS + "v1.GenerativeService.BidiGenerateContent",
+    ),
     token_url=_WS + "v1alpha.GenerativeService.BidiGenerateContentConstrained",
     token_auth=AuthSpec("authorization", accepts=("authorization", "?access_token")),
     token_path="/v1alpha/auth_tokens",
