@@ -431,4 +431,4 @@ def test_every_api_version_is_served() -> None:
         base + "v1alpha.GenerativeService.BidiGenerateContentConstrained",
         base + "v1beta.GenerativeService.BidiGenerateContent",
     ]
-    assert TOKEN_ENDPOINTS == {base + "v1alpha.GenerativeService.BidiGenerateContentConstrained"}
+    assert {base + "v1alpha.GenerativeService.BidiGenerateContentConstrained"} == TOKEN_ENDPOINTS
