@@ -101,7 +101,7 @@ def test_the_lifetime_goaway_then_deadline_expired() -> None:
         ({"setup": {}}, (1007, "Missing required field: setup.model")),
         ({"setup": {"model": "models/x"}, "clientContent": {}}, None),
         (
-            {"setup": {"sessionResumption": {"handle": "nope"}, "model": "m"}},
+            {"setup": {"sessionResumption": {"handle": "nope"}, "model": MODEL}},
             (1007, "Invalid session resumption handle."),
         ),
     ],
@@ -432,3 +432,16 @@ def test_every_api_version_is_served() -> None:
         base + "v1beta.GenerativeService.BidiGenerateContent",
     ]
     assert {base + "v1alpha.GenerativeService.BidiGenerateContentConstrained"} == TOKEN_ENDPOINTS
+
+
+def test_a_setup_naming_an_unknown_model_is_refused_at_once() -> None:
+    live = emulation()
+    live.receive(json.dumps({"setup": {"model": "models/nope-1"}}), 0.0)
+    assert texts(live.due(0.0)) == [
+        (
+            "close",
+            1008,
+            "models/nope-1 is not found for API version v1beta, or is not supported for this "
+            "method.",
+        )
+    ]

@@ -228,10 +228,17 @@ class SocketEmulation:
         """A client message arrived at ``now``."""
         if self.closed:
             return
-        self._take(self.server.receive(message), now)
-        if self._lifetime_pending and self.server.configured_model:
+        answer = self.server.receive(message)
+        model = self.server.configured_model
+        if self._lifetime_pending and model:
             self._lifetime_pending = False
-            self._lifetime(self.server.configured_model, now)
+            if not self.emulator.model_known(model, self.spec.provider):
+                # Refused as the setup is read: the close says why (no message).
+                shape = PROVIDERS[self.spec.provider].error_shape
+                self._close(REFUSED_CLOSE, unknown_model_message(shape, model))
+                return
+            self._lifetime(model, now)
+        self._take(answer, now)
         self._sweep(now, self._out)
 
     def due(self, now: float) -> list[Send]:

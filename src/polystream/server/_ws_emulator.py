@@ -142,7 +142,7 @@ async def serve_socket(websocket: WebSocket, emulator: Emulator, stats: Any) -> 
         while True:
             for send in emulation.due(loop.time() - opened):
                 if send.text is None:
-                    await websocket.close(send.close or 1000, send.reason)
+                    await websocket.close(send.close or 1000, _reason(send.reason))
                     return
                 if isinstance(send.text, bytes):
                     await websocket.send_bytes(send.text)
@@ -167,6 +167,12 @@ async def serve_socket(websocket: WebSocket, emulator: Emulator, stats: Any) -> 
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reader
+
+
+def _reason(text: str) -> str:
+    """A close reason within the 123 bytes a close frame holds (cut at a character)."""
+    data = text.encode("utf-8")
+    return text if len(data) <= 123 else data[:123].decode("utf-8", "ignore")
 
 
 async def _read(websocket: WebSocket, inbox: asyncio.Queue[str | bytes | None]) -> None:
