@@ -444,3 +444,31 @@ def test_resumption_without_transparency_resends_what_followed_the_update() -> N
     (two,) = live.send_text("two")
     record.sent(two)
     assert record.replay()[1:] == [two]
+
+
+def test_one_message_or_several_give_the_same_turn() -> None:
+    # The server may put a turn's content and its end in one message, or spread them.
+    apart = [
+        '{"serverContent":{"modelTurn":{"parts":[{"text":"Hel"}]}}}',
+        '{"serverContent":{"modelTurn":{"parts":[{"text":"lo"}]}}}',
+        '{"serverContent":{"generationComplete":true}}',
+        '{"usageMetadata":{"totalTokenCount":3}}',
+        '{"serverContent":{"turnComplete":true}}',
+    ]
+    together = [
+        '{"serverContent":{"modelTurn":{"parts":[{"text":"Hel"},{"text":"lo"}]},'
+        '"generationComplete":true,"turnComplete":true},"usageMetadata":{"totalTokenCount":3}}'
+    ]
+    usage = Usage(total_tokens=3, raw={"totalTokenCount": 3})
+    expected = [
+        (1, START),
+        (1, BlockStart(index=0, kind="text")),
+        (1, TextDelta(index=0, delta="Hel")),
+        (1, TextDelta(index=0, delta="lo")),
+        (1, StatusUpdate(status="generation_complete")),
+        (1, UsageUpdate(usage=usage)),
+        (1, BlockEnd(index=0)),
+        (1, Finish(status="completed", reason=FinishReason(unified="stop"), usage=usage)),
+    ]
+    assert [(r.stream, r.event) for r in run(session(), apart)] == expected
+    assert [(r.stream, r.event) for r in run(session(), together)] == expected

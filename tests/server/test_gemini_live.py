@@ -445,3 +445,17 @@ def test_a_setup_naming_an_unknown_model_is_refused_at_once() -> None:
             "method.",
         )
     ]
+
+
+def test_the_sync_client(server: ServerThread) -> None:
+    from polystream.realtime import text_turn_sync
+
+    result = text_turn_sync(
+        "gemini_live",
+        "Hello",
+        model=MODEL,
+        api_key="k",
+        base_url=server.base_url + "/gemini",
+        instructions="Be brief.",
+    )
+    assert (result.status, result.text) == ("completed", SAID)

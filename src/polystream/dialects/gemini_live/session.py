@@ -2,8 +2,9 @@
 client's written by the commands (:mod:`.commands`).
 
 A server message has no ``type``: it is an object of one or more keys
-(:data:`~.wire.SERVER_KEYS`), read in order; its kind (the ``Raw`` event's name) is its
-first key. Text and binary frames both hold JSON. Each model turn (from its first
+(:data:`~.wire.SERVER_KEYS`), read in a fixed order (a ``usageMetadata`` beside a
+``turnComplete`` is read before it, so that the ``Finish`` carries it); its kind (the
+``Raw`` event's name) is its first key. Text and binary frames both hold JSON. Each model turn (from its first
 content to ``turnComplete``) is an ordinary unified stream:
 
 * ``serverContent.modelTurn.parts``: ``text`` -> a ``text`` block, a ``thought`` part
@@ -108,8 +109,8 @@ _CONTENT_KEYS: Final = frozenset(
 )
 _ORDER: Final = (
     "setupComplete",
-    "usageMetadata",  # before a turnComplete beside it: the Finish carries it
-    "serverContent",
+    "serverContent",  # (a usageMetadata beside it is read before its turnComplete)
+    "usageMetadata",
     "toolCall",
     "toolCallCancellation",
     "voiceActivityDetectionSignal",
@@ -165,6 +166,7 @@ class GeminiLiveSession(Commands):
         self._turn: _Turn | None = None
         self._interrupted = False  # the last turn was interrupted (its turnComplete is due)
         self._heard: int | None = None  # stream 0's open input transcript block
+        self._beside: dict[str, Any] | None = None  # the message's usageMetadata, unread
         self._blocks = 0  # stream 0's block indexes
 
     # -- reading -----------------------------------------------------------------------
@@ -178,8 +180,10 @@ class GeminiLiveSession(Commands):
         self, read: WSMessage, payload: dict[str, Any], kind: str, out: list[Routed]
     ) -> None:
         unknown = any(key not in SERVER_KEYS for key in payload)
+        beside = payload.get("usageMetadata")
+        self._beside = beside if isinstance(beside, dict) else None
         for key in _ORDER:
-            if key not in payload:
+            if key not in payload or (key == "usageMetadata" and self._beside is None):
                 continue
             value = payload[key]
             if not isinstance(value, dict):
@@ -329,6 +333,9 @@ class GeminiLiveSession(Commands):
             else:
                 self._emit(StatusUpdate(status="interrupted"), out)
         if value.get("turnComplete") is True:
+            if self._beside is not None:  # the turn's usage, in the same message
+                self._on_usageMetadata(self._beside, out)
+                self._beside = None
             self._end_heard(out)
             extra: dict[str, Any] = {
                 key: value[key]
