@@ -4,8 +4,8 @@ client's written by the commands (:mod:`.commands`).
 A server message has no ``type``: it is an object of one or more keys
 (:data:`~.wire.SERVER_KEYS`), read in a fixed order (a ``usageMetadata`` beside a
 ``turnComplete`` is read before it, so that the ``Finish`` carries it); its kind (the
-``Raw`` event's name) is its first key. Text and binary frames both hold JSON. Each model turn (from its first
-content to ``turnComplete``) is an ordinary unified stream:
+``Raw`` event's name) is its first key. Text and binary frames both hold JSON. Each
+model turn (from its first content to ``turnComplete``) is an ordinary unified stream:
 
 * ``serverContent.modelTurn.parts``: ``text`` -> a ``text`` block, a ``thought`` part
   -> a ``reasoning`` block, ``inlineData`` -> an ``audio`` block (its format from the
