@@ -459,3 +459,24 @@ def test_the_sync_client(server: ServerThread) -> None:
         instructions="Be brief.",
     )
     assert (result.status, result.text) == ("completed", SAID)
+
+
+def test_an_interrupted_reply_ends_before_the_next_begins() -> None:
+    live = emulation([{"reply": {"text": ["a", "b", "c"]}, "timing": {"delay": 1.0}}])
+    live.receive(json.dumps(SETUP), 0.0)
+    live.due(0.0)
+    turn = {
+        "clientContent": {
+            "turns": [{"role": "user", "parts": [{"text": "Hi"}]}],
+            "turnComplete": True,
+        }
+    }
+    live.receive(json.dumps(turn), 0.0)
+    assert texts(live.due(0.0)) == [{"serverContent": {"modelTurn": {"parts": [{"text": "a"}]}}}]
+    live.receive(json.dumps(turn), 0.5)  # new input while the reply runs
+    sent = texts(live.due(0.5))
+    assert sent[:3] == [
+        {"serverContent": {"interrupted": True}},
+        {"serverContent": {"turnComplete": True}},
+        {"serverContent": {"modelTurn": {"parts": [{"text": "a"}]}}},
+    ]

@@ -129,7 +129,10 @@ class _Running:
         self.sent += 1
         if message.audio:
             self.audio += 1
-        self.at = self._time_of(self.sent, message, self.at)
+        then = self.at
+        self.at = self._time_of(self.sent, message, then)
+        if self.run.urgent:
+            self.at = then
 
 
 class SocketEmulation:
@@ -238,6 +241,9 @@ class SocketEmulation:
                 self._close(REFUSED_CLOSE, unknown_model_message(shape, model))
                 return
             self._lifetime(model, now)
+        for entry in self._runs:
+            if entry.run.urgent:
+                entry.at = min(entry.at, now)
         self._take(answer, now)
         self._sweep(now, self._out)
 

@@ -150,6 +150,12 @@ class ReplyRun(abc.ABC):
     def fail(self, error: ErrorInfo) -> None:
         """End it failed: its next messages are the failure's, then it is done."""
 
+    @property
+    def urgent(self) -> bool:
+        """Its next messages are due at once, whatever its timing (a reply that was
+        cut: what says so goes before anything that follows)."""
+        return False
+
 
 class Close(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The server closes the connection (a family that reports its errors as close

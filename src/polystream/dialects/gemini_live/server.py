@@ -114,6 +114,7 @@ class _Run(ReplyRun):
         self._events = iter(events)
         self._queue: list[Message] = []
         self._ended = False
+        self._cut = False
         self._kinds: dict[int, str] = {}
         self._args: dict[int, list[str]] = {}
         self._calls: list[dict[str, Any]] = []
@@ -140,10 +141,15 @@ class _Run(ReplyRun):
             self._queue.append(Message(text="", close=code, reason=error.message[:120]))
             self._ended = True
 
+    @property
+    def urgent(self) -> bool:
+        return self._cut and bool(self._queue)
+
     def interrupt(self) -> None:
-        """The user spoke over it: ``interrupted``, then ``turnComplete``."""
+        """The user spoke over it: ``interrupted``, then ``turnComplete`` (at once)."""
         if self._ended:
             return
+        self._cut = True
         self._queue.clear()
         self._send({"serverContent": {"interrupted": True}})
         self._send({"serverContent": {"turnComplete": True}})
