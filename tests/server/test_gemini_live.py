@@ -29,7 +29,7 @@ from polystream.events import (
     StreamWarning,
     TextDelta,
 )
-from polystream.realtime import AsyncConnection, Routed, connect, text_turn
+from polystream.realtime import AsyncConnection, Endpoint, Routed, connect, endpoint, text_turn
 from polystream.scenario import Emulator, parse_scenarios
 from polystream.scenario._media import tone
 from polystream.scenario._sockets import Send, SocketEmulation
@@ -385,6 +385,25 @@ def test_ephemeral_tokens(server: ServerThread) -> None:
     # The token locks the setup: text replies though the client asks for nothing.
     result = asyncio.run(turn(headers={"Authorization": f"Token {token['name']}"}))
     assert (result.status, result.text) == ("completed", SAID)
+    # A token given as the key goes to the constrained endpoint by itself.
+    again = httpx.post(mint, json={"uses": 0}, headers={"x-goog-api-key": "k"}).json()["name"]
+    assert endpoint("gemini_live", api_key=again, base_url="http://h/gemini") == Endpoint(
+        url="ws://h/gemini/ws/google.ai.generativelanguage.v1alpha.GenerativeService."
+        "BidiGenerateContentConstrained",
+        headers={"authorization": f"Token {again}"},
+        request_id_header="x-request-id",
+    )
+    for _ in range(2):  # (uses 0: unlimited)
+        result = asyncio.run(
+            text_turn(
+                "gemini_live",
+                "Hello",
+                model=MODEL,
+                api_key=again,
+                base_url=server.base_url + "/gemini",
+            )
+        )
+        assert (result.status, result.text) == ("completed", SAID)
     # One use only; then the close 1008 answers the turn (a refusal, before any reply).
     for name, message in [
         (token["name"], "The ephemeral token has no uses left."),

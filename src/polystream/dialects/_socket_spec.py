@@ -77,6 +77,8 @@ class SocketSpec:
         token_scheme: The scheme word before the token in :attr:`token_auth`'s header.
         token_path: The HTTP path (``POST``) that mints ephemeral tokens, under the
             provider's prefix.
+        token_prefix: How an ephemeral token begins: a client given one as its key
+            connects to :attr:`token_url` and presents it there.
     """
 
     name: str
@@ -102,6 +104,7 @@ class SocketSpec:
     token_auth: AuthSpec | None = None
     token_scheme: str = "Token"
     token_path: str | None = None
+    token_prefix: str | None = None
 
     @property
     def path(self) -> str:

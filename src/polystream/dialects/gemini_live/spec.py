@@ -49,4 +49,5 @@ SPEC = SocketSpec(
     token_url=_WS + "v1alpha.GenerativeService.BidiGenerateContentConstrained",
     token_auth=AuthSpec("authorization", accepts=("authorization", "?access_token")),
     token_path="/v1alpha/auth_tokens",
+    token_prefix="auth_tokens/",
 )
