@@ -499,3 +499,42 @@ def test_an_interrupted_reply_ends_before_the_next_begins() -> None:
         {"serverContent": {"turnComplete": True}},
         {"serverContent": {"modelTurn": {"parts": [{"text": "a"}]}}},
     ]
+
+
+ASK = {
+    "clientContent": {"turns": [{"role": "user", "parts": [{"text": "Hi"}]}], "turnComplete": True}
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "code"),
+    [("overloaded", 1013), ("server", 1011), ("quota", 1008), ("invalid_request", 1007)],
+)
+def test_a_failing_reply_closes_the_socket(kind: str, code: int) -> None:
+    live = emulation(
+        [
+            {
+                "reply": {"text": ["a", "b"]},
+                "faults": {"error": {"after": 1, "kind": kind, "message": "Nope."}},
+            }
+        ]
+    )
+    live.receive(json.dumps(SETUP), 0.0)
+    live.due(0.0)
+    live.receive(json.dumps(ASK), 0.0)
+    assert texts(live.due(0.0)) == [
+        {"serverContent": {"modelTurn": {"parts": [{"text": "a"}]}}},
+        ("close", code, "Nope."),
+    ]
+
+
+def test_the_interrupt_fault() -> None:
+    live = emulation([{"reply": {"text": ["a", "b"]}, "faults": {"interrupt": {"after": 1}}}])
+    live.receive(json.dumps(SETUP), 0.0)
+    live.due(0.0)
+    live.receive(json.dumps(ASK), 0.0)
+    assert texts(live.due(0.0)) == [
+        {"serverContent": {"modelTurn": {"parts": [{"text": "a"}]}}},
+        {"serverContent": {"interrupted": True}},
+        {"serverContent": {"turnComplete": True}},
+    ]

@@ -27,6 +27,9 @@ connection.
 * The lifetime (the scenario's ``expire_after``): ``goAway`` with the ``timeLeft``
   :data:`WARN_SECONDS` before the end (at most half the lifetime), then a close 1011
   ``Deadline expired``.
+* A reply that fails (the scenario's ``error``) closes the socket: 1013 for
+  ``overloaded``, 1011 for a server error, a timeout or a rate limit, 1008 for a
+  refused key or quota, 1007 otherwise, the error's message as the reason.
 * The constrained endpoint takes an ephemeral token (:mod:`.tokens`): an unknown,
   expired or used-up token closes 1008; the token's ``bidiGenerateContentSetup``
   fields override the setup's.
@@ -79,6 +82,16 @@ CLOSE_FOR: Final[dict[int, int]] = {400: 1007, 401: 1008, 403: 1008, 404: 1008, 
 """HTTP status of a failure -> the close code that reports it (any other: 1011)."""
 
 _OUT_MIME: Final = "audio/pcm;rate=24000"
+_CLOSE_KINDS: Final[dict[str, int]] = {
+    "overloaded": 1013,
+    "server": 1011,
+    "timeout": 1011,
+    "rate_limit": 1011,
+    "authentication": 1008,
+    "permission": 1008,
+    "quota": 1008,
+}
+"""The unified kind of a reply's failure -> its close code (any other: 1007)."""
 
 
 def usage_metadata(usage: Usage | None) -> dict[str, Any]:
@@ -137,7 +150,7 @@ class _Run(ReplyRun):
     def fail(self, error: ErrorInfo) -> None:
         if not self._ended:
             self._queue.clear()
-            code = 1011 if error.retryable or error.kind in ("server", "overloaded") else 1007
+            code = _CLOSE_KINDS.get(error.kind, 1007)
             self._queue.append(Message(text="", close=code, reason=error.message[:120]))
             self._ended = True
 
