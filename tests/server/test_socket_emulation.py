@@ -443,6 +443,11 @@ def test_plain_request_to_a_socket_endpoint_is_426() -> None:
                 "v1alpha.GenerativeService.BidiGenerateContentConstrained",
             )
         ),
+        {
+            "path": "/gemini/ws/google.ai.generativelanguage.v1alpha.GenerativeService"
+            ".BidiGenerateMusic",
+            "family": "gemini_lyria",
+        },
     ]
 
 

@@ -34,6 +34,7 @@ SOCKETS: Final = (
     "xai_tts",
     "xai_stt",
     "gemini_live",
+    "gemini_lyria",
 )
 """The WebSocket families with a session."""
 

@@ -59,6 +59,9 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
             client chose it.
         heard: Seconds of audio the turn is about (what a speech-to-text turn
             transcribes).
+        pace: Seconds of audio each message of the reply carries, for a reply
+            without end (music): unless its scenario times it, the emulator sends
+            one message per ``pace`` seconds (real time).
     """
 
     model: str
@@ -71,6 +74,7 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     generate: bool = True
     say: str | None = None
     heard: float = 0.0
+    pace: float | None = None
 
 
 class Script(msgspec.Struct, frozen=True, kw_only=True):
@@ -157,12 +161,12 @@ class ReplyRun(abc.ABC):
         return False
 
 
-class Close(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """The server closes the connection (a family that reports its errors as close
-    codes).
+
+class Close(msgspec.Struct, frozen=True, kw_only=True):
+    """The server closes the connection (a family whose errors are close codes).
 
     Fields:
-        code: The close code.
+        code: The close code (1007: invalid argument, 1008: policy, 1011: internal).
         reason: The close reason.
     """
 
