@@ -161,7 +161,6 @@ class ReplyRun(abc.ABC):
         return False
 
 
-
 class Close(msgspec.Struct, frozen=True, kw_only=True):
     """The server closes the connection (a family whose errors are close codes).
 
