@@ -483,10 +483,13 @@ by its former name."""
 # -- WebSocket families -------------------------------------------------------------------
 
 SOCKET_PATHS: Final[dict[str, str]] = {
-    PROVIDERS[spec.provider].prefix + spec.path: name for name, spec in SOCKET_SPECS.items()
+    PROVIDERS[spec.provider].prefix + urlsplit(url).path: name
+    for name, spec in SOCKET_SPECS.items()
+    for url in (spec.url, *spec.also_urls)
 }
 """The gateway's WebSocket endpoints, path -> family: each family at the path its
-provider's SDK derives from the gateway's ``base_url`` (``/openai/v1/realtime``)."""
+provider's SDK derives from the gateway's ``base_url`` (``/openai/v1/realtime``), and at
+its other API versions' (relayed to the family's endpoint upstream)."""
 
 _UNSENDABLE_CLOSE: Final = frozenset({1005, 1006, 1015})
 """Close codes that name what happened to a connection and are never sent in a close

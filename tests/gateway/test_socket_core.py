@@ -34,7 +34,7 @@ SECRET = "sk-secret-0123456789abcdef"
 
 
 def test_every_family_at_the_path_its_sdk_derives() -> None:
-    assert SOCKET_PATHS == {
+    expected = {
         "/openai/v1/responses": "openai_responses_ws",
         "/openai/v1/realtime": "openai_realtime",
         "/xai/v1/responses": "xai_responses_ws",
@@ -44,7 +44,15 @@ def test_every_family_at_the_path_its_sdk_derives() -> None:
         "/gemini/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateMusic": (
             "gemini_lyria"
         ),
+        # (Gemini Live at each API version; an ephemeral token's method is not relayed.)
+        **{
+            f"/gemini/ws/google.ai.generativelanguage.{v}.GenerativeService.BidiGenerateContent": (
+                "gemini_live"
+            )
+            for v in ("v1beta", "v1alpha", "v1")
+        },
     }
+    assert expected == SOCKET_PATHS
 
 
 def test_where_a_client_presents_its_key() -> None:
