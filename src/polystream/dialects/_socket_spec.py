@@ -64,6 +64,9 @@ class SocketSpec:
             where a gateway reads the model of a connection whose URL names none.
         error_shape: The shape of its in-band ``error`` messages (see
             :data:`SocketErrorShape`).
+        bridge: Its conversations translate to and from another such family's through
+            the unified model (its server can be a bridge's client side, its session
+            a bridge's upstream: see :mod:`polystream.realtime._bridge`).
     """
 
     name: str
@@ -83,6 +86,7 @@ class SocketSpec:
     answer: Literal["reply", "speech", "transcript"] = "reply"
     model_messages: Mapping[str, str] = field(default_factory=dict)
     error_shape: SocketErrorShape = "realtime"
+    bridge: bool = False
 
     @property
     def path(self) -> str:

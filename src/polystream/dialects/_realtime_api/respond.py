@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from polystream.dialects._errors import error_body, status_for
-from polystream.dialects._realtime.server import IdMaker, Message, ReplyRun
+from polystream.dialects._realtime.server import EventFeed, IdMaker, Message, ReplyRun
 from polystream.dialects._spec import ErrorSpec
 from polystream.events import (
     BlockEnd,
@@ -146,7 +146,8 @@ class ResponseRun(ReplyRun):
 
     Args:
         response_id: Its id.
-        events: The reply in unified terms (``StreamStart`` ... ``Finish``).
+        events: The reply in unified terms (``StreamStart`` ... ``Finish``), or a
+            feed of them as they come (:meth:`next` gives None while it waits).
         tag: Handed back to whoever drives the run.
         ids: The connection's id maker (item and event ids).
         shape: The response object's fields besides its id, status, output and usage
@@ -161,7 +162,7 @@ class ResponseRun(ReplyRun):
     def __init__(
         self,
         response_id: str,
-        events: list[Event],
+        events: list[Event] | EventFeed,
         tag: Any,
         *,
         ids: IdMaker,
@@ -172,7 +173,8 @@ class ResponseRun(ReplyRun):
     ) -> None:
         self.response_id = response_id
         self.tag = tag
-        self._events: Iterator[Event] = iter(events)
+        self._feed = events if isinstance(events, EventFeed) else None
+        self._events: Iterator[Event] = iter(events if isinstance(events, list) else ())
         self._ids = ids
         self._shape = shape
         self.conversation = conversation
@@ -181,7 +183,7 @@ class ResponseRun(ReplyRun):
         self._queue: deque[Message] = deque()
         self._items: list[_Item] = []
         self._blocks: dict[int, _Item | None] = {}  # unified block -> its item (None: left out)
-        self._usage = _final_usage(events)
+        self._usage = _final_usage(events) if isinstance(events, list) else None
         self._error: ErrorInfo | None = None
         self._ended = False  # response.done queued
 
@@ -190,13 +192,20 @@ class ResponseRun(ReplyRun):
         return self._ended and not self._queue
 
     def next(self) -> Message | None:
+        feed = self._feed
         while not self._queue and not self._ended:
-            event = next(self._events, None)
-            if event is None:  # (a script without its Finish ends completed)
-                self._end("completed", None)
+            event = next(self._events, None) if feed is None else feed.take()
+            if event is None:
+                if feed is not None and not feed.ended:
+                    break  # (waiting for the feed)
+                self._end("completed", None)  # (a script without its Finish)
                 break
             self._render(event)
         return self._queue.popleft() if self._queue else None
+
+    def item_of(self, index: int) -> str | None:
+        state = self._blocks.get(index)
+        return state.item["id"] if state is not None else None
 
     def fail(self, error: ErrorInfo) -> None:
         if not self._ended:
@@ -291,7 +300,7 @@ class ResponseRun(ReplyRun):
                     "type": "function_call",
                     "status": "in_progress",
                     "name": event.name or "",
-                    "call_id": event.id or self._ids.make("call_"),
+                    "call_id": event.call_id or event.id or self._ids.make("call_"),
                     "arguments": "",
                 }
             )
