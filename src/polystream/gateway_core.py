@@ -21,10 +21,11 @@ Families: a client of a text dialect may be served by an upstream of any text di
 upstream of its own dialect (see :func:`family_refusal`).
 
 WebSocket families (:data:`polystream.dialects._sockets.SOCKET_SPECS`) are relayed to an
-upstream of the same family: their paths (:data:`SOCKET_PATHS`), where a client presents
+upstream of the same family, or translated to one of another conversation family
+(:mod:`polystream.realtime._bridge`): their paths (:data:`SOCKET_PATHS`), where a client presents
 its key on the handshake (:func:`socket_key`), where the model is (the URL's query or a
 client message: :func:`socket_model`, :func:`message_model`), the upstream's URL
-(:func:`upstream_socket_url`), the refusal of another family (:func:`socket_refusal`),
+(:func:`upstream_socket_url`), the refusal of a family that cannot serve (:func:`socket_refusal`),
 the gateway's own in-band errors (:func:`socket_error`), an upstream error's text
 without secrets (:func:`scrub_socket_message`) and the close codes passed on
 (:func:`relayed_close_code`) are decided here.
@@ -47,6 +48,7 @@ import msgspec
 from polystream.dialects import DIALECTS, PROVIDERS, TEXT_FAMILIES, provider_of_path
 from polystream.dialects._cursors import CursorSplitter
 from polystream.dialects._sockets import SOCKET_SPECS
+from polystream.realtime._bridge import bridge_refusal
 from polystream.request import error_body
 from polystream.scrub import Scrubber
 
@@ -592,16 +594,21 @@ def upstream_socket_url(family: str, base_url: str | None, query: Mapping[str, s
 
 def socket_refusal(family: str, upstream: str, name: str | None = None) -> str | None:
     """Why an upstream of dialect or family ``upstream`` (named ``name`` in the
-    configuration) cannot serve a WebSocket client of ``family`` (None: it can, being
-    of that family). Translating between families is not yet supported."""
+    configuration) cannot serve a WebSocket client of ``family`` (None: it can: it is
+    of that family, or both are conversation families the gateway translates between,
+    see :mod:`polystream.realtime._bridge`)."""
     if family == upstream:
         return None
-    kind = "a WebSocket family" if upstream in SOCKET_SPECS else "an HTTP dialect"
-    return (
-        f"not yet supported: the model is served by the {name or upstream} upstream "
-        f"({upstream}, {kind}), and a {family} connection is relayed only to an "
-        "upstream of the same family"
-    )
+    served = f"the model is served by the {name or upstream} upstream ({upstream}"
+    if upstream not in SOCKET_SPECS:
+        return (
+            f"{served}, an HTTP dialect), and a {family} connection is served only by a "
+            "WebSocket upstream"
+        )
+    why = bridge_refusal(family, upstream)
+    if why is None:
+        return None
+    return f"{served}, a WebSocket family), and a {family} connection cannot be translated to it: {why}"
 
 
 def socket_denial(path: str, status: int, message: str, *, kind: str | None = None) -> bytes:

@@ -29,7 +29,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import parse_qsl
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -54,6 +54,7 @@ from polystream.gateway_core import (
     with_model,
 )
 from polystream.realtime import RealtimeSession, Routed, open_session
+from polystream.server._gateway_bridge import BridgedConnection, run_bridged
 
 if TYPE_CHECKING:
     from polystream.gateway_core import GatewayConfig, Limits, Tenants
@@ -247,9 +248,14 @@ class _Relay:
                 self.tally = _Tally(family, scope["path"])
             if model is not None:
                 upstream, sent_model = self._route(family, model)
-                if model:
+                if upstream.dialect != family:
+                    # (Translated: the client's query is its family's, not the upstream's.)
+                    upstream_query = {"model": sent_model}
+                    if self.tally is not None:
+                        self.tally = _Tally(upstream.dialect, scope["path"])
+                elif model:
                     upstream_query["model"] = sent_model
-                await self._connect(upstream, family, upstream_query)
+                await self._connect(upstream, upstream.dialect, upstream_query)
                 try:
                     await self._accept()
                 except OSError:  # (the client went while its upstream was asked)
@@ -257,6 +263,9 @@ class _Relay:
                     self.outcome = "client gone before the handshake's answer"
                     assert self.upstream is not None
                     await _close_upstream(self.upstream, 1001)
+                    return
+                if upstream.dialect != family:
+                    await self._bridged(upstream, family, model)
                     return
             else:
                 await self._accept()
@@ -270,7 +279,7 @@ class _Relay:
                 model = named[1] if named is not None else ""
                 try:
                     upstream, sent_model = self._route(family, model)
-                    await self._connect(upstream, family, upstream_query)
+                    await self._connect(upstream, upstream.dialect, upstream_query)
                 except _Refused as refused:
                     await self._error_and_close(refused)
                     return
@@ -407,6 +416,45 @@ class _Relay:
             await self.send(
                 {"type": "websocket.close", "code": code, "reason": _fit_reason(reason)}
             )
+
+    # -- a translated connection ------------------------------------------------------
+
+    async def _bridged(self, upstream_config: Upstream, family: str, model: str) -> None:
+        upstream = self.upstream
+        assert upstream is not None
+        tally = self.tally
+        self.outcome = f"{upstream_config.name} ({upstream_config.dialect}, translated)"
+        connection = BridgedConnection(
+            family,
+            upstream_config.dialect,
+            model=model,
+            receive=self.receive,
+            send=self.send,
+            upstream=upstream,
+            secrets=self.relays.secrets,
+            on_upstream=tally.server if tally is not None else _ignore,
+        )
+
+        async def close_client(code: int, reason: str) -> None:
+            await self._close_client(code, reason)
+
+        async def close_upstream(code: int) -> None:
+            await _close_upstream(upstream, code)
+
+        seconds = self.relays.limits.slow_client_seconds
+        try:
+            ended = await run_bridged(
+                connection,
+                close_client=close_client,
+                close_upstream=close_upstream,
+                watch=lambda state, task: _Watchdog(state, task, seconds),
+            )
+        finally:
+            self.inbound = connection.inbound
+            self.outbound = connection.outbound
+            if connection.client_gone:
+                self.closed = True
+        self.outcome += f", {ended}"
 
     # -- the relay -------------------------------------------------------------------
 
@@ -558,13 +606,25 @@ class _Relay:
         return None
 
 
+class _Sending(Protocol):
+    """What a watchdog watches: whether a write to the client waits, and how many
+    were made."""
+
+    sending: bool
+    outbound: int
+
+
+def _ignore(message: str | bytes) -> None:
+    pass
+
+
 class _Watchdog:
     """Ends a relay whose client takes no writes: a write to the client that is still
     waiting after ``seconds`` (checked every ``seconds``: a stalled write is cut after
     one to two periods) cancels the relay's upstream-to-client task. One timer per
     connection, not one per message."""
 
-    def __init__(self, relay: _Relay, task: asyncio.Task[None], seconds: float) -> None:
+    def __init__(self, relay: _Sending, task: asyncio.Task[None], seconds: float) -> None:
         self.relay = relay
         self.task = task
         self.seconds = seconds
