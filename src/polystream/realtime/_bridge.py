@@ -142,6 +142,7 @@ class Bridge:
         self._input: AudioConverter | None = None
         self._formats: tuple[AudioFormat | None, AudioFormat | None] = (None, None)
         self._calls: dict[str, str] = {}  # call id -> tool name
+        self._flushed: list[bytes] = []
         self.closed = False
 
     # -- the shell's calls ---------------------------------------------------------------
@@ -160,8 +161,8 @@ class Bridge:
         outbound = self.server.receive(message)
         step.upstream += self._sent
         self._sent = []
-        self._intents(step)
         self._take(outbound, step)
+        self._intents(step)
         self._drain(step)
         return step
 
@@ -235,6 +236,9 @@ class Bridge:
                 )
             if isinstance(intent, Configure):
                 self._configured()
+                for rest in self._flushed:
+                    step.upstream += self.session.perform(InputAudio(data=rest))
+                self._flushed.clear()
 
     def _why(self, exc: LocalProtocolError) -> str:
         return (
@@ -280,11 +284,16 @@ class Bridge:
         return client, self.session.audio_formats[side]
 
     def _configured(self) -> None:
-        formats = self.session.audio_formats
-        if formats == self._formats:
+        """A configuration was sent: the input's converter follows the formats."""
+        pair = self._pair(0)
+        if pair == self._formats:
             return
-        self._formats = formats
-        self._input = self._converter(*self._pair(0))
+        if self._input is not None:
+            rest = self._input.flush()
+            if rest:  # (audio the client sent in the former format)
+                self._flushed.append(rest)
+        self._formats = pair
+        self._input = self._converter(*pair)
 
     @staticmethod
     def _converter(src: AudioFormat | None, dst: AudioFormat | None) -> AudioConverter | None:
@@ -417,11 +426,7 @@ class Bridge:
         if kind is Finish:
             assert isinstance(event, Finish)
             if event.status == "truncated":
-                return [
-                    msgspec.structs.replace(
-                        event, status="failed", error=event.error or _lost().error
-                    )
-                ]
+                return [_lost()]
         return [event]
 
 
