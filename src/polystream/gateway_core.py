@@ -608,7 +608,10 @@ def socket_refusal(family: str, upstream: str, name: str | None = None) -> str |
     why = bridge_refusal(family, upstream)
     if why is None:
         return None
-    return f"{served}, a WebSocket family), and a {family} connection cannot be translated to it: {why}"
+    return (
+        f"{served}, a WebSocket family), and a {family} connection cannot be translated "
+        f"to it: {why}"
+    )
 
 
 def socket_denial(path: str, status: int, message: str, *, kind: str | None = None) -> bytes:

@@ -51,7 +51,11 @@ TOOL_SCENARIOS = [
 def user_text(text: str) -> dict[str, Any]:
     return {
         "type": "conversation.item.create",
-        "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+        "item": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        },
     }
 
 
@@ -211,14 +215,18 @@ def test_xai_client_to_openai_upstream_text() -> None:
     # xAI's client side: no rate limits of the gateway's invention.
     assert "rate_limits.updated" not in types(got)
     assert got[-1]["type"] == "response.done"
-    assert got[-1]["response"]["usage"]["total_tokens"] == (
-        upstream_done(h)[0]["response"]["usage"]["total_tokens"]
+    assert (
+        got[-1]["response"]["usage"]["total_tokens"]
+        == (upstream_done(h)[0]["response"]["usage"]["total_tokens"])
     )
 
 
 @pytest.mark.parametrize(
     ("client", "upstream", "model"),
-    [("openai_realtime", "xai_realtime", "grok-voice"), ("xai_realtime", "openai_realtime", "gpt-realtime")],
+    [
+        ("openai_realtime", "xai_realtime", "grok-voice"),
+        ("xai_realtime", "openai_realtime", "gpt-realtime"),
+    ],
 )
 def test_tool_calls_cross(client: str, upstream: str, model: str) -> None:
     h = Harness(client, upstream, model, Emulator(TOOL_SCENARIOS))
@@ -247,7 +255,11 @@ def test_tool_calls_cross(client: str, upstream: str, model: str) -> None:
     h.send(
         {
             "type": "conversation.item.create",
-            "item": {"type": "function_call_output", "call_id": "call_7", "output": '{"sky":"clear"}'},
+            "item": {
+                "type": "function_call_output",
+                "call_id": "call_7",
+                "output": '{"sky":"clear"}',
+            },
         }
     )
     h.send({"type": "response.create", "response": {"output_modalities": ["text"]}})
@@ -306,8 +318,9 @@ def test_audio_is_resampled_both_ways() -> None:
     assert audio_of(got) == convert(upstream_audio, PCM16_24K, PCM16_16K)
     transcript = [m for m in got if m["type"] == "response.output_audio_transcript.done"]
     assert transcript[0]["transcript"] == "Emulated reply from gpt-realtime."
-    assert got[-1]["response"]["usage"]["output_token_details"]["audio_tokens"] == (
-        upstream_done(h)[0]["response"]["usage"]["output_token_details"]["audio_tokens"]
+    assert (
+        got[-1]["response"]["usage"]["output_token_details"]["audio_tokens"]
+        == (upstream_done(h)[0]["response"]["usage"]["output_token_details"]["audio_tokens"])
     )
 
 
@@ -319,7 +332,9 @@ def test_the_same_rate_is_not_resampled() -> None:
     spoken = tone(0.2, 24000)
     h.send({"type": "input_audio_buffer.append", "audio": base64.b64encode(spoken).decode()})
     sent = h.take_sent()
-    assert sent == [{"type": "input_audio_buffer.append", "audio": base64.b64encode(spoken).decode()}]
+    assert sent == [
+        {"type": "input_audio_buffer.append", "audio": base64.b64encode(spoken).decode()}
+    ]
 
 
 def test_the_upstreams_voice_activity_answers_the_client() -> None:
@@ -342,7 +357,9 @@ def test_the_upstreams_voice_activity_answers_the_client() -> None:
         "response.output_item.added",
     ]
     upstream = {m["type"]: m for m in h.upstream_messages()}
-    assert got[0]["audio_start_ms"] == upstream["input_audio_buffer.speech_started"]["audio_start_ms"]
+    assert (
+        got[0]["audio_start_ms"] == upstream["input_audio_buffer.speech_started"]["audio_start_ms"]
+    )
     assert got[1]["audio_end_ms"] == upstream["input_audio_buffer.speech_stopped"]["audio_end_ms"]
     assert got[-1]["type"] == "response.done"
     assert got[-1]["response"]["status"] == "completed"
@@ -354,7 +371,12 @@ def test_interruption_cancels_and_truncates_upstream() -> None:
     slow = Emulator([Scenario(timing=Timing(delay=1.0))])
     h = Harness("openai_realtime", "xai_realtime", "grok-voice", slow)
     h.take()
-    h.send({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": None}}}})
+    h.send(
+        {
+            "type": "session.update",
+            "session": {"type": "realtime", "audio": {"input": {"turn_detection": None}}},
+        }
+    )
     h.send(user_text("Tell me a story"))
     h.send({"type": "response.create"})
     h.at(9.5)  # part of the spoken reply
@@ -367,23 +389,36 @@ def test_interruption_cancels_and_truncates_upstream() -> None:
         m["response"]["id"] for m in h.upstream_messages() if m["type"] == "response.created"
     )
     upstream_item = next(
-        m["item"]["id"]
-        for m in h.upstream_messages()
-        if m["type"] == "response.output_item.added"
+        m["item"]["id"] for m in h.upstream_messages() if m["type"] == "response.output_item.added"
     )
     h.take_sent()
     # Barge-in: what was played is kept, the rest of the reply is cancelled.
-    h.send({"type": "conversation.item.truncate", "item_id": item_id, "content_index": 0, "audio_end_ms": 50})
+    h.send(
+        {
+            "type": "conversation.item.truncate",
+            "item_id": item_id,
+            "content_index": 0,
+            "audio_end_ms": 50,
+        }
+    )
     h.send({"type": "response.cancel", "response_id": response_id})
     assert h.take_sent() == [
-        {"type": "conversation.item.truncate", "item_id": upstream_item, "content_index": 0, "audio_end_ms": 50},
+        {
+            "type": "conversation.item.truncate",
+            "item_id": upstream_item,
+            "content_index": 0,
+            "audio_end_ms": 50,
+        },
         {"type": "response.cancel", "response_id": upstream_rid},
     ]
     got = h.take()
     assert types(got)[0] == "conversation.item.truncated"
     assert got[-1]["type"] == "response.done"
     assert got[-1]["response"]["status"] == "cancelled"
-    assert got[-1]["response"]["status_details"] == {"type": "cancelled", "reason": "client_cancelled"}
+    assert got[-1]["response"]["status_details"] == {
+        "type": "cancelled",
+        "reason": "client_cancelled",
+    }
     h.at(100.0)  # the upstream's own end of it reaches nobody
     assert [m for m in h.take() if m["type"].startswith("response.")] == []
 
@@ -484,7 +519,11 @@ def test_an_out_of_band_response_crosses_between_realtime_families() -> None:
     assert h.take_sent() == [
         {
             "type": "response.create",
-            "response": {"conversation": "none", "instructions": "Classify.", "modalities": ["text"]},
+            "response": {
+                "conversation": "none",
+                "instructions": "Classify.",
+                "modalities": ["text"],
+            },
         }
     ]
     got = h.take()

@@ -201,7 +201,7 @@ class Bridge:
         adopted = self._adopt
         if adopted is not None:
             self._adopt = None
-            return Script(events=adopted.feed, tag=adopted)
+            return Script(events=[], feed=adopted.feed, tag=adopted)
         step = Step()
         self._intents(step)
         respond = Respond(
@@ -215,12 +215,15 @@ class Bridge:
         except LocalProtocolError as exc:
             self._sent += step.upstream
             return Refusal(
-                status=400, message=self._why(exc), code="unsupported_feature", kind="invalid_request"
+                status=400,
+                message=self._why(exc),
+                code="unsupported_feature",
+                kind="invalid_request",
             )
         self._sent += step.upstream
         reply = _Reply()
         self._waiting.append(reply)
-        return Script(events=reply.feed, tag=reply)
+        return Script(events=[], feed=reply.feed, tag=reply)
 
     def _intents(self, step: Step) -> None:
         for intent in self.server.take_intents():

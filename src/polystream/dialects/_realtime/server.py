@@ -23,8 +23,8 @@ from typing import Any, ClassVar, TypeAlias
 import msgspec
 
 from polystream.audio.formats import AudioFormat
-from polystream.errors import LocalProtocolError
 from polystream.dialects._realtime.intents import Intent
+from polystream.errors import LocalProtocolError
 from polystream.events import ErrorInfo, Event, Finish
 
 __all__ = [
@@ -110,14 +110,17 @@ class Script(msgspec.Struct, frozen=True, kw_only=True):
     """A reply in unified terms.
 
     Fields:
-        events: Its events, ``StreamStart`` ... ``Finish``; or an :class:`EventFeed`
-            that gives them as they come.
+        events: Its events, ``StreamStart`` ... ``Finish``.
         tag: Anything the replier wants back with the reply's :class:`ReplyRun`
             (the scenario that chose it).
+        feed: Its events as they come, in place of ``events`` (a bridge's reply,
+            whose upstream is still sending it; only a family that can be bridged
+            reads it).
     """
 
-    events: list[Event] | EventFeed
+    events: list[Event]
     tag: Any = None
+    feed: EventFeed | None = None
 
 
 class Refusal(msgspec.Struct, frozen=True, kw_only=True):

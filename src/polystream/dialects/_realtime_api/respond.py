@@ -146,8 +146,7 @@ class ResponseRun(ReplyRun):
 
     Args:
         response_id: Its id.
-        events: The reply in unified terms (``StreamStart`` ... ``Finish``), or a
-            feed of them as they come (:meth:`next` gives None while it waits).
+        events: The reply in unified terms (``StreamStart`` ... ``Finish``).
         tag: Handed back to whoever drives the run.
         ids: The connection's id maker (item and event ids).
         shape: The response object's fields besides its id, status, output and usage
@@ -157,12 +156,14 @@ class ResponseRun(ReplyRun):
         after_created: Messages sent right after ``response.created`` (rate limits).
         binary_audio: Its audio goes as bytes messages, the raw audio of each delta
             (xAI's ``transport: binary``), instead of ``response.output_audio.delta``.
+        feed: Its events as they come, in place of ``events`` (:meth:`next` gives
+            None while it waits for more).
     """
 
     def __init__(
         self,
         response_id: str,
-        events: list[Event] | EventFeed,
+        events: list[Event],
         tag: Any,
         *,
         ids: IdMaker,
@@ -170,11 +171,12 @@ class ResponseRun(ReplyRun):
         conversation: Conversation | None,
         after_created: Callable[[Usage | None], list[str]] | None = None,
         binary_audio: bool = False,
+        feed: EventFeed | None = None,
     ) -> None:
         self.response_id = response_id
         self.tag = tag
-        self._feed = events if isinstance(events, EventFeed) else None
-        self._events: Iterator[Event] = iter(events if isinstance(events, list) else ())
+        self._feed = feed
+        self._events: Iterator[Event] = iter(events)
         self._ids = ids
         self._shape = shape
         self.conversation = conversation
@@ -183,7 +185,7 @@ class ResponseRun(ReplyRun):
         self._queue: deque[Message] = deque()
         self._items: list[_Item] = []
         self._blocks: dict[int, _Item | None] = {}  # unified block -> its item (None: left out)
-        self._usage = _final_usage(events) if isinstance(events, list) else None
+        self._usage = _final_usage(events)
         self._error: ErrorInfo | None = None
         self._ended = False  # response.done queued
 

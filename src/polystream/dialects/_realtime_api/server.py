@@ -776,6 +776,7 @@ class RealtimeServer(SocketServer):
             conversation=self.conversation if in_band else None,
             after_created=self._rate_limits if self.rate_limits and not self._bridged else None,
             binary_audio=self._binary_output(),
+            feed=answer.feed,
         )
         self._runs = {rid: r for rid, r in self._runs.items() if not r.done}
         self._runs[run.response_id] = run
