@@ -554,3 +554,24 @@ def _json(messages: list[str | bytes]) -> list[dict[str, Any]]:
     import json
 
     return [json.loads(m) for m in messages if isinstance(m, str)]
+
+
+def test_a_spoken_reply_to_a_text_client_is_text() -> None:
+    """The OpenAI client asks for text with turn detection on; xAI's replies to a turn
+    it detected are spoken (its sessions have no modalities): the transcript is the
+    client's text, the audio is left out."""
+    h = Harness("openai_realtime", "xai_realtime", "grok-voice")
+    h.send(
+        {"type": "session.update", "session": {"type": "realtime", "output_modalities": ["text"]}}
+    )
+    h.take()
+    for chunk in (tone(0.6, 24000), bytes(48000)):
+        h.send({"type": "input_audio_buffer.append", "audio": base64.b64encode(chunk).decode()})
+    got = h.take()
+    assert audio_of(h.upstream_messages())  # (the upstream spoke)
+    assert [t for t in types(got) if "audio" in t and "buffer" not in t] == []
+    text = "".join(m["delta"] for m in got if m["type"] == "response.output_text.delta")
+    assert text == "Emulated reply from grok-voice."
+    assert got[-1]["response"]["output"][0]["content"] == [
+        {"type": "output_text", "text": "Emulated reply from grok-voice."}
+    ]

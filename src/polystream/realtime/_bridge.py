@@ -94,7 +94,18 @@ class Step(msgspec.Struct, kw_only=True, gc=False):
 class _Reply:
     """One reply: the upstream's stream and the client side's run that writes it."""
 
-    __slots__ = ("audio", "cancelled", "converter", "feed", "items", "run", "stream", "upstream_id")
+    __slots__ = (
+        "audio",
+        "cancelled",
+        "converter",
+        "dropped",
+        "feed",
+        "items",
+        "run",
+        "stream",
+        "text_only",
+        "upstream_id",
+    )
 
     def __init__(self) -> None:
         self.feed = EventFeed()
@@ -105,6 +116,8 @@ class _Reply:
         self.items: dict[int, str] = {}  # block index -> the upstream's item id
         self.audio: set[int] = set()  # its audio blocks
         self.converter: AudioConverter | None = None
+        self.text_only = False  # the client asked for text: audio dropped, transcripts text
+        self.dropped: set[int] = set()  # its audio blocks left out
 
 
 class Bridge:
@@ -201,6 +214,7 @@ class Bridge:
         adopted = self._adopt
         if adopted is not None:
             self._adopt = None
+            adopted.text_only = turn.audio is None
             return Script(events=[], feed=adopted.feed, tag=adopted)
         step = Step()
         self._intents(step)
@@ -222,6 +236,7 @@ class Bridge:
             )
         self._sent += step.upstream
         reply = _Reply()
+        reply.text_only = turn.audio is None
         self._waiting.append(reply)
         return Script(events=[], feed=reply.feed, tag=reply)
 
@@ -400,6 +415,15 @@ class Bridge:
         """An upstream reply's event as the client side writes it: its audio in the
         client's format, a cut connection a failure, the tool names kept."""
         kind = type(event)
+        if reply.text_only and isinstance(event, BlockStart | DataDelta | BlockEnd):
+            # (A reply the client asked as text that the upstream speaks: its
+            # transcript is the text, its audio is left out.)
+            if isinstance(event, BlockStart) and event.kind == "audio":
+                reply.dropped.add(event.index)
+            if event.index in reply.dropped:
+                return []
+            if isinstance(event, BlockStart) and event.kind == "transcript":
+                return [msgspec.structs.replace(event, kind="text")]
         if kind is DataDelta:
             assert isinstance(event, DataDelta)
             if event.index in reply.audio and reply.converter is not None:
