@@ -22,6 +22,7 @@ from polystream.events import BlockStart, DataDelta, Finish
 from polystream.gateway_core import GatewayConfig, Route, Upstream
 from polystream.realtime import connect_sync, text_turn_sync
 from polystream.scenario import Emulator
+from polystream.scenario._format import Scenario, Timing
 from polystream.server import ServerThread
 from polystream.server.gateway import create_gateway
 from tests.gateway.conftest import CANARY, GATEWAY_KEY, AppThread
@@ -256,3 +257,51 @@ def test_an_http_upstream_is_still_refused(server: str) -> None:
         "the model is served by the http upstream (openai_responses, an HTTP dialect), and "
         "a openai_realtime connection is served only by a WebSocket upstream"
     )
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_the_openai_sdk_interrupts_an_xai_reply(server: str) -> None:
+    slow = Emulator([Scenario(timing=Timing(delay=0.05))])
+    with ServerThread(slow) as emulator:
+        config = GatewayConfig(
+            upstreams={
+                "grok": Upstream(
+                    name="grok",
+                    dialect="xai_realtime",
+                    base_url=emulator.base_url + "/xai/v1",
+                    api_key=CANARY,
+                )
+            },
+            api_key=GATEWAY_KEY,
+        )
+        front = AppThread(create_gateway(config), server=server).start()
+        try:
+            client = openai.OpenAI(base_url=front.base_url + "/openai/v1", api_key=GATEWAY_KEY)
+            with client.realtime.connect(model="grok-voice-latest") as conn:
+                conn.session.update(
+                    session={"type": "realtime", "audio": {"input": {"turn_detection": None}}}
+                )
+                conn.conversation.item.create(
+                    item={
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": "Tell me a story"}],
+                    }
+                )
+                conn.response.create()
+                for event in conn:
+                    if event.type == "response.output_audio.delta":
+                        item_id, response_id = event.item_id, event.response_id
+                        break
+                # Barge-in: what was played is kept, the rest cancelled.
+                conn.conversation.item.truncate(item_id=item_id, content_index=0, audio_end_ms=10)
+                conn.response.cancel(response_id=response_id)
+                kinds = []
+                for event in conn:
+                    kinds.append(event.type)
+                    if event.type == "response.done":
+                        assert event.response.status == "cancelled"
+                        break
+                assert "conversation.item.truncated" in kinds
+        finally:
+            front.stop()
