@@ -251,8 +251,8 @@ class _Relay:
                 if upstream.dialect != family:
                     # (Translated: the client's query is its family's, not the upstream's;
                     # a family whose URL names no model has it in its setup.)
-                    named = "model" in SOCKET_SPECS[upstream.dialect].query
-                    upstream_query = {"model": sent_model} if named else {}
+                    in_url = "model" in SOCKET_SPECS[upstream.dialect].query
+                    upstream_query = {"model": sent_model} if in_url else {}
                     if self.tally is not None:
                         self.tally = _Tally(upstream.dialect, scope["path"])
                 elif model:
