@@ -270,8 +270,8 @@ class Bridge:
 
     def _why(self, exc: LocalProtocolError) -> str:
         return (
-            f"not carried to the upstream ({self.upstream_family}, through the gateway's "
-            f"translation from {self.client_family}): {exc.message}"
+            f"{exc.message} (not carried: this {self.client_family} connection is "
+            f"translated to a {self.upstream_family} upstream)"
         )
 
     def _mapped(self, intent: Intent, step: Step) -> Intent:
