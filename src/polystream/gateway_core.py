@@ -70,6 +70,7 @@ __all__ = [
     "family_refusal",
     "load_config",
     "message_model",
+    "model_name",
     "parse_upstream_spec",
     "presented_key",
     "relayed_close_code",
@@ -246,6 +247,9 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
         log_socket_usage: Read each relayed WebSocket message with its family's session
             (after the message is sent) to log every reply's usage; off by default, as
             it costs a sixth to a quarter more CPU per message.
+        tls: A directory for TLS: ``polystream gateway`` serves HTTPS and WSS with a
+            certificate signed by the local authority kept there (``--tls`` is
+            preferred to it; a relative path is relative to the config file).
     """
 
     upstreams: dict[str, Upstream]
@@ -254,6 +258,7 @@ class GatewayConfig(msgspec.Struct, kw_only=True):
     clients: dict[str, Client] = msgspec.field(default_factory=dict)
     limits: Limits = msgspec.field(default_factory=Limits)
     log_socket_usage: bool = False
+    tls: str | None = None
 
     def tenants(self, environ: Mapping[str, str] | None = None) -> Tenants:
         """The accepted keys and their tenants (client keys in ``api_key_env`` read
@@ -539,9 +544,11 @@ def socket_model(family: str, query: Mapping[str, str]) -> str | None:
 
 
 def message_model(family: str, text: str) -> tuple[dict[str, Any], str, str] | None:
-    """A client message of ``family`` that names a model (``response.create``): the
-    message, its model (``""`` when it leaves the field out) and the field's dotted
-    path; None for any other message. Only a text holding ``"model"`` is read."""
+    """A client message of ``family`` that names a model (``response.create``; a
+    message without a ``type`` is named by its key: Gemini Live's ``setup``): the
+    message, its model (``""`` when it leaves the field out; without the family's
+    :attr:`~polystream.dialects._socket_spec.SocketSpec.model_prefix`) and the field's
+    dotted path; None for any other message. Only a text holding ``"model"`` is read."""
     spec = SOCKET_SPECS[family]
     if not spec.model_messages or '"model"' not in text:
         return None
@@ -551,13 +558,21 @@ def message_model(family: str, text: str) -> tuple[dict[str, Any], str, str] | N
         return None
     if not isinstance(message, dict):
         return None
-    path = spec.model_messages.get(message.get("type"))  # type: ignore[arg-type]
+    kind = message.get("type") if "type" in message else next(iter(message), None)
+    path = spec.model_messages.get(kind)  # type: ignore[arg-type]
     if path is None:
         return None
     value: Any = message
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None
-    return message, value if isinstance(value, str) else "", path
+    model = value if isinstance(value, str) else ""
+    return message, model.removeprefix(spec.model_prefix) if spec.model_prefix else model, path
+
+
+def model_name(family: str, model: str) -> str:
+    """A model as ``family``'s messages name it (Gemini Live's ``models/`` before it)."""
+    prefix = SOCKET_SPECS[family].model_prefix
+    return model if not prefix or "/" in model else prefix + model
 
 
 def with_model(message: dict[str, Any], path: str, model: str) -> str:

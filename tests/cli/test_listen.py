@@ -34,7 +34,7 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     def run(app: Any, *, sock: socket.socket, **limits: Any) -> None:
         # The gateway hands its connection and body bounds, and the shape of its
         # refusals, to the server.
-        assert set(limits) <= {"max_connections", "max_body_bytes", "refusal"}
+        assert set(limits) <= {"max_connections", "max_body_bytes", "refusal", "ssl"}
         calls.append(("polystream", sock.getsockname()))
 
     def serve(self: uvicorn.Server, sockets: list[socket.socket]) -> None:

@@ -16,7 +16,7 @@ from polystream.gateway_core import GatewayConfig, Limits, Route, Upstream
 from polystream.journal import Journal
 from polystream.retry import RetryPolicy
 from polystream.scenario import Emulator, parse_scenarios
-from polystream.server import ServerThread
+from polystream.server import ServerThread, TLSFiles
 from polystream.server._h1server import H1Server, ServerLimits
 from polystream.server.gateway import create_gateway
 
@@ -33,15 +33,17 @@ PREFIX = {"openai": "/openai/v1", "xai": "/xai/v1", "anthropic": "/anthropic", "
 
 class AppThread:
     """Any ASGI app served on a free loopback port, in a thread: by polystream's own
-    HTTP/1.1 server (what ``polystream gateway`` runs) or by uvicorn."""
+    HTTP/1.1 server (what ``polystream gateway`` runs) or by uvicorn; over TLS with
+    ``tls``."""
 
-    def __init__(self, app: Any, server: str = "polystream") -> None:
+    def __init__(self, app: Any, server: str = "polystream", tls: TLSFiles | None = None) -> None:
         self._socket = socket.socket()
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
         self.port = self._socket.getsockname()[1]
         self.app = app
         self.server = server
+        self.tls = tls
         self._started = threading.Event()
         self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -52,6 +54,8 @@ class AppThread:
                 lifespan="off",
                 access_log=False,
                 timeout_graceful_shutdown=1,
+                ssl_certfile=tls.cert_file if tls is not None else None,
+                ssl_keyfile=tls.key_file if tls is not None else None,
             )
             self._uvicorn = uvicorn.Server(config)
             target: Callable[[], None] = lambda: self._uvicorn.run(sockets=[self._socket])  # noqa: E731
@@ -64,7 +68,9 @@ class AppThread:
         self._stop = asyncio.Event()
         self._socket.listen(1024)
         server = H1Server(self.app, limits=ServerLimits(shutdown_timeout=1.0))
-        await server.start(sock=self._socket)
+        await server.start(
+            sock=self._socket, ssl=self.tls.server_context() if self.tls is not None else None
+        )
         self._started.set()
         try:
             await self._stop.wait()
@@ -73,7 +79,8 @@ class AppThread:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "http" if self.tls is None else "https"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def start(self) -> AppThread:
         self._thread.start()

@@ -41,6 +41,9 @@ def test_every_family_at_the_path_its_sdk_derives() -> None:
         "/xai/v1/realtime": "xai_realtime",
         "/xai/v1/tts": "xai_tts",
         "/xai/v1/stt": "xai_stt",
+        "/gemini/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateMusic": (
+            "gemini_lyria"
+        ),
     }
 
 

@@ -482,10 +482,12 @@ def test_a_resume_whose_client_leaves_frees_its_slot_while_the_stream_runs(
         assert first == b"id: %s.2\ndata: {}\n\n" % stream.encode()
         assert app.active == 1
     left = time.monotonic()
-    while app.active and time.monotonic() - left < 2.0:
+    while app.active and time.monotonic() - left < 10.0:
         time.sleep(0.01)
     assert app.active == 0
-    assert time.monotonic() - left < 1.0
+    # Freed as the client leaves, not at the resume's idle timeout (120 s); the bound
+    # leaves room for a loaded machine.
+    assert time.monotonic() - left < 10.0
     # The stream itself goes on, and can be resumed again.
     journal.append(stream, [(f"{stream}.3", b"id: %s.3\ndata: {}\n\n" % stream.encode())])
     journal.finish(stream)

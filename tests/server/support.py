@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl as ssl_
 import threading
 import time
 from typing import Any, TypeVar
@@ -56,16 +57,19 @@ def close_tracked() -> None:
 
 class OwnServer:
     """polystream's server for ``app`` on a loop in a thread (``refusal``: the shape of
-    its early refusals; ``limits``: :class:`ServerLimits` fields)."""
+    its early refusals; ``ssl``: a server-side TLS context; ``limits``:
+    :class:`ServerLimits` fields)."""
 
     kind = "polystream"
 
-    def __init__(self, app: Any, refusal: Any = None, **limits: Any) -> None:
+    def __init__(
+        self, app: Any, refusal: Any = None, ssl: ssl_.SSLContext | None = None, **limits: Any
+    ) -> None:
         self.loop = asyncio.new_event_loop()
         self.server = H1Server(app, limits=ServerLimits(**limits), refusal=refusal)
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        start = self.server.start("127.0.0.1", 0)
+        start = self.server.start("127.0.0.1", 0, ssl=ssl)
         asyncio.run_coroutine_threadsafe(start, self.loop).result(5)
         self.port = self.server.port
 

@@ -452,6 +452,7 @@ def test_the_gateway_passes_its_limits_to_the_server(
             "refusal": gateway_refusal,
             "max_connections": 7,
             "max_body_bytes": 4096,
+            "ssl": None,  # (no --tls)
         }
     else:
         assert seen == {"limit_concurrency": 8}

@@ -392,6 +392,7 @@ def test_serve_passes_its_bounds_to_the_server(
             "refusal": emulator_refusal,
             "max_connections": 7,
             "max_body_bytes": MAX_BODY_SIZE,
+            "ssl": None,  # (no --tls)
         }
     else:
         assert seen == {"limit_concurrency": 8}

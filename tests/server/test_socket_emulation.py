@@ -434,6 +434,11 @@ def test_plain_request_to_a_socket_endpoint_is_426() -> None:
         {"path": "/xai/v1/realtime", "family": "xai_realtime"},
         {"path": "/xai/v1/tts", "family": "xai_tts"},
         {"path": "/xai/v1/stt", "family": "xai_stt"},
+        {
+            "path": "/gemini/ws/google.ai.generativelanguage.v1alpha.GenerativeService"
+            ".BidiGenerateMusic",
+            "family": "gemini_lyria",
+        },
     ]
 
 

@@ -76,6 +76,9 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     if family is not None:
         return run_realtime(args, family, prompt)
+    if args.seconds is not None:
+        print("polystream: error: --seconds is for a realtime turn", file=sys.stderr)
+        return 2
     dialect = args.dialect or (
         args.target if args.target in DIALECTS else DEFAULT_DIALECT[args.target]
     )
@@ -220,6 +223,12 @@ def register(sub: Any) -> None:
         default=120.0,
         metavar="SECONDS",
         help="seconds without a byte (a WebSocket message) before giving up",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        metavar="N",
+        help="a realtime turn whose audio has no end (music): stop after N seconds of it",
     )
     parser.add_argument("--json", action="store_true", help="unified events as JSON lines")
     parser.set_defaults(run=_run)

@@ -86,6 +86,8 @@ def run(args: argparse.Namespace, family: str, prompt: str | None) -> int:
         problem = f"a realtime turn does not take {', '.join(untaken)}"
     elif prompt is None:
         problem = "a realtime turn needs a PROMPT"
+    elif SOCKET_SPECS[family].answer == "music" and args.seconds is None:
+        problem = f"{family} plays music without end: give --seconds N"
     else:
         try:
             key = api_key(args.api_key, args.base_url, PROVIDERS[SOCKET_SPECS[family].provider])
@@ -132,6 +134,7 @@ def run(args: argparse.Namespace, family: str, prompt: str | None) -> int:
             api_key=key,
             base_url=args.base_url,
             idle_timeout=args.idle_timeout,
+            seconds=args.seconds,
             reconnect=None,
         )
         printer.media.write(sys.stderr)

@@ -53,19 +53,24 @@ def api_key(given: str | None, base_url: str | None, provider: ProviderSpec) -> 
 
 class Media:
     """The audio and images of a stream, gathered from its data deltas, and written to
-    ``--out`` at its end."""
+    ``--out`` at its end (raw PCM of a stated sample rate, to a ``.wav`` path, as a WAV
+    file)."""
 
     def __init__(self, out: Path | None) -> None:
         self.out = out
         self.kinds: dict[int, str] = {}  # block index -> kind
         self.data: dict[int, bytearray] = {}  # the audio and final images, by block
         self.formats: dict[int, str | None] = {}
+        self.pcm: dict[int, tuple[int, int]] = {}  # a PCM block -> (sample rate, channels)
 
     def start(self, index: int, kind: str, media: Any) -> None:
         self.kinds[index] = kind
         if kind in ("audio", "image"):
             self.data[index] = bytearray()
             self.formats[index] = getattr(media, "format", None)
+            rate = getattr(media, "sample_rate", None)
+            if self.formats[index] == "pcm" and rate:
+                self.pcm[index] = (rate, getattr(media, "channels", None) or 1)
 
     def delta(self, index: int, delta: str, partial: int | None, replace: bool) -> str | None:
         """Take a data delta; a line to show for a partial image."""
@@ -96,6 +101,12 @@ class Media:
             path = self.out
             if len(blocks) > 1:
                 path = path.with_name(f"{path.stem}-{n + 1}{path.suffix}")
+            pcm = self.pcm.get(index)
+            if pcm is not None and path.suffix.lower() == ".wav":
+                from polystream.audio.media_types import pcm_to_wav
+
+                data = pcm_to_wav(data, sample_rate=pcm[0], channels=pcm[1])
+                detail = f" (pcm, {pcm[0]} Hz, {pcm[1]} channel(s), as WAV)"
             path.write_bytes(data)
             print(f"wrote {len(data)} bytes of {what}{detail} to {path}", file=err)
 

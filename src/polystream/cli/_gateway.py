@@ -19,14 +19,18 @@ def _run(args: argparse.Namespace) -> int:
     import msgspec
 
     from polystream.cli._heap import settle_heap
-    from polystream.cli._listen import bind, split_listen
+    from polystream.cli._listen import bind, prepare_tls, split_listen, trust_hint
     from polystream.gateway_core import GatewayConfig, Limits, load_config, parse_upstream_spec
     from polystream.journal import Journal, MemoryJournal
     from polystream.server.gateway import create_gateway
 
+    tls_dir: str | None = args.tls
     try:
         if args.config:
             config = load_config(Path(args.config).read_bytes())
+            if tls_dir is None and config.tls is not None:
+                # (the config's directory is relative to the config file)
+                tls_dir = str(Path(args.config).parent / Path(config.tls).expanduser())
         else:
             config = GatewayConfig(upstreams={})
         for spec in args.upstream or []:
@@ -77,6 +81,11 @@ def _run(args: argparse.Namespace) -> int:
     if listen is None:
         print(f"polystream: error: --listen is HOST:PORT, not {args.listen!r}", file=sys.stderr)
         return 2
+    tls = None
+    if tls_dir is not None:
+        tls = prepare_tls("gateway", tls_dir, listen[0])
+        if tls is None:
+            return 2
     # Bound before anything is printed: a port in use is one message, and exit code 2.
     sock = bind("gateway", *listen)
     if sock is None:
@@ -91,7 +100,11 @@ def _run(args: argparse.Namespace) -> int:
     names = ", ".join(f"{u.name} ({u.dialect})" for u in config.upstreams.values())
     host, port = sock.getsockname()[:2]  # the real port when it is 0
     shown = f"[{host}]" if ":" in host else host
-    print(f"polystream gateway on http://{shown}:{port} -> {names}", file=sys.stderr, flush=True)
+    scheme = "http" if tls is None else "https"
+    banner = f"polystream gateway on {scheme}://{shown}:{port} -> {names}"
+    if tls is not None:
+        banner += "\n" + trust_hint(tls)
+    print(banner, file=sys.stderr, flush=True)
     app = create_gateway(config, journal=journal)
     try:
         if args.server == "uvicorn":
@@ -101,9 +114,14 @@ def _run(args: argparse.Namespace) -> int:
 
             settle_heap()
             limit = uvicorn_limit_concurrency(config.limits.max_connections)
-            uvicorn.Server(uvicorn.Config(app, log_level="warning", limit_concurrency=limit)).run(
-                sockets=[sock]
+            uvicorn_config = uvicorn.Config(
+                app,
+                log_level="warning",
+                limit_concurrency=limit,
+                ssl_certfile=tls.cert_file if tls is not None else None,
+                ssl_keyfile=tls.key_file if tls is not None else None,
             )
+            uvicorn.Server(uvicorn_config).run(sockets=[sock])
         else:
             from polystream.server._h1server import run
             from polystream.server._refusals import gateway_refusal
@@ -115,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
                 refusal=gateway_refusal,
                 max_connections=config.limits.max_connections,
                 max_body_bytes=config.limits.max_body_bytes,
+                ssl=tls.server_context() if tls is not None else None,
             )
     finally:
         sock.close()
@@ -203,5 +222,13 @@ def register(sub: Any) -> None:
         default="polystream",
         help="the HTTP server: polystream's own HTTP/1.1 server (the lowest added "
         "latency) or uvicorn",
+    )
+    parser.add_argument(
+        "--tls",
+        metavar="DIR",
+        help="serve HTTPS and WSS on the port, with a certificate for localhost, 127.0.0.1 "
+        "and ::1 signed by a local certificate authority kept in DIR (DIR/ca.pem and "
+        "DIR/ca-key.pem, made on first use, then reused); clients trust it with "
+        "SSL_CERT_FILE=DIR/ca.pem (default: the config's tls)",
     )
     parser.set_defaults(run=_run)

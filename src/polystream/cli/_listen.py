@@ -1,13 +1,18 @@
 """The listening socket of a serving command, bound before anything is printed: a
 port in use (or an address the host does not have) is one clean message and exit
-code 2, not a banner followed by a server's failure."""
+code 2, not a banner followed by a server's failure. Likewise its TLS files
+(``--tls DIR``)."""
 
 from __future__ import annotations
 
 import socket
 import sys
+from typing import TYPE_CHECKING
 
-__all__ = ["bind", "split_listen"]
+if TYPE_CHECKING:
+    from polystream.server._tls import TLSFiles
+
+__all__ = ["bind", "prepare_tls", "split_listen", "trust_hint"]
 
 
 def split_listen(value: str) -> tuple[str, int] | None:
@@ -43,3 +48,39 @@ def bind(command: str, host: str, port: int) -> socket.socket | None:
         )
         return None
     return sock
+
+
+_LOOPBACK_OR_ANY = frozenset({"127.0.0.1", "::1", "localhost", "0.0.0.0", "::", ""})
+
+
+def prepare_tls(command: str, directory: str, host: str) -> TLSFiles | None:
+    """The TLS files of ``directory`` (made there when missing), or None once
+    ``polystream: error: ...`` is on stderr. A host the certificate is not for (an
+    address other than loopback or every interface) is a warning."""
+    try:
+        from polystream.server._tls import TLSError
+        from polystream.server._tls import prepare_tls as prepare
+    except ImportError as exc:
+        print(
+            f"polystream: error: --tls needs the server extra "
+            f"(pip install 'polystream[server]'): {exc}",
+            file=sys.stderr,
+        )
+        return None
+    try:
+        files = prepare(directory)
+    except TLSError as exc:
+        print(f"polystream: error: --tls: {exc}", file=sys.stderr)
+        return None
+    if host not in _LOOPBACK_OR_ANY:
+        print(
+            f"polystream {command}: warning: the TLS certificate is for localhost, 127.0.0.1 "
+            f"and ::1 only; clients that reach {host} by that name will not trust it",
+            file=sys.stderr,
+        )
+    return files
+
+
+def trust_hint(files: TLSFiles) -> str:
+    """The banner's line on how clients trust the server."""
+    return f"  TLS        clients trust its certificate with SSL_CERT_FILE={files.ca_file}"

@@ -19,8 +19,8 @@ def register(sub: Any) -> None:
         help="run the provider emulator (OpenAI, Anthropic, xAI and Gemini endpoints)",
         description="Serve emulations of every provider's endpoints, for the official SDKs "
         "unchanged: point base_url at http://HOST:PORT/openai/v1, /xai/v1, /anthropic or "
-        "/gemini. Replies come from scenario files, replayed captures, or a deterministic "
-        "default. See docs/emulator.md.",
+        "/gemini (https:// with --tls). Replies come from scenario files, replayed captures, "
+        "or a deterministic default. See docs/emulator.md.",
     )
     serve.add_argument("--host", default="127.0.0.1", help="the interface to listen on")
     serve.add_argument(
@@ -51,6 +51,14 @@ def register(sub: Any) -> None:
         choices=("uvicorn", "polystream"),
         default="uvicorn",
         help="the HTTP server: uvicorn or polystream's own HTTP/1.1 server",
+    )
+    serve.add_argument(
+        "--tls",
+        metavar="DIR",
+        help="serve HTTPS and WSS on the port, with a certificate for localhost, 127.0.0.1 "
+        "and ::1 signed by a local certificate authority kept in DIR (DIR/ca.pem and "
+        "DIR/ca-key.pem, made on first use, then reused); clients trust it with "
+        "SSL_CERT_FILE=DIR/ca.pem",
     )
     serve.add_argument(
         "--max-connections",
@@ -94,8 +102,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 1
     import socket
 
-    from polystream.cli._listen import bind
+    from polystream.cli._listen import bind, prepare_tls, trust_hint
 
+    tls = None
+    if args.tls is not None:
+        tls = prepare_tls("serve", args.tls, args.host)
+        if tls is None:
+            return 2
     # Bound before anything is printed: a port in use is one message, and exit code 2.
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = bind("serve", args.host, args.port)
@@ -103,17 +116,18 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 2
     port = sock.getsockname()[1]  # the real port when --port 0
     host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
-    root = f"http://{host}:{port}"
-    print(
+    root = f"{'http' if tls is None else 'https'}://{host}:{port}"
+    lines = [
         f"polystream emulator on {root}: {len(emulator.scenarios)} scenario(s), "
-        f"{len(args.replay)} capture(s)\n"
-        f"  OpenAI     base_url={root}/openai/v1\n"
-        f"  xAI        base_url={root}/xai/v1 (OpenAI SDK), {root}/xai (Anthropic SDK)\n"
-        f"  Anthropic  base_url={root}/anthropic\n"
+        f"{len(args.replay)} capture(s)",
+        f"  OpenAI     base_url={root}/openai/v1",
+        f"  xAI        base_url={root}/xai/v1 (OpenAI SDK), {root}/xai (Anthropic SDK)",
+        f"  Anthropic  base_url={root}/anthropic",
         f"  Gemini     http_options={{'base_url': '{root}/gemini'}}",
-        file=sys.stderr,
-        flush=True,
-    )
+    ]
+    if tls is not None:
+        lines.append(trust_hint(tls))
+    print("\n".join(lines), file=sys.stderr, flush=True)
     quiet_dropped_connections()
     app = create_app(emulator)
     settle_heap()
@@ -129,6 +143,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 refusal=emulator_refusal,
                 max_connections=args.max_connections,
                 max_body_bytes=MAX_BODY_SIZE,
+                ssl=tls.server_context() if tls is not None else None,
             )
         else:
             from polystream.server._run import uvicorn_limit_concurrency
@@ -138,6 +153,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 log_level=args.log_level,
                 lifespan="off",
                 limit_concurrency=uvicorn_limit_concurrency(args.max_connections),
+                ssl_certfile=tls.cert_file if tls is not None else None,
+                ssl_keyfile=tls.key_file if tls is not None else None,
             )
             uvicorn.Server(config).run(sockets=[sock])
     finally:

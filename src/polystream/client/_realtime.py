@@ -392,6 +392,7 @@ async def text_turn(
     *,
     instructions: str | None = None,
     on_event: Callable[[Routed], None] | None = None,
+    seconds: float | None = None,
     **options: Any,
 ) -> Result:
     """One text turn on a new connection: configure text replies (and
@@ -405,6 +406,9 @@ async def text_turn(
         prompt: The user's text.
         instructions: The system instructions.
         on_event: Called with every routed event as it arrives (to print the text).
+        seconds: End the reply once this many seconds of its audio arrived (a reply
+            without end: music): the family's :meth:`cancel` is sent and the
+            connection closed; the reply ends as the session ends it then.
         **options: As :func:`connect` (``model``, ``api_key``, ``base_url``, ...).
 
     Raises:
@@ -423,6 +427,13 @@ async def text_turn(
             if on_event is not None:
                 on_event(routed)
             if turn.feed(routed):
+                break
+            if seconds is not None and turn.audio_seconds >= seconds:
+                await conn.cancel()
+                for closing in await conn.close():
+                    if on_event is not None:
+                        on_event(closing)
+                    turn.feed(closing)
                 break
         if not turn.answered:
             raise TransportError("the connection ended before a reply began")

@@ -352,6 +352,7 @@ def text_turn_sync(
     *,
     instructions: str | None = None,
     on_event: Callable[[Routed], None] | None = None,
+    seconds: float | None = None,
     **options: Any,
 ) -> Result:
     """:func:`~polystream.client._realtime.text_turn`, synchronously."""
@@ -367,6 +368,13 @@ def text_turn_sync(
             if on_event is not None:
                 on_event(routed)
             if turn.feed(routed):
+                break
+            if seconds is not None and turn.audio_seconds >= seconds:
+                conn.cancel()
+                for closing in conn.close():
+                    if on_event is not None:
+                        on_event(closing)
+                    turn.feed(closing)
                 break
         if not turn.answered:
             raise TransportError("the connection ended before a reply began")

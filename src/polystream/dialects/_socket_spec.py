@@ -57,13 +57,17 @@ class SocketSpec:
             ``openai_responses`` streams); its requests are that dialect's bodies.
         answer: What the emulator answers a turn with: ``reply`` (the scenario's reply
             to the turn's text), ``speech`` (the turn's own text said aloud: text to
-            speech) or ``transcript`` (the scenario's text as the transcript of the
-            turn's audio: speech to text).
+            speech), ``transcript`` (the scenario's text as the transcript of the
+            turn's audio: speech to text) or ``music`` (the server makes the audio
+            itself, without end; the scenario only times it, or refuses the turn's
+            text).
         model_messages: The client messages that name the model, by type, each with
             the dotted path of its model field (``{"response.create": "model"}``):
             where a gateway reads the model of a connection whose URL names none.
         error_shape: The shape of its in-band ``error`` messages (see
             :data:`SocketErrorShape`).
+        model_prefix: What the family's messages put before a model's name
+            (``models/``), left out to route it.
         bridge: Its conversations translate to and from another such family's through
             the unified model (its server can be a bridge's client side, its session
             a bridge's upstream: see :mod:`polystream.realtime._bridge`).
@@ -83,10 +87,11 @@ class SocketSpec:
     text_config: Mapping[str, Any] = field(default_factory=dict)
     reply_dialect: str | None = None
     emulated: bool = False
-    answer: Literal["reply", "speech", "transcript"] = "reply"
+    answer: Literal["reply", "speech", "transcript", "music"] = "reply"
     model_messages: Mapping[str, str] = field(default_factory=dict)
     error_shape: SocketErrorShape = "realtime"
     bridge: bool = False
+    model_prefix: str = ""
 
     @property
     def path(self) -> str:

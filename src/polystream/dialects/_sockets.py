@@ -24,6 +24,7 @@ SOCKETS: Final = (
     "xai_realtime",
     "xai_tts",
     "xai_stt",
+    "gemini_lyria",
 )
 """The WebSocket families with a session."""
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from polystream.accumulate import Accumulator, Result
 from polystream.dialects._realtime.session import Routed
-from polystream.events import ErrorEvent, Event, Finish, FinishReason, StreamStart, StreamWarning
+from polystream.events import (
+    BlockStart,
+    DataDelta,
+    ErrorEvent,
+    Event,
+    Finish,
+    FinishReason,
+    StreamStart,
+    StreamWarning,
+)
 
 __all__ = ["Turn"]
 
@@ -36,6 +45,14 @@ class Turn:
         self._after = 0  # streams up to this one are not the turn's
         self._retried = False
         self._acc = Accumulator()
+        self._rates: dict[int, int] = {}  # a PCM audio block -> its bytes per second
+        self._sizes: dict[int, int] = {}  # a PCM audio block -> its bytes received
+
+    @property
+    def audio_seconds(self) -> float:
+        """Seconds of the reply's PCM audio received so far (blocks whose sample rate
+        is stated)."""
+        return sum(size / self._rates[index] for index, size in self._sizes.items())
 
     @property
     def answered(self) -> bool:
@@ -64,10 +81,21 @@ class Turn:
         if not isinstance(event, Event):
             return False
         self._acc.feed(event)
+        if type(event) is BlockStart:
+            media = event.media
+            pcm = event.kind == "audio" and media is not None and media.format == "pcm"
+            if pcm and media is not None and media.sample_rate:
+                self._rates[event.index] = media.sample_rate * (media.channels or 1) * 2
+        elif type(event) is DataDelta and event.index in self._rates:
+            delta = event.delta
+            size = len(delta) * 3 // 4 - len(delta[-2:]) + len(delta[-2:].rstrip("="))
+            self._sizes[event.index] = self._sizes.get(event.index, 0) + size
         if type(event) is Finish:
             if event.status == "failed" and self._retried:
                 self._after, self.stream, self._retried = self.stream, None, False
                 self._acc = Accumulator()
+                self._rates.clear()
+                self._sizes.clear()
                 return False
             self.done = True
         return self.done

@@ -33,7 +33,15 @@ from typing import Final
 import msgspec
 
 from polystream.dialects import PROVIDERS
-from polystream.dialects._realtime.server import Message, Outbound, Refusal, ReplyRun, Script, Turn
+from polystream.dialects._realtime.server import (
+    Close,
+    Message,
+    Outbound,
+    Refusal,
+    ReplyRun,
+    Script,
+    Turn,
+)
 from polystream.errors import RequestError
 from polystream.events import RETRYABLE_KINDS, ErrorInfo
 from polystream.realtime import SOCKET_SPECS, open_server
@@ -286,13 +294,16 @@ class SocketEmulation:
         return Script(events=events, tag=scenario)
 
     def _media(self, turn: Turn) -> Script | Refusal:
-        """The answer of a text-to-speech or speech-to-text turn."""
+        """The answer of a text-to-speech, speech-to-text or music turn (music: the
+        server makes the audio; the answer only times it, or refuses the turn)."""
         summary = turn_summary(self.family, self.spec.provider, turn)
         position, scenario = self.emulator.choose(summary, self._names())
         failure = self.emulator.failure(scenario, position)
         if failure is not None:
             return Refusal(status=failure.status, message=failure.message or "")
         response_id = reply_id(self.family, self.emulator.seed, self.emulator.next_serial())
+        if self.spec.answer == "music":
+            return Script(events=[], tag=_paced(scenario, turn.pace))
         if self.spec.answer == "speech":
             fmt = turn.audio or DEFAULT_SPEECH
             events = speech(summary, fmt, scenario, response_id, self.created)
@@ -305,8 +316,12 @@ class SocketEmulation:
     def _take(self, outbound: list[Outbound], now: float, out: list[Send] | None = None) -> None:
         target = self._out if out is None else out
         for item in outbound:
+            if self.closed:
+                return
             if isinstance(item, str | bytes):
                 target.append(Send(text=item))
+            elif isinstance(item, Close):
+                self._close(item.code, item.reason, target)
             else:
                 scenario = item.tag if isinstance(item.tag, Scenario) else None
                 self._runs.append(_Running(item, scenario, now, self._order))
@@ -375,3 +390,18 @@ class SocketEmulation:
         (self._out if out is None else out).append(Send(close=code, reason=reason))
         self.closed = True
         self._runs.clear()
+
+
+def _paced(scenario: Scenario | None, pace: float | None) -> Scenario | None:
+    """The scenario that times a reply without end: ``scenario``, its audio paced at
+    ``pace`` seconds a message (real time, scaled by its ``speed``) unless its timing
+    states an ``audio_delay`` or ``recorded`` offsets."""
+    if pace is None:
+        return scenario
+    timing = scenario.timing if scenario is not None else Timing()
+    if timing.audio_delay is not None or timing.recorded is not None:
+        return scenario
+    paced = msgspec.structs.replace(timing, audio_delay=pace)
+    if scenario is None:
+        return Scenario(name="paced", timing=paced)
+    return msgspec.structs.replace(scenario, timing=paced)

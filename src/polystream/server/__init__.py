@@ -4,7 +4,8 @@
 uvicorn in a background thread (tests, ``polystream demo``); ``load_emulator`` reads
 scenario files and captures. ``polystream serve`` runs it in the foreground. The
 WebSocket families are served by the same app (``SOCKET_ENDPOINTS``). See
-``docs/emulator.md``.
+``docs/emulator.md``. ``prepare_tls(DIR)`` makes or checks the local certificate
+authority and server certificate that ``tls=DIR`` and ``--tls DIR`` serve with.
 """
 
 from __future__ import annotations
@@ -17,13 +18,17 @@ from polystream.server._app import (
     quiet_dropped_connections,
 )
 from polystream.server._run import ServerThread, load_emulator
+from polystream.server._tls import TLSError, TLSFiles, prepare_tls
 
 __all__ = [
     "ENDPOINTS",
     "SOCKET_ENDPOINTS",
     "ServerStats",
     "ServerThread",
+    "TLSError",
+    "TLSFiles",
     "create_app",
     "load_emulator",
+    "prepare_tls",
     "quiet_dropped_connections",
 ]

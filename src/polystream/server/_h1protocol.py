@@ -484,7 +484,7 @@ class ServerConnection(asyncio.Protocol):
             "http_version": version,
             "server": self.local,
             "client": self.client,
-            "scheme": "http",
+            "scheme": "http" if self.server.ssl is None else "https",
             "method": method,
             "root_path": "",
             "path": unquote(raw_path.decode("ascii")),

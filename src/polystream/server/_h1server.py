@@ -8,24 +8,27 @@ the request's head (a gateway's upstream request leaves in that same turn of the
 loop), and a response's head leaves in the same write as its first body bytes (one
 segment, one wake-up of the client, instead of two).
 
-Scope: HTTP/1.1 and 1.0 over TCP; keep-alive; pipelined requests answered in order;
-request bodies by ``Content-Length`` or chunked; ``Expect: 100-continue``; responses by
-``Content-Length``, chunked (HTTP/1.1) or delimited by the close (HTTP/1.0). ASGI 3:
-the ``http``, ``websocket`` (see :mod:`polystream.server._h1websocket`) and ``lifespan``
-scopes. What it refuses, with a status and a closed connection: anything
-llhttp's strict mode refuses (a malformed request line, header or chunk framing, bare
-CR or LF line ends, obsolete line folding, both ``Content-Length`` and
-``Transfer-Encoding``, a repeated ``Content-Length``, chunked not the last coding: 400),
-and what it leaves to the application: an HTTP version other than 1.0 and 1.1, no
-``Host`` in HTTP/1.1 or more than one, ``Transfer-Encoding`` in HTTP/1.0 (400); a head
-over 64 KiB or 100 headers (431); a transfer coding other than chunked (501); a
-declared ``Content-Length`` over ``max_body_bytes``, before any of the body is read, or
-a chunked body growing past it (413); an expectation other than ``100-continue`` (417).
-Connections past ``max_connections`` get a 503 with ``Retry-After`` and are closed.
-These refusals are plain text, unless the server was given a ``refusal`` hook (see
-:data:`Refusal`): a 413 then has the body and headers the hook makes for the request's
-path (the application's own error shape); the connection-cap 503 is answered before
-any of the request is read, so it stays plain.
+Scope: HTTP/1.1 and 1.0 over TCP, or over TLS when given an ``ssl.SSLContext`` (HTTPS,
+and WSS on the same port; a TLS handshake must end within ``head_timeout``, and a
+connection counts against ``max_connections`` once it has); keep-alive; pipelined
+requests answered in order; request bodies by ``Content-Length`` or chunked; ``Expect:
+100-continue``; responses by ``Content-Length``, chunked (HTTP/1.1) or delimited by the
+close (HTTP/1.0). ASGI 3: the ``http``, ``websocket`` (see
+:mod:`polystream.server._h1websocket`) and ``lifespan`` scopes. What it refuses, with a
+status and a closed connection: anything llhttp's strict mode refuses (a malformed
+request line, header or chunk framing, bare CR or LF line ends, obsolete line folding,
+both ``Content-Length`` and ``Transfer-Encoding``, a repeated ``Content-Length``,
+chunked not the last coding: 400), and what it leaves to the application: an HTTP
+version other than 1.0 and 1.1, no ``Host`` in HTTP/1.1 or more than one,
+``Transfer-Encoding`` in HTTP/1.0 (400); a head over 64 KiB or 100 headers (431); a
+transfer coding other than chunked (501); a declared ``Content-Length`` over
+``max_body_bytes``, before any of the body is read, or a chunked body growing past it
+(413); an expectation other than ``100-continue`` (417). Connections past
+``max_connections`` get a 503 with ``Retry-After`` and are closed. These refusals are
+plain text, unless the server was given a ``refusal`` hook (see :data:`Refusal`): a 413
+then has the body and headers the hook makes for the request's path (the application's
+own error shape); the connection-cap 503 is answered before any of the request is read,
+so it stays plain.
 
 Connections are bounded in time: one idle between requests is closed after
 ``keepalive_timeout``; a request head must arrive whole within ``head_timeout`` of its
@@ -45,6 +48,7 @@ import contextlib
 import logging
 import signal
 import socket
+import ssl as _ssl
 from typing import Any
 
 from polystream.server._h1cycle import Cycle
@@ -88,6 +92,9 @@ class H1Server:
         self.refused = 0
         """Connections refused past ``max_connections``."""
         self.accept_log = RateLimitedLog()
+        self.ssl: _ssl.SSLContext | None = None
+        """The TLS context once started over TLS (the scopes' scheme is then ``https``
+        and ``wss``)."""
         self._server: asyncio.Server | None = None
         self._port = 0
         self._lifespan: Lifespan | None = None
@@ -99,9 +106,20 @@ class H1Server:
         return self._port
 
     async def start(
-        self, host: str = "127.0.0.1", port: int = 0, *, sock: socket.socket | None = None
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        sock: socket.socket | None = None,
+        ssl: _ssl.SSLContext | None = None,
     ) -> None:
-        """Run the app's lifespan startup, then listen."""
+        """Run the app's lifespan startup, then listen (over TLS with ``ssl``, a
+        server-side context: see :meth:`polystream.server.TLSFiles.server_context`)."""
+        self.ssl = ssl
+        # (A TLS handshake, before the connection counts, has as long as a head.)
+        tls: dict[str, Any] = {}
+        if ssl is not None:
+            tls = {"ssl": ssl, "ssl_handshake_timeout": self.limits.head_timeout}
         self._lifespan = Lifespan(self.app)
         await self._lifespan.startup()
         loop = asyncio.get_running_loop()
@@ -109,11 +127,16 @@ class H1Server:
         loop.set_exception_handler(self._loop_exception)
         if sock is not None:
             self._server = await loop.create_server(
-                lambda: ServerConnection(self), sock=sock, backlog=2048
+                lambda: ServerConnection(self), sock=sock, backlog=2048, **tls
             )
         else:
             self._server = await loop.create_server(
-                lambda: ServerConnection(self), host, port, reuse_address=True, backlog=2048
+                lambda: ServerConnection(self),
+                host,
+                port,
+                reuse_address=True,
+                backlog=2048,
+                **tls,
             )
         self._port = int(self._server.sockets[0].getsockname()[1])
 
@@ -183,6 +206,7 @@ def run(
     *,
     sock: socket.socket | None = None,
     refusal: Refusal | None = None,
+    ssl: _ssl.SSLContext | None = None,
     **options: Any,
 ) -> None:
     """Serve ``app`` until SIGINT or SIGTERM, then shut down gracefully.
@@ -193,12 +217,13 @@ def run(
         port: The port.
         sock: A socket already bound, to listen on instead of ``host`` and ``port``.
         refusal: Shapes the server's 413 refusals (see :data:`Refusal`).
+        ssl: Serve HTTPS and WSS with this server-side context (None: plain TCP).
         options: :class:`ServerLimits` fields.
     """
 
     async def main() -> None:
         server = H1Server(app, limits=ServerLimits(**options), refusal=refusal)
-        await server.start(host, port, sock=sock)
+        await server.start(host, port, sock=sock, ssl=ssl)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

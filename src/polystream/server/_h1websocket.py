@@ -110,7 +110,7 @@ class WebSocketConnection:
             "type": "websocket",
             "asgi": _ASGI,
             "http_version": "1.1",
-            "scheme": "ws",
+            "scheme": "wss" if http_scope["scheme"] == "https" else "ws",
             "server": http_scope["server"],
             "client": http_scope["client"],
             "root_path": "",

@@ -3,17 +3,21 @@ background thread on a free loopback port (``polystream demo`` and tests)."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
 from polystream.scenario import Emulator, Scenario, ScenarioError, load_scenarios
 from polystream.server._app import create_app, quiet_dropped_connections
+
+if TYPE_CHECKING:
+    from polystream.server._tls import TLSFiles
 
 __all__ = ["ServerThread", "load_emulator", "uvicorn_limit_concurrency"]
 
@@ -70,6 +74,14 @@ class ServerThread:
         host: The interface to bind.
         port: The port; 0 picks a free one (see :attr:`port` once started).
         log_level: uvicorn's log level.
+        tls: A directory for TLS (see ``docs/emulator.md``): the emulator serves HTTPS
+            and WSS with a certificate for ``localhost``, ``127.0.0.1`` and ``::1``,
+            signed by the authority in ``DIR/ca.pem`` (made there when missing);
+            clients trust it with ``SSL_CERT_FILE=DIR/ca.pem``, or the context
+            ``server.tls.client_context()``.
+
+    Raises:
+        polystream.server.TLSError: The authority in ``tls`` cannot be used.
 
     Usage::
 
@@ -84,7 +96,14 @@ class ServerThread:
         host: str = "127.0.0.1",
         port: int = 0,
         log_level: str = "warning",
+        tls: str | os.PathLike[str] | None = None,
     ) -> None:
+        self.tls: TLSFiles | None = None
+        """The TLS files when serving over TLS."""
+        if tls is not None:
+            from polystream.server._tls import prepare_tls
+
+            self.tls = prepare_tls(tls)
         self.app = create_app(emulator)
         self.host = host
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -98,6 +117,8 @@ class ServerThread:
             lifespan="off",
             access_log=False,
             timeout_graceful_shutdown=1,
+            ssl_certfile=self.tls.cert_file if self.tls is not None else None,
+            ssl_keyfile=self.tls.key_file if self.tls is not None else None,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
@@ -109,8 +130,10 @@ class ServerThread:
 
     @property
     def base_url(self) -> str:
-        """``http://HOST:PORT`` (append a provider prefix: ``/openai/v1``...)."""
-        return f"http://{self.host}:{self.port}"
+        """``http://HOST:PORT``, or ``https://`` over TLS (append a provider prefix:
+        ``/openai/v1``...)."""
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     @property
     def stats(self) -> Any:

@@ -22,7 +22,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from starlette.responses import Response
-from starlette.websockets import WebSocket
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from polystream.dialects import PROVIDERS
 from polystream.realtime import SOCKET_SPECS
@@ -119,8 +119,9 @@ async def serve_socket(websocket: WebSocket, emulator: Emulator, stats: Any) -> 
             if received is None:
                 return  # the client left
             emulation.receive(received, loop.time() - opened)
-    except (OSError, RuntimeError) as exc:
-        # A send after the client left (starlette raises RuntimeError once closed).
+    except (OSError, RuntimeError, WebSocketDisconnect) as exc:
+        # A send after the client left (starlette raises RuntimeError once closed, and
+        # WebSocketDisconnect when the client leaves during a send).
         logger.debug("socket %s ended: %r", path, exc)
     finally:
         reader.cancel()

@@ -28,6 +28,7 @@ from polystream.errors import LocalProtocolError
 from polystream.events import ErrorInfo, Event, Finish
 
 __all__ = [
+    "Close",
     "EventFeed",
     "IdMaker",
     "Message",
@@ -64,6 +65,9 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
         out_of_band: The reply stays outside the conversation (OpenAI's
             ``conversation: "none"``).
         instructions: Instructions given for this reply only.
+        pace: Seconds of audio each message of the reply carries, for a reply
+            without end (music): unless its scenario times it, the emulator sends
+            one message per ``pace`` seconds (real time).
     """
 
     model: str
@@ -78,6 +82,7 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     heard: float = 0.0
     out_of_band: bool = False
     instructions: str | None = None
+    pace: float | None = None
 
 
 class EventFeed:
@@ -152,10 +157,15 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         text: The JSON text to send, or bytes to send as a binary message (raw
             audio).
         audio: It carries output audio (a driver may pace audio apart).
+        close: Instead of a message, the socket closes with this code (a family that
+            reports its errors as close codes); ``text`` is then unused.
+        reason: The close reason.
     """
 
     text: str | bytes
     audio: bool = False
+    close: int | None = None
+    reason: str = ""
 
 
 class ReplyRun(abc.ABC):
@@ -188,9 +198,21 @@ class ReplyRun(abc.ABC):
         return None
 
 
-Outbound: TypeAlias = "str | bytes | ReplyRun"
+class Close(msgspec.Struct, frozen=True, kw_only=True):
+    """The server closes the connection (a family whose errors are close codes).
+
+    Fields:
+        code: The close code (1007: invalid argument, 1008: policy, 1011: internal).
+        reason: The close reason.
+    """
+
+    code: int
+    reason: str = ""
+
+
+Outbound: TypeAlias = "str | bytes | ReplyRun | Close"
 """What a server gives: a message to send now (a JSON text, or bytes for a binary
-message), or a reply to write."""
+message), a reply to write, or the connection's close."""
 
 
 class SocketServer(abc.ABC):
