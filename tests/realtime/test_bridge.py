@@ -7,6 +7,7 @@ what cannot cross refused with an error in the client's family."""
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import pytest
@@ -552,8 +553,6 @@ def test_a_lost_upstream_fails_the_running_reply() -> None:
 
 
 def _json(messages: list[str | bytes]) -> list[dict[str, Any]]:
-    import json
-
     return [json.loads(m) for m in messages if isinstance(m, str)]
 
 
@@ -575,4 +574,69 @@ def test_a_spoken_reply_to_a_text_client_is_text() -> None:
     assert text == "Emulated reply from grok-voice."
     assert got[-1]["response"]["output"][0]["content"] == [
         {"type": "output_text", "text": "Emulated reply from grok-voice."}
+    ]
+
+
+def test_a_family_without_video_refuses_it() -> None:
+    from polystream.dialects._realtime.intents import InputVideo
+    from polystream.realtime import open_session
+
+    for family in ("openai_realtime", "xai_realtime"):
+        with pytest.raises(LocalProtocolError, match=f"^{family} takes no video input"):
+            open_session(family).perform(InputVideo(data=b"\xff\xd8", mime_type="image/jpeg"))
+
+
+def test_a_transcript_before_its_audio_is_one_spoken_item() -> None:
+    """A reply whose transcript begins before its audio (as Gemini Live's may) is written
+    as one assistant audio item, as when the audio comes first."""
+    from polystream.dialects._realtime.server import IdMaker
+    from polystream.dialects._realtime_api.respond import ResponseRun
+    from polystream.events import (
+        BlockEnd,
+        BlockStart,
+        DataDelta,
+        Finish,
+        FinishReason,
+        StreamStart,
+        TextDelta,
+    )
+
+    audio = base64.b64encode(b"\x01\x00" * 8).decode()
+    run = ResponseRun(
+        "resp_1",
+        [
+            StreamStart(dialect="gemini_live"),
+            BlockStart(index=0, kind="transcript"),
+            TextDelta(index=0, delta="Hi"),
+            BlockStart(index=1, kind="audio"),
+            DataDelta(index=1, delta=audio),
+            BlockEnd(index=1),
+            BlockEnd(index=0),
+            Finish(status="completed", reason=FinishReason(unified="stop")),
+        ],
+        None,
+        ids=IdMaker("t"),
+        shape={},
+        conversation=None,
+    )
+    messages = []
+    while (message := run.next()) is not None:
+        assert isinstance(message.text, str)
+        messages.append(json.loads(message.text))
+    assert types(messages) == [
+        "response.created",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_audio_transcript.delta",
+        "response.output_audio.delta",
+        "response.output_audio.done",
+        "response.output_audio_transcript.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.done",
+    ]
+    assert messages[2]["part"] == {"type": "audio", "transcript": ""}
+    assert messages[4]["delta"] == audio
+    assert messages[-1]["response"]["output"][0]["content"] == [
+        {"type": "output_audio", "transcript": "Hi"}
     ]
