@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -304,3 +305,41 @@ def test_the_openai_sdk_interrupts_an_xai_reply(server: str) -> None:
                 assert "conversation.item.truncated" in kinds
         finally:
             front.stop()
+
+
+def test_a_translated_connections_usage_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="polystream.gateway")
+    with ServerThread() as emulator:
+        config = GatewayConfig(
+            upstreams={
+                "grok": Upstream(
+                    name="grok",
+                    dialect="xai_realtime",
+                    base_url=emulator.base_url + "/xai/v1",
+                    api_key=CANARY,
+                )
+            },
+            api_key=GATEWAY_KEY,
+            log_socket_usage=True,
+        )
+        front = AppThread(create_gateway(config), server="polystream").start()
+        try:
+            result = text_turn_sync(
+                "openai_realtime",
+                "Hello",
+                model="grok-voice-latest",
+                base_url=front.base_url + "/openai/v1",
+                api_key=GATEWAY_KEY,
+                reconnect=None,
+            )
+        finally:
+            front.stop()
+    assert result.status == "completed"
+    lines = [r.getMessage() for r in caplog.records if r.name == "polystream.gateway"]
+    replies = [line for line in lines if ": reply " in line]
+    assert len(replies) == 1
+    assert replies[0].startswith("WebSocket /openai/v1/realtime: reply resp_")
+    assert replies[0].endswith(" completed, usage: input 10, output 16, total 26")
+    ended = [line for line in lines if line.startswith("WebSocket /openai/v1/realtime -> ")]
+    assert "grok (xai_realtime, translated)" in ended[0]
+    assert ended[0].endswith("; replies: 1, usage: input 10, output 16)")

@@ -254,8 +254,6 @@ class _Relay:
                     # a family whose URL names no model has it in its setup.)
                     in_url = "model" in SOCKET_SPECS[upstream.dialect].query
                     upstream_query = {"model": sent_model} if in_url else {}
-                    if self.tally is not None:
-                        self.tally = _Tally(upstream.dialect, scope["path"])
                 elif model:
                     upstream_query["model"] = sent_model
                 await self._connect(upstream, upstream.dialect, upstream_query)
@@ -443,6 +441,8 @@ class _Relay:
     ) -> None:
         upstream = self.upstream
         assert upstream is not None
+        if self.tally is not None:  # (the usage is read from the upstream's messages)
+            self.tally = _Tally(upstream_config.dialect, self.scope["path"])
         tally = self.tally
         self.outcome = f"{upstream_config.name} ({upstream_config.dialect}, translated)"
         connection = BridgedConnection(
