@@ -368,6 +368,32 @@ def test_the_upstreams_voice_activity_answers_the_client() -> None:
     assert audio_of(got) == audio_of(h.upstream_messages())
 
 
+def test_the_upstream_hears_the_user_speak_over_its_reply() -> None:
+    """Barge-in by voice: the upstream's turn detection cuts its reply; the client is
+    told the user spoke and its response ends cancelled, nothing of the rest follows."""
+    slow = Emulator([Scenario(timing=Timing(delay=1.0))])
+    h = Harness("openai_realtime", "xai_realtime", "grok-voice", slow)
+    h.take()
+    h.send(user_text("Tell me a story"))
+    h.send({"type": "response.create"})
+    h.at(9.5)
+    assert "response.output_audio.delta" in types(h.take())
+    h.take_sent()
+    h.send(
+        {"type": "input_audio_buffer.append", "audio": base64.b64encode(tone(0.6, 24000)).decode()}
+    )
+    assert types(h.take_sent()) == ["input_audio_buffer.append"]  # (no cancel: it cut it)
+    got = h.take()
+    assert got[0]["type"] == "input_audio_buffer.speech_started"
+    assert got[-1]["type"] == "response.done"
+    assert got[-1]["response"]["status"] == "cancelled"
+    assert got[-1]["response"]["status_details"] == {"type": "cancelled", "reason": "turn_detected"}
+    upstream_done = [m for m in h.upstream_messages() if m["type"] == "response.done"]
+    assert upstream_done[0]["response"]["status"] == "cancelled"
+    h.at(100.0)
+    assert [m for m in h.take() if m["type"].startswith("response.")] == []
+
+
 def test_interruption_cancels_and_truncates_upstream() -> None:
     slow = Emulator([Scenario(timing=Timing(delay=1.0))])
     h = Harness("openai_realtime", "xai_realtime", "grok-voice", slow)
