@@ -21,10 +21,11 @@ Families: a client of a text dialect may be served by an upstream of any text di
 upstream of its own dialect (see :func:`family_refusal`).
 
 WebSocket families (:data:`polystream.dialects._sockets.SOCKET_SPECS`) are relayed to an
-upstream of the same family: their paths (:data:`SOCKET_PATHS`), where a client presents
+upstream of the same family, or translated to one of another conversation family
+(:mod:`polystream.realtime._bridge`): their paths (:data:`SOCKET_PATHS`), where a client presents
 its key on the handshake (:func:`socket_key`), where the model is (the URL's query or a
 client message: :func:`socket_model`, :func:`message_model`), the upstream's URL
-(:func:`upstream_socket_url`), the refusal of another family (:func:`socket_refusal`),
+(:func:`upstream_socket_url`), the refusal of a family that cannot serve (:func:`socket_refusal`),
 the gateway's own in-band errors (:func:`socket_error`), an upstream error's text
 without secrets (:func:`scrub_socket_message`) and the close codes passed on
 (:func:`relayed_close_code`) are decided here.
@@ -47,6 +48,7 @@ import msgspec
 from polystream.dialects import DIALECTS, PROVIDERS, TEXT_FAMILIES, provider_of_path
 from polystream.dialects._cursors import CursorSplitter
 from polystream.dialects._sockets import SOCKET_SPECS
+from polystream.realtime._bridge import bridge_refusal
 from polystream.request import error_body
 from polystream.scrub import Scrubber
 
@@ -68,6 +70,7 @@ __all__ = [
     "family_refusal",
     "load_config",
     "message_model",
+    "model_name",
     "parse_upstream_spec",
     "presented_key",
     "relayed_close_code",
@@ -544,9 +547,11 @@ def socket_model(family: str, query: Mapping[str, str]) -> str | None:
 
 
 def message_model(family: str, text: str) -> tuple[dict[str, Any], str, str] | None:
-    """A client message of ``family`` that names a model (``response.create``): the
-    message, its model (``""`` when it leaves the field out) and the field's dotted
-    path; None for any other message. Only a text holding ``"model"`` is read."""
+    """A client message of ``family`` that names a model (``response.create``; a
+    message without a ``type`` is named by its key: Gemini Live's ``setup``): the
+    message, its model (``""`` when it leaves the field out; without the family's
+    :attr:`~polystream.dialects._socket_spec.SocketSpec.model_prefix`) and the field's
+    dotted path; None for any other message. Only a text holding ``"model"`` is read."""
     spec = SOCKET_SPECS[family]
     if not spec.model_messages or '"model"' not in text:
         return None
@@ -556,13 +561,21 @@ def message_model(family: str, text: str) -> tuple[dict[str, Any], str, str] | N
         return None
     if not isinstance(message, dict):
         return None
-    path = spec.model_messages.get(message.get("type"))  # type: ignore[arg-type]
+    kind = message.get("type") if "type" in message else next(iter(message), None)
+    path = spec.model_messages.get(kind)  # type: ignore[arg-type]
     if path is None:
         return None
     value: Any = message
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None
-    return message, value if isinstance(value, str) else "", path
+    model = value if isinstance(value, str) else ""
+    return message, model.removeprefix(spec.model_prefix) if spec.model_prefix else model, path
+
+
+def model_name(family: str, model: str) -> str:
+    """A model as ``family``'s messages name it (Gemini Live's ``models/`` before it)."""
+    prefix = SOCKET_SPECS[family].model_prefix
+    return model if not prefix or "/" in model else prefix + model
 
 
 def with_model(message: dict[str, Any], path: str, model: str) -> str:
@@ -599,15 +612,23 @@ def upstream_socket_url(family: str, base_url: str | None, query: Mapping[str, s
 
 def socket_refusal(family: str, upstream: str, name: str | None = None) -> str | None:
     """Why an upstream of dialect or family ``upstream`` (named ``name`` in the
-    configuration) cannot serve a WebSocket client of ``family`` (None: it can, being
-    of that family). Translating between families is not yet supported."""
+    configuration) cannot serve a WebSocket client of ``family`` (None: it can: it is
+    of that family, or both are conversation families the gateway translates between,
+    see :mod:`polystream.realtime._bridge`)."""
     if family == upstream:
         return None
-    kind = "a WebSocket family" if upstream in SOCKET_SPECS else "an HTTP dialect"
+    served = f"the model is served by the {name or upstream} upstream ({upstream}"
+    if upstream not in SOCKET_SPECS:
+        return (
+            f"{served}, an HTTP dialect), and a {family} connection is served only by a "
+            "WebSocket upstream"
+        )
+    why = bridge_refusal(family, upstream)
+    if why is None:
+        return None
     return (
-        f"not yet supported: the model is served by the {name or upstream} upstream "
-        f"({upstream}, {kind}), and a {family} connection is relayed only to an "
-        "upstream of the same family"
+        f"{served}, a WebSocket family), and a {family} connection cannot be translated "
+        f"to it: {why}"
     )
 
 

@@ -135,17 +135,25 @@ def test_the_upstream_url(
     assert upstream_socket_url(family, base_url, query) == url
 
 
-def test_another_family_is_refused() -> None:
+def test_another_family_is_translated_or_refused() -> None:
     assert socket_refusal("openai_realtime", "openai_realtime") is None
-    assert socket_refusal("openai_realtime", "xai_realtime", "grok") == (
-        "not yet supported: the model is served by the grok upstream (xai_realtime, a "
-        "WebSocket family), and a openai_realtime connection is relayed only to an upstream "
-        "of the same family"
+    # Two conversation families: translated.
+    assert socket_refusal("openai_realtime", "xai_realtime", "grok") is None
+    assert socket_refusal("xai_realtime", "openai_realtime") is None
+    assert socket_refusal("openai_realtime", "openai_responses_ws", "resp") == (
+        "the model is served by the resp upstream (openai_responses_ws, a WebSocket "
+        "family), and a openai_realtime connection cannot be translated to it: "
+        "openai_responses_ws conversations cannot be translated to or from another family"
+    )
+    assert socket_refusal("xai_tts", "openai_realtime") == (
+        "the model is served by the openai_realtime upstream (openai_realtime, a WebSocket "
+        "family), and a xai_tts connection cannot be translated to it: xai_tts "
+        "conversations cannot be translated to or from another family"
     )
     assert socket_refusal("openai_responses_ws", "openai_responses") == (
-        "not yet supported: the model is served by the openai_responses upstream "
-        "(openai_responses, an HTTP dialect), and a openai_responses_ws connection is "
-        "relayed only to an upstream of the same family"
+        "the model is served by the openai_responses upstream (openai_responses, an HTTP "
+        "dialect), and a openai_responses_ws connection is served only by a WebSocket "
+        "upstream"
     )
     # An HTTP request routed to a WebSocket upstream.
     assert family_refusal("openai_responses", "openai_realtime") == (

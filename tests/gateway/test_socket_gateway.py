@@ -380,7 +380,7 @@ def test_the_key_in_a_browser_subprotocol(server: str) -> None:
 
 
 @pytest.mark.parametrize("server", SERVERS)
-def test_another_family_is_not_yet_supported(server: str) -> None:
+def test_a_family_that_does_not_translate_is_refused(server: str) -> None:
     async def script(conn: Conn) -> None:
         raise AssertionError("the upstream was called")
 
@@ -395,9 +395,9 @@ def test_another_family_is_not_yet_supported(server: str) -> None:
             ).close()
         assert refused.value.response.status_code == 400
         message = (
-            "not yet supported: the model is served by the resp upstream "
-            "(openai_responses_ws, a WebSocket family), and a openai_realtime connection "
-            "is relayed only to an upstream of the same family"
+            "the model is served by the resp upstream (openai_responses_ws, a WebSocket "
+            "family), and a openai_realtime connection cannot be translated to it: "
+            "openai_responses_ws conversations cannot be translated to or from another family"
         )
         assert json.loads(refused.value.response.body)["error"]["message"] == message
     upstreams = {"resp": ("openai_realtime", upstream)}
@@ -410,7 +410,11 @@ def test_another_family_is_not_yet_supported(server: str) -> None:
                 ws.recv()
         assert error["type"] == "error"
         assert error["status"] == 400
-        assert error["error"]["message"].startswith("not yet supported: ")
+        assert error["error"]["message"] == (
+            "the model is served by the resp upstream (openai_realtime, a WebSocket family), "
+            "and a openai_responses_ws connection cannot be translated to it: "
+            "openai_responses_ws conversations cannot be translated to or from another family"
+        )
         assert closed.value.rcvd is not None
         assert closed.value.rcvd.code == 1008
         assert upstream.handshakes == 0

@@ -81,6 +81,11 @@ class SocketSpec:
             provider's prefix.
         token_prefix: How an ephemeral token begins: a client given one as its key
             connects to :attr:`token_url` and presents it there.
+        model_prefix: What the family's messages put before a model's name
+            (``models/``), left out to route it.
+        bridge: Its conversations translate to and from another such family's through
+            the unified model (its server can be a bridge's client side, its session
+            a bridge's upstream: see :mod:`polystream.realtime._bridge`).
     """
 
     name: str
@@ -107,6 +112,8 @@ class SocketSpec:
     token_scheme: str = "Token"
     token_path: str | None = None
     token_prefix: str | None = None
+    bridge: bool = False
+    model_prefix: str = ""
 
     @property
     def path(self) -> str:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from polystream.dialects._realtime.session import RealtimeSession, Routed
 from polystream.dialects._socket_spec import SocketSpec
 from polystream.dialects._sockets import SOCKET_SPECS, SOCKETS, open_server, open_session
+from polystream.realtime._bridge import Bridge, Step, bridge_refusal
 from polystream.realtime._endpoint import Endpoint, endpoint
 from polystream.realtime._link import DEFAULT_RECONNECT, SocketLink
 
@@ -42,12 +43,15 @@ __all__ = [
     "SOCKETS",
     "SOCKET_SPECS",
     "AsyncConnection",
+    "Bridge",
     "Connection",
     "Endpoint",
     "RealtimeSession",
     "Routed",
     "SocketLink",
     "SocketSpec",
+    "Step",
+    "bridge_refusal",
     "connect",
     "connect_sync",
     "endpoint",

@@ -29,7 +29,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import parse_qsl
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -42,6 +42,7 @@ from polystream.gateway_core import (
     SOCKET_PATHS,
     Upstream,
     message_model,
+    model_name,
     relayed_close_code,
     scrub,
     scrub_socket_message,
@@ -54,6 +55,7 @@ from polystream.gateway_core import (
     with_model,
 )
 from polystream.realtime import RealtimeSession, Routed, open_session
+from polystream.server._gateway_bridge import BridgedConnection, run_bridged
 
 if TYPE_CHECKING:
     from polystream.gateway_core import GatewayConfig, Limits, Tenants
@@ -247,9 +249,14 @@ class _Relay:
                 self.tally = _Tally(family, scope["path"])
             if model is not None:
                 upstream, sent_model = self._route(family, model)
-                if model:
+                if upstream.dialect != family:
+                    # (Translated: the client's query is its family's, not the upstream's;
+                    # a family whose URL names no model has it in its setup.)
+                    in_url = "model" in SOCKET_SPECS[upstream.dialect].query
+                    upstream_query = {"model": sent_model} if in_url else {}
+                elif model:
                     upstream_query["model"] = sent_model
-                await self._connect(upstream, family, upstream_query)
+                await self._connect(upstream, upstream.dialect, upstream_query)
                 try:
                     await self._accept()
                 except OSError:  # (the client went while its upstream was asked)
@@ -257,6 +264,9 @@ class _Relay:
                     self.outcome = "client gone before the handshake's answer"
                     assert self.upstream is not None
                     await _close_upstream(self.upstream, 1001)
+                    return
+                if upstream.dialect != family:
+                    await self._bridged(upstream, family, model, sent_model)
                     return
             else:
                 await self._accept()
@@ -266,16 +276,26 @@ class _Relay:
                     self.outcome = "client gone before its first message"
                     return
                 first_text: str | None = incoming.get("text")
+                if first_text is None and incoming.get("bytes"):  # (JSON in a binary frame)
+                    with contextlib.suppress(UnicodeDecodeError):
+                        first_text = incoming["bytes"].decode()
                 named = message_model(family, first_text) if first_text is not None else None
                 model = named[1] if named is not None else ""
                 try:
                     upstream, sent_model = self._route(family, model)
-                    await self._connect(upstream, family, upstream_query)
+                    if upstream.dialect != family:
+                        in_url = "model" in SOCKET_SPECS[upstream.dialect].query
+                        upstream_query = {"model": sent_model} if in_url else {}
+                    await self._connect(upstream, upstream.dialect, upstream_query)
                 except _Refused as refused:
                     await self._error_and_close(refused)
                     return
+                if upstream.dialect != family:
+                    assert first_text is not None
+                    await self._bridged(upstream, family, model, sent_model, first=first_text)
+                    return
                 if named is not None and sent_model != model:
-                    first = with_model(named[0], named[2], sent_model)
+                    first = with_model(named[0], named[2], model_name(family, sent_model))
                 else:
                     first = first_text
                 first_message: str | bytes = first if first is not None else incoming["bytes"]
@@ -407,6 +427,57 @@ class _Relay:
             await self.send(
                 {"type": "websocket.close", "code": code, "reason": _fit_reason(reason)}
             )
+
+    # -- a translated connection ------------------------------------------------------
+
+    async def _bridged(
+        self,
+        upstream_config: Upstream,
+        family: str,
+        model: str,
+        sent_model: str,
+        *,
+        first: str | None = None,
+    ) -> None:
+        upstream = self.upstream
+        assert upstream is not None
+        if self.tally is not None:  # (the usage is read from the upstream's messages)
+            self.tally = _Tally(upstream_config.dialect, self.scope["path"])
+        tally = self.tally
+        self.outcome = f"{upstream_config.name} ({upstream_config.dialect}, translated)"
+        connection = BridgedConnection(
+            family,
+            upstream_config.dialect,
+            model=model,
+            upstream_model=sent_model,
+            receive=self.receive,
+            send=self.send,
+            upstream=upstream,
+            secrets=self.relays.secrets,
+            on_upstream=tally.server if tally is not None else _ignore,
+        )
+
+        async def close_client(code: int, reason: str) -> None:
+            await self._close_client(code, reason)
+
+        async def close_upstream(code: int) -> None:
+            await _close_upstream(upstream, code)
+
+        seconds = self.relays.limits.slow_client_seconds
+        try:
+            ended = await run_bridged(
+                connection,
+                close_client=close_client,
+                close_upstream=close_upstream,
+                watch=lambda state, task: _Watchdog(state, task, seconds),
+                first=first,
+            )
+        finally:
+            self.inbound = connection.inbound
+            self.outbound = connection.outbound
+            if connection.client_gone:
+                self.closed = True
+        self.outcome += f", {ended}"
 
     # -- the relay -------------------------------------------------------------------
 
@@ -545,7 +616,7 @@ class _Relay:
         routed = self.relays.config.route_socket(family, model)
         if routed is not None and routed[0] is upstream:
             sent = routed[1]
-            return text if sent == model else with_model(message, path, sent)
+            return text if sent == model else with_model(message, path, model_name(family, sent))
         error = socket_error(
             family,
             400,
@@ -558,13 +629,25 @@ class _Relay:
         return None
 
 
+class _Sending(Protocol):
+    """What a watchdog watches: whether a write to the client waits, and how many
+    were made."""
+
+    sending: bool
+    outbound: int
+
+
+def _ignore(message: str | bytes) -> None:
+    pass
+
+
 class _Watchdog:
     """Ends a relay whose client takes no writes: a write to the client that is still
     waiting after ``seconds`` (checked every ``seconds``: a stalled write is cut after
     one to two periods) cancels the relay's upstream-to-client task. One timer per
     connection, not one per message."""
 
-    def __init__(self, relay: _Relay, task: asyncio.Task[None], seconds: float) -> None:
+    def __init__(self, relay: _Sending, task: asyncio.Task[None], seconds: float) -> None:
         self.relay = relay
         self.task = task
         self.seconds = seconds

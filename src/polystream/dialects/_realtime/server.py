@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import abc
 import hashlib
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeAlias
 
 import msgspec
 
 from polystream.audio.formats import AudioFormat
+from polystream.dialects._realtime.intents import Intent
 from polystream.errors import LocalProtocolError
-from polystream.events import ErrorInfo, Event
+from polystream.events import ErrorInfo, Event, Finish
 
 __all__ = [
     "Close",
+    "EventFeed",
     "IdMaker",
     "Message",
     "Outbound",
@@ -59,6 +62,9 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
             client chose it.
         heard: Seconds of audio the turn is about (what a speech-to-text turn
             transcribes).
+        out_of_band: The reply stays outside the conversation (OpenAI's
+            ``conversation: "none"``).
+        instructions: Instructions given for this reply only.
         pace: Seconds of audio each message of the reply carries, for a reply
             without end (music): unless its scenario times it, the emulator sends
             one message per ``pace`` seconds (real time).
@@ -74,7 +80,35 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     generate: bool = True
     say: str | None = None
     heard: float = 0.0
+    out_of_band: bool = False
+    instructions: str | None = None
     pace: float | None = None
+
+
+class EventFeed:
+    """The events of a reply that are not all known yet (a bridge's upstream is still
+    sending them): pushed as they come, taken in order by the reply's run, whose
+    :meth:`ReplyRun.next` gives None while it waits for more."""
+
+    def __init__(self) -> None:
+        self._events: deque[Event] = deque()
+        self.ended = False
+        """No more events will come (its ``Finish`` was pushed, or it was cut)."""
+
+    def push(self, event: Event) -> None:
+        """One more event (a ``Finish`` ends the feed)."""
+        if not self.ended:
+            self._events.append(event)
+            if type(event) is Finish:
+                self.ended = True
+
+    def end(self) -> None:
+        """No more events will come (the run ends ``completed`` if no ``Finish`` came)."""
+        self.ended = True
+
+    def take(self) -> Event | None:
+        """The next event, if one came."""
+        return self._events.popleft() if self._events else None
 
 
 class Script(msgspec.Struct, frozen=True, kw_only=True):
@@ -84,10 +118,14 @@ class Script(msgspec.Struct, frozen=True, kw_only=True):
         events: Its events, ``StreamStart`` ... ``Finish``.
         tag: Anything the replier wants back with the reply's :class:`ReplyRun`
             (the scenario that chose it).
+        feed: Its events as they come, in place of ``events`` (a bridge's reply,
+            whose upstream is still sending it; only a family that can be bridged
+            reads it).
     """
 
     events: list[Event]
     tag: Any = None
+    feed: EventFeed | None = None
 
 
 class Refusal(msgspec.Struct, frozen=True, kw_only=True):
@@ -160,6 +198,11 @@ class ReplyRun(abc.ABC):
         cut: what says so goes before anything that follows)."""
         return False
 
+    def item_of(self, index: int) -> str | None:
+        """The id of the output item the reply's unified block ``index`` went into
+        (None: none, or the family has no items)."""
+        return None
+
 
 class Close(msgspec.Struct, frozen=True, kw_only=True):
     """The server closes the connection (a family whose errors are close codes).
@@ -199,6 +242,50 @@ class SocketServer(abc.ABC):
     keepalive: ClassVar[float | None] = None
     warn_before: ClassVar[float | None] = None
     expiry_close: ClassVar[tuple[int, str]] = (1001, "")
+
+    # -- a bridge's client side -----------------------------------------------------------
+    #
+    # Run by a bridge (a client of this family, a session of another upstream), the
+    # server detects no voice activity itself (the upstream's is reported by
+    # :meth:`heard`), and says what the client asked as intents (:meth:`take_intents`);
+    # its replier asks the upstream for each reply and answers with an EventFeed.
+
+    def bridge(self) -> None:
+        """Serve as a bridge's client side from now on (see above).
+
+        Raises:
+            LocalProtocolError: The family cannot be bridged.
+        """
+        raise LocalProtocolError(f"{self.family} cannot be translated to another family")
+
+    def take_intents(self) -> list[Intent]:
+        """What the client asked since the last call, in order (a bridge's client side)."""
+        return []
+
+    def heard(self, state: str, at_ms: int) -> list[Outbound]:
+        """Voice activity the upstream detected (``started``, ``stopped``), at
+        ``at_ms`` of input audio: what the client is told."""
+        return []
+
+    def respond(self) -> list[Outbound]:
+        """A reply the upstream began by itself (its turn detection answered the user):
+        the reply (asked of the replier as any other) and what goes with it."""
+        raise LocalProtocolError(f"{self.family} has no replies of the server's own")
+
+    def refuse(self, status: int, message: str, *, code: str | None = None) -> list[Outbound]:
+        """What tells the client that a request of its was refused (a bridge's
+        upstream cannot carry it): the family's error message by default."""
+        return [self.error(status, message, code=code, kind="invalid_request")]
+
+    @property
+    def input_audio(self) -> AudioFormat | None:
+        """The format of the client's input audio (None: it sends none)."""
+        return None
+
+    @property
+    def output_audio(self) -> AudioFormat | None:
+        """The format of the audio the client is sent (None: it is sent none)."""
+        return None
 
     @abc.abstractmethod
     def open(self) -> list[Outbound]:

@@ -31,6 +31,8 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
+from polystream.audio.formats import AudioFormat
+from polystream.dialects._realtime.intents import Intent
 from polystream.dialects._socket_spec import SocketSpec
 from polystream.errors import LocalProtocolError, RemoteProtocolError
 from polystream.events import (
@@ -265,6 +267,31 @@ class RealtimeSession(abc.ABC):
     def tool_result(self, *args: Any, **kwargs: Any) -> list[str]:
         """Send a tool's result and, as a rule, ask for the reply that uses it."""
         raise self._unsupported("tool results")
+
+    # -- a bridge's upstream ------------------------------------------------------------
+
+    def perform(self, intent: Intent) -> list[str | bytes]:
+        """The messages that carry a client's intent (a client of another family,
+        bridged to this session: see :mod:`polystream.dialects._realtime.intents`).
+
+        Raises:
+            LocalProtocolError: The family cannot carry it (what it says names what).
+        """
+        raise LocalProtocolError(
+            f"{self.dialect} cannot be translated from another family", dialect=self.dialect
+        )
+
+    def paused_for_tools(self, stream: int) -> bool:
+        """The reply ``stream`` waits for the results of the tools it called, and goes
+        on after them in the same stream (a family whose replies are not ended by their
+        tool calls: Gemini Live's turns)."""
+        return False
+
+    @property
+    def audio_formats(self) -> tuple[AudioFormat | None, AudioFormat | None]:
+        """The formats of the audio the session sends and is sent, as configured last
+        (None: it has none)."""
+        return None, None
 
     def _unsupported(self, what: str) -> LocalProtocolError:
         return LocalProtocolError(f"{self.dialect} has no {what}", dialect=self.dialect)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from polystream.dialects._errors import error_body, status_for
-from polystream.dialects._realtime.server import IdMaker, Message, ReplyRun
+from polystream.dialects._realtime.server import EventFeed, IdMaker, Message, ReplyRun
 from polystream.dialects._spec import ErrorSpec
 from polystream.events import (
     BlockEnd,
@@ -156,6 +156,8 @@ class ResponseRun(ReplyRun):
         after_created: Messages sent right after ``response.created`` (rate limits).
         binary_audio: Its audio goes as bytes messages, the raw audio of each delta
             (xAI's ``transport: binary``), instead of ``response.output_audio.delta``.
+        feed: Its events as they come, in place of ``events`` (:meth:`next` gives
+            None while it waits for more).
     """
 
     def __init__(
@@ -169,9 +171,11 @@ class ResponseRun(ReplyRun):
         conversation: Conversation | None,
         after_created: Callable[[Usage | None], list[str]] | None = None,
         binary_audio: bool = False,
+        feed: EventFeed | None = None,
     ) -> None:
         self.response_id = response_id
         self.tag = tag
+        self._feed = feed
         self._events: Iterator[Event] = iter(events)
         self._ids = ids
         self._shape = shape
@@ -190,13 +194,20 @@ class ResponseRun(ReplyRun):
         return self._ended and not self._queue
 
     def next(self) -> Message | None:
+        feed = self._feed
         while not self._queue and not self._ended:
-            event = next(self._events, None)
-            if event is None:  # (a script without its Finish ends completed)
-                self._end("completed", None)
+            event = next(self._events, None) if feed is None else feed.take()
+            if event is None:
+                if feed is not None and not feed.ended:
+                    break  # (waiting for the feed)
+                self._end("completed", None)  # (a script without its Finish)
                 break
             self._render(event)
         return self._queue.popleft() if self._queue else None
+
+    def item_of(self, index: int) -> str | None:
+        state = self._blocks.get(index)
+        return state.item["id"] if state is not None else None
 
     def fail(self, error: ErrorInfo) -> None:
         if not self._ended:
@@ -265,8 +276,28 @@ class ResponseRun(ReplyRun):
                 last.open.append(event.index)
                 self._blocks[event.index] = last
                 return
-            self._blocks[event.index] = None
+            # A transcript before its audio (Gemini Live's outputTranscription may come
+            # first): the audio item begins with it, and the audio joins it.
+            state = self._add_item(
+                {"type": "message", "status": "in_progress", "role": "assistant", "content": []}
+            )
+            state.transcript = event.index
+            self._part_added(state, {"type": "audio", "transcript": ""})
+            state.open.append(event.index)
+            self._blocks[event.index] = state
             return
+        if event.kind == "audio":
+            last = self._items[-1] if self._items else None
+            if (
+                last is not None
+                and not last.closed
+                and last.transcript is not None
+                and last.audio is None
+            ):
+                last.audio = event.index
+                last.open.append(event.index)
+                self._blocks[event.index] = last
+                return
         if event.kind in ("text", "audio"):
             state = self._add_item(
                 {"type": "message", "status": "in_progress", "role": "assistant", "content": []}
@@ -275,23 +306,14 @@ class ResponseRun(ReplyRun):
             if audio:
                 state.audio = event.index
             part = {"type": "audio", "transcript": ""} if audio else {"type": "text", "text": ""}
-            self._send(
-                {
-                    "type": "response.content_part.added",
-                    "response_id": self.response_id,
-                    "item_id": state.item["id"],
-                    "output_index": state.index,
-                    "content_index": 0,
-                    "part": part,
-                }
-            )
+            self._part_added(state, part)
         elif event.kind == "tool_call":
             state = self._add_item(
                 {
                     "type": "function_call",
                     "status": "in_progress",
                     "name": event.name or "",
-                    "call_id": event.id or self._ids.make("call_"),
+                    "call_id": event.call_id or event.id or self._ids.make("call_"),
                     "arguments": "",
                 }
             )
@@ -300,6 +322,18 @@ class ResponseRun(ReplyRun):
             return
         state.open.append(event.index)
         self._blocks[event.index] = state
+
+    def _part_added(self, state: _Item, part: dict[str, Any]) -> None:
+        self._send(
+            {
+                "type": "response.content_part.added",
+                "response_id": self.response_id,
+                "item_id": state.item["id"],
+                "output_index": state.index,
+                "content_index": 0,
+                "part": part,
+            }
+        )
 
     def _add_item(self, fields: dict[str, Any]) -> _Item:
         item = {"id": self._ids.make("item_"), **fields}
@@ -417,14 +451,13 @@ class ResponseRun(ReplyRun):
         if self.conversation is not None and item["id"] in self.conversation.truncated:
             text = ""  # (the unheard transcript was deleted)
         if item["type"] == "message":
+            spoken = state.audio is not None or state.transcript is not None
             part = (
-                {"type": "audio", "transcript": text}
-                if state.audio is not None
-                else {"type": "text", "text": text}
+                {"type": "audio", "transcript": text} if spoken else {"type": "text", "text": text}
             )
             item["content"] = [
                 {"type": "output_audio", "transcript": text}
-                if state.audio is not None
+                if spoken
                 else {"type": "output_text", "text": text}
             ]
             self._send(
@@ -464,7 +497,12 @@ class ResponseRun(ReplyRun):
         usage = event.usage if event.usage is not None else self._usage
         if usage is not None:
             self._usage = usage
-        if event.status == "failed":
+        if event.reason.unified == "cancelled" and event.status != "failed":
+            # (Cut: by the client, or because the user spoke over it.)
+            raw = event.reason.raw
+            why = raw if raw in ("turn_detected", "client_cancelled") else "turn_detected"
+            self._end("cancelled", {"type": "cancelled", "reason": why})
+        elif event.status == "failed":
             error = event.error or self._error or ErrorInfo(kind="server", message="failed")
             self._end("failed", {"type": "failed", "error": error_object(error)})
         elif event.status == "incomplete":

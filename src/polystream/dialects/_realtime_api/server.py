@@ -25,12 +25,26 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import copy
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 from polystream.audio.formats import AudioFormat
 from polystream.dialects._errors import error_body
+from polystream.dialects._realtime.intents import (
+    AddMessage,
+    AddToolCall,
+    Cancel,
+    ClearAudio,
+    CommitAudio,
+    Configure,
+    DeleteItem,
+    InputAudio,
+    Intent,
+    ToolOutput,
+    Truncate,
+)
 from polystream.dialects._realtime.server import (
     IdMaker,
     Outbound,
@@ -187,6 +201,8 @@ class RealtimeServer(SocketServer):
         self._speech_item: str | None = None
         self._requests = 0
         self._tokens = 0
+        self._bridged = False
+        self._intents: list[Intent] = []
         self._configure_audio()
 
     # -- what a family changes ---------------------------------------------------------
@@ -334,6 +350,73 @@ class RealtimeServer(SocketServer):
     def expire(self) -> list[str]:
         return [self._error("session_expired", _EXPIRED)]
 
+    # -- a bridge's client side --------------------------------------------------------
+
+    def bridge(self) -> None:
+        self._bridged = True
+        self._detector = None
+        self._intents.append(self._configuration())
+
+    def take_intents(self) -> list[Intent]:
+        taken, self._intents = self._intents, []
+        return taken
+
+    def heard(self, state: str, at_ms: int) -> list[Outbound]:
+        if state == "started":
+            return self._speech_started(at_ms)
+        if state != "stopped":
+            return []
+        item = self._speech_item or self._ids.make("item_")
+        return [
+            self._message("input_audio_buffer.speech_stopped", audio_end_ms=at_ms, item_id=item),
+            *self._commit(item),
+        ]
+
+    def respond(self) -> list[Outbound]:
+        try:
+            return self._create({})
+        except InvalidMessage as exc:
+            return [self._error(exc.code, exc.message, exc.param)]
+
+    @property
+    def input_audio(self) -> AudioFormat | None:
+        return self.input_format
+
+    @property
+    def output_audio(self) -> AudioFormat | None:
+        return self.output_format
+
+    def _configuration(self) -> Configure:
+        """The session's configuration as a bridge's upstream is to have it."""
+        config = self.config
+        tools = config.get("tools") or []
+        functions = tuple(
+            {
+                "name": tool["name"],
+                "description": tool.get("description") or "",
+                "parameters": tool.get("parameters") or {"type": "object", "properties": {}},
+            }
+            for tool in tools
+            if isinstance(tool, dict)
+            and tool.get("type", "function") == "function"
+            and isinstance(tool.get("name"), str)
+        )
+        hosted = tuple(
+            tool
+            for tool in tools
+            if isinstance(tool, dict) and tool.get("type", "function") != "function"
+        )
+        instructions = config.get("instructions")
+        return Configure(
+            instructions=instructions if isinstance(instructions, str) else "",
+            tools=functions,
+            hosted=hosted,
+            modalities=tuple(self._modalities_of({})),
+            turn_detection=self.detection() is not None,
+            input_audio=self.input_format,
+            output_audio=self.output_format,
+        )
+
     def error(
         self,
         status: int,
@@ -365,11 +448,13 @@ class RealtimeServer(SocketServer):
         self._merge(merged, session)
         self.config = merged
         self._configure_audio()
+        if self._bridged:
+            self._intents.append(self._configuration())
         return [self._message("session.updated", session=copy.deepcopy(self.config))]
 
     def _configure_audio(self) -> None:
         detection = self.detection()
-        if detection is None:
+        if detection is None or self._bridged:
             self._detector = None
             return
         threshold = detection.get("threshold", 0.5)
@@ -403,6 +488,8 @@ class RealtimeServer(SocketServer):
         """Input audio written to the buffer (and heard by voice activity detection)."""
         self._buffer += data
         self._written_ms += self.input_format.duration_ms(len(data))
+        if self._bridged:
+            self._intents.append(InputAudio(data=data))
         out: list[Outbound] = []
         if self._detector is not None:
             for what, at in self._detector.feed(data):
@@ -443,7 +530,10 @@ class RealtimeServer(SocketServer):
                 "Error committing input audio buffer: buffer too small. Expected at least "
                 f"{_MIN_COMMIT_MS}ms of audio, but buffer only has {held:.2f}ms of audio.",
             )
-        return self._commit(self._speech_item or self._ids.make("item_"))
+        item_id = self._speech_item or self._ids.make("item_")
+        if self._bridged:
+            self._intents.append(CommitAudio())
+        return self._commit(item_id)
 
     def _commit(self, item_id: str) -> list[Outbound]:
         self._speech_item = None
@@ -463,6 +553,8 @@ class RealtimeServer(SocketServer):
 
     def _on_input_audio_buffer_clear(self, value: dict[str, Any]) -> list[Outbound]:
         self._buffer.clear()
+        if self._bridged:
+            self._intents.append(ClearAudio())
         return [self._message("input_audio_buffer.cleared")]
 
     def _on_output_audio_buffer_clear(self, value: dict[str, Any]) -> list[Outbound]:
@@ -514,6 +606,8 @@ class RealtimeServer(SocketServer):
                 item[key] = field
         if isinstance(item.get("content"), list):
             item["content"] = [_stored_part(part) for part in item["content"]]
+        if self._bridged:
+            self._intents.append(_item_intent(given, item_id))
         before = self.conversation.add(item, previous if isinstance(previous, str) else None)
         return list(self._item_news(item, before))
 
@@ -547,6 +641,8 @@ class RealtimeServer(SocketServer):
     def _on_conversation_item_delete(self, value: dict[str, Any]) -> list[Outbound]:
         item_id, _ = self._item(value)
         self.conversation.delete(item_id)
+        if self._bridged:
+            self._intents.append(DeleteItem(item_id=item_id))
         return [self._message("conversation.item.deleted", item_id=item_id)]
 
     def _on_conversation_item_truncate(self, value: dict[str, Any]) -> list[Outbound]:
@@ -582,6 +678,8 @@ class RealtimeServer(SocketServer):
         if isinstance(part, dict):
             part["transcript"] = ""  # (the unheard transcript is deleted)
         self.conversation.truncated.add(item_id)
+        if self._bridged:
+            self._intents.append(Truncate(item_id=item_id, audio_end_ms=end))
         return [
             self._message(
                 "conversation.item.truncated",
@@ -639,6 +737,10 @@ class RealtimeServer(SocketServer):
             has_tool_result=bool(context) and context[-1].get("type") == "function_call_output",
             audio=(found[0] if found is not None else DEFAULT_FORMAT) if speaks else None,
             say=say,
+            out_of_band=not in_band,
+            instructions=params.get("instructions")
+            if isinstance(params.get("instructions"), str)
+            else None,
         )
         answer = self._replier(turn)
         if isinstance(answer, Refusal):
@@ -672,8 +774,9 @@ class RealtimeServer(SocketServer):
             ids=self._ids,
             shape=shape,
             conversation=self.conversation if in_band else None,
-            after_created=self._rate_limits if self.rate_limits else None,
+            after_created=self._rate_limits if self.rate_limits and not self._bridged else None,
             binary_audio=self._binary_output(),
+            feed=answer.feed,
         )
         self._runs = {rid: r for rid, r in self._runs.items() if not r.done}
         self._runs[run.response_id] = run
@@ -734,6 +837,8 @@ class RealtimeServer(SocketServer):
             raise InvalidMessage(
                 "response_cancel_not_active", "Cancellation failed: no active response found"
             )
+        if self._bridged:
+            self._intents.append(Cancel(response_id=run.response_id))
         return list(run.cancel("client_cancelled"))
 
     # -- messages ------------------------------------------------------------------------
@@ -777,6 +882,49 @@ def _turn_detection(value: Any) -> Any:
         return None
     base = _SEMANTIC_VAD if value.get("type") == "semantic_vad" else _SERVER_VAD
     return {**base, **value}
+
+
+def _item_intent(item: dict[str, Any], item_id: str) -> Intent:
+    """What a ``conversation.item.create`` asks of a bridge's upstream."""
+    kind = item.get("type")
+    if kind == "function_call_output":
+        output = item.get("output")
+        return ToolOutput(
+            call_id=str(item.get("call_id") or ""),
+            output=output if isinstance(output, str) else dump_message(output),
+            item_id=item_id,
+        )
+    if kind == "function_call":
+        return AddToolCall(
+            call_id=str(item.get("call_id") or ""),
+            name=str(item.get("name") or ""),
+            arguments=str(item.get("arguments") or ""),
+            item_id=item_id,
+        )
+    texts: list[str] = []
+    images: list[str] = []
+    audio = bytearray()
+    for part in item.get("content") or []:
+        if not isinstance(part, dict):
+            continue
+        ptype = part.get("type")
+        if ptype == "input_image":
+            url = part.get("image_url")
+            images.append(url if isinstance(url, str) else "")
+        elif ptype == "input_audio" and isinstance(part.get("audio"), str):
+            with contextlib.suppress(binascii.Error, ValueError):
+                audio += base64.b64decode(part["audio"], validate=True)
+        else:
+            text = part.get("text", part.get("transcript"))
+            if isinstance(text, str):
+                texts.append(text)
+    return AddMessage(
+        role=str(item.get("role") or "user"),
+        text="".join(texts),
+        images=tuple(images),
+        audio=bytes(audio) if audio else None,
+        item_id=item_id,
+    )
 
 
 def _stored_part(part: Any) -> Any:

@@ -47,6 +47,7 @@ from polystream.audio.formats import AudioFormat
 from polystream.dialects._realtime.session import RealtimeSession, Routed
 from polystream.dialects._realtime_api.audio_format import DEFAULT_FORMAT, media_info, read_format
 from polystream.dialects._realtime_api.commands import Commands, Transport
+from polystream.dialects._realtime_api.perform import Performs
 from polystream.dialects._realtime_api.reply import IMPLICIT, Reply
 from polystream.dialects._realtime_api.usage import to_usage
 from polystream.dialects._realtime_api.wire import (
@@ -103,7 +104,7 @@ class _Audio:
         self.truncated = False
 
 
-class RealtimeAPISession(Commands, RealtimeSession):
+class RealtimeAPISession(Commands, Performs, RealtimeSession):
     """A session of the Realtime API's vocabulary (bound by a family's ``binding.py``).
 
     Class attributes (what a family binds):
@@ -147,6 +148,10 @@ class RealtimeAPISession(Commands, RealtimeSession):
         self._blocks = 0  # stream 0's block indexes
 
     # -- state -------------------------------------------------------------------------
+
+    @property
+    def audio_formats(self) -> tuple[AudioFormat | None, AudioFormat | None]:
+        return self.input_format, self.output_format
 
     @property
     def active_responses(self) -> list[str]:

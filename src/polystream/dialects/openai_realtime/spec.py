@@ -21,4 +21,5 @@ SPEC = SocketSpec(
     context="conversation",
     text_config={"output_modalities": ["text"]},
     emulated=True,
+    bridge=True,
 )

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+from polystream.dialects._realtime.intents import Configure, Respond
+from polystream.dialects._realtime_api.perform import format_object
 from polystream.dialects._realtime_api.session import RealtimeAPISession
 from polystream.dialects._socket_spec import SocketSpec
 from polystream.dialects.xai_realtime.server import XAIRealtimeServer
@@ -46,9 +48,36 @@ class Session(RealtimeAPISession):
     route_to_running: ClassVar[bool] = True
     session_type: ClassVar[str | None] = None
 
+    pcm_rates: ClassVar[tuple[int, int]] = (8000, 48000)
+    hosted_tools: ClassVar[frozenset[str]] = frozenset(
+        {"web_search", "x_search", "file_search", "mcp"}
+    )
+    takes_images: ClassVar[bool] = False
+
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         self._resumption = False
+
+    def session_fields(self, config: Configure) -> dict[str, Any]:
+        """xAI's session shape: turn detection at the top, no modalities (each reply
+        states its own)."""
+        return {
+            "instructions": config.instructions,
+            "tools": self._tools(config),
+            "turn_detection": {"type": "server_vad"} if config.turn_detection else None,
+            "audio": {
+                "input": {"format": format_object(self.input_format)},
+                "output": {"format": format_object(self.output_format)},
+            },
+        }
+
+    def response_fields(self, respond: Respond) -> dict[str, Any]:
+        fields = super().response_fields(respond)
+        fields["modalities"] = list(fields.pop("output_modalities"))
+        return fields
+
+    def say(self, text: str) -> list[str]:
+        return self.force_message(text)
 
     def configure(
         self,

@@ -18,4 +18,5 @@ SPEC = SocketSpec(
     browser_subprotocols=("xai-client-secret.{key}",),
     max_duration=7200.0,
     emulated=True,
+    bridge=True,
 )
