@@ -67,6 +67,7 @@ __all__ = [
     "Raw",
     "RealtimeEvent",
     "ReasoningDelta",
+    "Resumption",
     "RetryAdvice",
     "SessionUpdate",
     "SignatureDelta",
@@ -901,8 +902,26 @@ class RetryAdvice(EventBase, frozen=True, kw_only=True, tag="retry-advice"):
     safe: bool
 
 
+class Resumption(EventBase, frozen=True, kw_only=True, tag="resumption"):
+    """The provider's news of how the session can be resumed on a new connection
+    (Gemini Live ``sessionResumptionUpdate``).
+
+    Fields:
+        handle: The handle that resumes the session as it stands (None when it cannot
+            be resumed now).
+        resumable: Whether resuming now keeps everything (false while the model
+            generates or runs tool calls).
+        last_consumed: The index of the last client message the handle includes, on
+            the connection (counted from 0, the setup), when the provider states it.
+    """
+
+    handle: str | None = None
+    resumable: bool = False
+    last_consumed: int | None = None
+
+
 RealtimeEvent: TypeAlias = (
-    Event | SessionUpdate | Speech | RateLimits | Lifetime | Steering | RetryAdvice
+    Event | SessionUpdate | Speech | RateLimits | Lifetime | Steering | RetryAdvice | Resumption
 )
 """Every event a realtime session gives: the unified events of its replies and the
 session's own."""

@@ -380,6 +380,50 @@ def test_a_prompt_is_needed(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_each_default_socket_is_a_family_of_its_provider() -> None:
     defaults = {p.name: p.default_socket for p in PROVIDERS.values() if p.default_socket}
-    assert defaults == {"openai": "openai_realtime", "xai": "xai_realtime"}
+    assert defaults == {
+        "openai": "openai_realtime",
+        "xai": "xai_realtime",
+        "gemini": "gemini_live",
+    }
     for provider, family in defaults.items():
         assert SOCKET_SPECS[family].provider == provider
+
+
+def test_gemini_maps_to_the_live_api(capsys: pytest.CaptureFixture[str]) -> None:
+    lines = (FIXTURES / "gemini_live" / "text_turn.ws").read_text().splitlines()
+
+    async def only(peer: Peer) -> None:
+        await peer.expect(2)  # the setup (text replies), then the user's turn
+        await peer.send(*lines)
+        await peer.drain()
+
+    with Loopback(only) as server:
+        status = call(
+            "gemini",
+            "--realtime",
+            "Say hi",
+            "--model",
+            "gemini-live-2.5-flash-preview",
+            "--base-url",
+            server.base_url,
+        )
+    out, err = capsys.readouterr()
+    assert (status, out) == (0, "Hello there.\n"), err
+    assert server.attempts == [
+        "/v1/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+    ]
+    assert [json.loads(m) for m in server.peers[0].received] == [
+        {
+            "setup": {
+                "generationConfig": {"responseModalities": ["TEXT"]},
+                "model": "models/gemini-live-2.5-flash-preview",
+            }
+        },
+        {
+            "clientContent": {
+                "turns": [{"role": "user", "parts": [{"text": "Say hi"}]}],
+                "turnComplete": True,
+            }
+        },
+    ]
+    assert "tokens in 9 out 3" in err

@@ -434,6 +434,15 @@ def test_plain_request_to_a_socket_endpoint_is_426() -> None:
         {"path": "/xai/v1/realtime", "family": "xai_realtime"},
         {"path": "/xai/v1/tts", "family": "xai_tts"},
         {"path": "/xai/v1/stt", "family": "xai_stt"},
+        *(
+            {"path": f"/gemini/ws/google.ai.generativelanguage.{version}", "family": "gemini_live"}
+            for version in (
+                "v1beta.GenerativeService.BidiGenerateContent",
+                "v1alpha.GenerativeService.BidiGenerateContent",
+                "v1.GenerativeService.BidiGenerateContent",
+                "v1alpha.GenerativeService.BidiGenerateContentConstrained",
+            )
+        ),
     ]
 
 

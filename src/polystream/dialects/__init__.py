@@ -144,6 +144,7 @@ PROVIDERS: Final[dict[str, ProviderSpec]] = {
             ("gemini-", "gemma-", "learnlm-", "deep-research"),
             "gemini_generate",
             "google",
+            default_socket="gemini_live",
         ),
     )
 }

@@ -48,7 +48,12 @@ class SocketSpec:
         context: What a client keeps to carry a connection's context over to a new
             one: ``conversation`` (the conversation and the session updates, replayed
             on the new socket: the service keeps nothing), ``responses`` (the replies
-            of each chain, for a full-history retry), or None.
+            of each chain, for a full-history retry), ``resumption`` (the service
+            keeps the session: the latest resumption handle, and the messages the
+            service has not yet acknowledged, sent again on the new socket), or None.
+        setup_once: The configuration is one setup message, the connection's first,
+            sent once (its model included): a client gives the model to the session,
+            which writes the setup with the first command.
         text_config: The :meth:`configure` fields that make the replies text only.
         emulated: The family's binding has a ``Server`` that ``polystream serve`` runs
             (its endpoint is served under the provider's prefix).
@@ -67,6 +72,16 @@ class SocketSpec:
         bridge: Its conversations translate to and from another such family's through
             the unified model (its server can be a bridge's client side, its session
             a bridge's upstream: see :mod:`polystream.realtime._bridge`).
+        also_urls: More endpoints of the same family (other API versions), served
+            alike.
+        token_url: The endpoint that takes an ephemeral token instead of a key.
+        token_auth: How a client presents an ephemeral token there: a header whose
+            value is ``<token_scheme> <token>``, or a query parameter.
+        token_scheme: The scheme word before the token in :attr:`token_auth`'s header.
+        token_path: The HTTP path (``POST``) that mints ephemeral tokens, under the
+            provider's prefix.
+        token_prefix: How an ephemeral token begins: a client given one as its key
+            connects to :attr:`token_url` and presents it there.
     """
 
     name: str
@@ -79,7 +94,8 @@ class SocketSpec:
     max_duration: float | None = None
     lanes: int = 1
     reconnect_codes: frozenset[int] = frozenset()
-    context: Literal["conversation", "responses"] | None = None
+    context: Literal["conversation", "responses", "resumption"] | None = None
+    setup_once: bool = False
     text_config: Mapping[str, Any] = field(default_factory=dict)
     reply_dialect: str | None = None
     emulated: bool = False
@@ -87,6 +103,12 @@ class SocketSpec:
     model_messages: Mapping[str, str] = field(default_factory=dict)
     error_shape: SocketErrorShape = "realtime"
     bridge: bool = False
+    also_urls: tuple[str, ...] = ()
+    token_url: str | None = None
+    token_auth: AuthSpec | None = None
+    token_scheme: str = "Token"
+    token_path: str | None = None
+    token_prefix: str | None = None
 
     @property
     def path(self) -> str:
@@ -94,3 +116,10 @@ class SocketSpec:
         (``/openai/v1/realtime``), where the provider's SDK derives it from its
         ``base_url``."""
         return urlsplit(self.url).path
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every path it is served at: :attr:`path`, then those of :attr:`also_urls`
+        and :attr:`token_url`."""
+        urls = (self.url, *self.also_urls, *((self.token_url,) if self.token_url else ()))
+        return tuple(urlsplit(url).path for url in urls)

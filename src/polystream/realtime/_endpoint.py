@@ -96,7 +96,9 @@ def endpoint(
     """The URL and headers that open a connection of ``family``.
 
     Args:
-        api_key: The key, sent as the family's authentication headers.
+        api_key: The key, sent as the family's authentication headers; an ephemeral
+            token of a family that takes them (Gemini's ``auth_tokens/...``) goes to
+            the family's token endpoint instead, in its token header.
         model: Put in the query when the family takes it there (``model`` in the
             descriptor's ``query``).
         base_url: The provider's base URL (``http(s)://`` or ``ws(s)://``), under which
@@ -112,15 +114,24 @@ def endpoint(
     """
     spec = socket_spec(family)
     provider = _provider(spec)
+    token = (
+        spec.token_url is not None
+        and spec.token_prefix is not None
+        and api_key.startswith(spec.token_prefix)
+    )
     if url is None:
-        url = spec.url if base_url is None else _under(spec, provider, base_url)
+        target = spec.token_url if token and spec.token_url else spec.url
+        url = target if base_url is None else _under(spec, provider, base_url, target)
     params: dict[str, str] = {}
     if model is not None and "model" in spec.query:
         params["model"] = model
     params.update(query or {})
     if params:
         url += ("&" if "?" in url else "?") + urlencode(params)
-    out = spec.auth.headers(api_key)
+    if token and spec.token_auth is not None:
+        out = {spec.token_auth.header: f"{spec.token_scheme} {api_key}"}
+    else:
+        out = spec.auth.headers(api_key)
     for name, value in (headers or {}).items():
         for existing in [k for k in out if k.lower() == name.lower()]:
             del out[existing]
@@ -128,13 +139,13 @@ def endpoint(
     return Endpoint(url=url, headers=out, request_id_header=provider.request_id_header)
 
 
-def _under(spec: SocketSpec, provider: ProviderSpec, base_url: str) -> str:
+def _under(spec: SocketSpec, provider: ProviderSpec, base_url: str, target: str) -> str:
     default = _ws_scheme(provider.base_url).rstrip("/")
-    if not spec.url.startswith(default + "/"):
+    if not target.startswith(default + "/"):
         raise LocalProtocolError(
             f"{spec.name} is not served under {provider.name}'s base URL: give url=",
             dialect=spec.name,
         )
-    path = spec.url[len(default) :]
+    path = target[len(default) :]
     base, sep, query = _ws_scheme(base_url).partition("?")
     return base.rstrip("/") + path + sep + query

@@ -24,11 +24,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from polystream.dialects._realtime.context import Context, open_context
+from polystream.dialects._realtime.context import Context
 from polystream.dialects._realtime.session import RealtimeSession, Routed
-from polystream.dialects._sockets import open_session
+from polystream.dialects._sockets import open_context, open_session
 from polystream.errors import IdleTimeout, LocalProtocolError, PolystreamError, SocketClosed
-from polystream.events import Raw, RetryAdvice, StreamWarning
+from polystream.events import Lifetime, Raw, RetryAdvice, StreamWarning
 from polystream.realtime._endpoint import socket_spec
 from polystream.retry import RetryPolicy, RetryState
 
@@ -90,12 +90,14 @@ class SocketLink:
     ) -> None:
         self.spec = socket_spec(family)
         options = {**(session_options or {}), "keep_raw": True}
+        if self.spec.setup_once and model is not None:
+            options["model"] = model  # (the session writes it in the setup)
         self.session: RealtimeSession = open_session(family, **options)
         self.keep_raw = keep_raw or bool((session_options or {}).get("keep_raw"))
         self.full_history_retry = full_history_retry
         kind = self.spec.context
         record = kind is not None and (kind != "conversation" or replay)
-        self.context: Context | None = open_context(kind) if record and kind else None
+        self.context: Context | None = open_context(family) if record else None
         self._policy = reconnect or _NO_RETRY
         self._reconnects = reconnect is not None
         self._rng = rng
@@ -106,11 +108,12 @@ class SocketLink:
         self._queue: deque[Message] = deque()
         self._fresh = False  # no message but errors read yet on the current socket
         self._renew = False
+        self._renewing = "renewing the connection"
         self._retry_lanes: list[str | None] = []
         self._last: tuple[int, str] = (1006, "")
         self.connections = 0
         """How many sockets were opened."""
-        if model is not None and "model" not in self.spec.query:
+        if model is not None and "model" not in self.spec.query and not self.spec.setup_once:
             self._queue.extend(self.session.configure(model=model))
 
     # -- state ---------------------------------------------------------------------------
@@ -210,6 +213,11 @@ class SocketLink:
                     out.append(routed)
                 continue
             out.append(routed)
+            if type(event) is Lifetime and event.state == "going_away" and self._resumes():
+                # Resumed on a new socket, once this one is closed.
+                self._renew = True
+                self._renewing = "the server is going away: resuming the session"
+                continue
             if type(event) is RetryAdvice and self._acts_on(event):
                 self._renew = True
                 lane = routed.lane
@@ -230,6 +238,14 @@ class SocketLink:
                     )
         return out
 
+    def _resumes(self) -> bool:
+        return (
+            self._reconnects
+            and self._state != "closed"
+            and self.context is not None
+            and self.context.resumable
+        )
+
     def _acts_on(self, advice: RetryAdvice) -> bool:
         return (
             self.full_history_retry
@@ -248,9 +264,10 @@ class SocketLink:
 
     def _renewal(self) -> Drop:
         self._renew = False
+        why, self._renewing = self._renewing, "renewing the connection"
         if self._retry.after_connection_error() is None:
             return self.give_up()
-        return self._reconnect(0.0, "renewing the connection")
+        return self._reconnect(0.0, why)
 
     def dropped(self, code: int | None, reason: str = "") -> Drop:
         """The socket ended: ``code`` and ``reason`` of the close frame received (None:
@@ -261,16 +278,22 @@ class SocketLink:
         self._last = (code, reason)
         if self._renew:
             return self._renewal()
-        if self._reconnects and code in self.spec.reconnect_codes:
+        said = self._without_raw(self.session.close_code(code, reason))
+        reconnectable = self.context is None or self.context.reconnectable
+        if self._reconnects and code in self.spec.reconnect_codes and reconnectable:
             delay = self._retry.after_connection_error()
             if delay is not None:
                 detail = f"{code} {reason}".strip()
-                return self._reconnect(delay, f"the connection closed ({detail})")
-        return self._end(
+                drop = self._reconnect(delay, f"the connection closed ({detail})")
+                drop.events[:0] = said
+                return drop
+        drop = self._end(
             None
             if code == 1000
             else SocketClosed("the connection closed", code=code, reason=reason)
         )
+        drop.events[:0] = said
+        return drop
 
     def connect_failed(self, status: int | None, headers: Mapping[str, str]) -> float | None:
         """Opening a socket failed (``status``: the handshake's HTTP status, None for a

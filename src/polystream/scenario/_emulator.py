@@ -167,6 +167,7 @@ class Emulator:
         self._replay_turn = 0
         self._store: OrderedDict[str, StoredReply] = OrderedDict()
         self.sessions = Sessions()
+        self._socket_state: dict[str, dict[str, Any]] = {}
 
     # -- requests ---------------------------------------------------------------------
 
@@ -473,6 +474,26 @@ class Emulator:
         )
 
     # -- WebSocket replies (see polystream.scenario._sockets) -----------------------------
+
+    def mint_token(self, family: str, body: bytes, now: float) -> Answer:
+        """Answer a request that mints an ephemeral token of the WebSocket family
+        ``family`` (its descriptor's ``token_path``), the token kept for its servers."""
+        from polystream.dialects._sockets import mint_token
+
+        try:
+            parsed = msgspec.json.decode(body) if body else {}
+        except msgspec.DecodeError:
+            parsed = None
+        status, answer = mint_token(family, self.socket_state(family), parsed, now)
+        out = json_answer(answer)
+        out.status = status
+        return out
+
+    def socket_state(self, family: str) -> dict[str, Any]:
+        """What the WebSocket family's emulated server keeps across connections
+        (resumable sessions, ephemeral tokens): one dict per family, owned by its
+        server."""
+        return self._socket_state.setdefault(family, {})
 
     def next_serial(self) -> int:
         """A new serial number (of a request, or of a WebSocket connection), from which

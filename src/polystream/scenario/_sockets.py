@@ -33,7 +33,15 @@ from typing import Final
 import msgspec
 
 from polystream.dialects import PROVIDERS
-from polystream.dialects._realtime.server import Message, Outbound, Refusal, ReplyRun, Script, Turn
+from polystream.dialects._realtime.server import (
+    Close,
+    Message,
+    Outbound,
+    Refusal,
+    ReplyRun,
+    Script,
+    Turn,
+)
 from polystream.errors import RequestError
 from polystream.events import RETRYABLE_KINDS, ErrorInfo
 from polystream.realtime import SOCKET_SPECS, open_server
@@ -121,7 +129,10 @@ class _Running:
         self.sent += 1
         if message.audio:
             self.audio += 1
-        self.at = self._time_of(self.sent, message, self.at)
+        then = self.at
+        self.at = self._time_of(self.sent, message, then)
+        if self.run.urgent:
+            self.at = then
 
 
 class SocketEmulation:
@@ -141,6 +152,7 @@ class SocketEmulation:
         *,
         query: Mapping[str, str] | None = None,
         created: int = 0,
+        token: str | None = None,
     ) -> None:
         self.emulator = emulator
         self.family = family
@@ -148,6 +160,12 @@ class SocketEmulation:
         self.created = created
         self.model = (query or {}).get("model", "")
         self.seed = f"{emulator.seed}:socket:{emulator.next_serial()}"
+        options: dict[str, object] = {}
+        if self.spec.context == "resumption" or self.spec.token_path is not None:
+            # What the family's server keeps across connections (sessions, tokens).
+            options["shared"] = emulator.socket_state(family)
+        if token is not None:
+            options["token"] = token
         self.server = open_server(
             family,
             self._reply,
@@ -155,12 +173,15 @@ class SocketEmulation:
             created=created,
             seed=self.seed,
             query=dict(query or {}),
+            **options,
         )
         self.closed = False
         self._out: list[Send] = []
         self._runs: list[_Running] = []
         self._order = 0
         self._expire_at: float | None = None
+        self._warn_at: float | None = None
+        self._lifetime_pending = False
         self._ping_at: float | None = None
 
     # -- the shell's calls ---------------------------------------------------------------
@@ -187,19 +208,43 @@ class SocketEmulation:
                 self._out.append(Send(text=self._refused(refusal)))
                 self._close(REFUSED_CLOSE, refusal.code or "")
                 return
-        summary = RequestSummary(dialect=self.family, provider=provider, model=self.model)
-        _, scenario = self.emulator.choose(summary, self._names())
-        if scenario is not None and scenario.faults.expire_after is not None:
-            self._expire_at = now + scenario.faults.expire_after
+        if self.spec.setup_once:
+            self._lifetime_pending = True  # chosen once the setup names the model
+        else:
+            self._lifetime(self.model, now)
         if self.server.keepalive is not None:
             self._ping_at = now + self.server.keepalive
         self._take(self.server.open(), now)
+
+    def _lifetime(self, model: str, now: float) -> None:
+        """The lifetime of the scenario that matches the connection (its model, no
+        text), from ``now``."""
+        summary = RequestSummary(dialect=self.family, provider=self.spec.provider, model=model)
+        _, scenario = self.emulator.choose(summary, self._names())
+        if scenario is not None and scenario.faults.expire_after is not None:
+            after = scenario.faults.expire_after
+            self._expire_at = now + after
+            if self.server.warn_before is not None:
+                self._warn_at = self._expire_at - min(self.server.warn_before, after / 2)
 
     def receive(self, message: str | bytes, now: float) -> None:
         """A client message arrived at ``now``."""
         if self.closed:
             return
-        self._take(self.server.receive(message), now)
+        answer = self.server.receive(message)
+        model = self.server.configured_model
+        if self._lifetime_pending and model:
+            self._lifetime_pending = False
+            if not self.emulator.model_known(model, self.spec.provider):
+                # Refused as the setup is read: the close says why (no message).
+                shape = PROVIDERS[self.spec.provider].error_shape
+                self._close(REFUSED_CLOSE, unknown_model_message(shape, model))
+                return
+            self._lifetime(model, now)
+        for entry in self._runs:
+            if entry.run.urgent:
+                entry.at = min(entry.at, now)
+        self._take(answer, now)
         self._sweep(now, self._out)
 
     def due(self, now: float) -> list[Send]:
@@ -214,13 +259,26 @@ class SocketEmulation:
                 out.extend(Send(text=text) for text in self.server.ping(stamp))
                 self._ping_at = ping + (self.server.keepalive or 0.0)
                 continue
+            warn = self._warn_at
+            if warn is not None and warn <= now and (entry is None or warn <= entry.at):
+                assert self._expire_at is not None
+                out.extend(Send(text=t) for t in self.server.going_away(self._expire_at - warn))
+                self._warn_at = None
+                continue
             if entry is None:
                 break
             self._step(entry, now, out)
         if not self.closed and self._expire_at is not None and now >= self._expire_at:
             out.extend(Send(text=text) for text in self.server.expire())
-            self._close(EXPIRED_CLOSE, "", out)
+            code, reason = self.server.expiry_close
+            self._close(code, reason, out)
         return out
+
+    def end(self) -> None:
+        """The connection ended (the client left, or the socket closed)."""
+        self.closed = True
+        self._runs.clear()
+        self.server.closed()
 
     @property
     def wake(self) -> float | None:
@@ -235,6 +293,8 @@ class SocketEmulation:
             times.append(self._expire_at)
         if self._ping_at is not None:
             times.append(self._ping_at)
+        if self._warn_at is not None:
+            times.append(self._warn_at)
         return min(times) if times else None
 
     # -- replies ---------------------------------------------------------------------------
@@ -307,6 +367,9 @@ class SocketEmulation:
         for item in outbound:
             if isinstance(item, str | bytes):
                 target.append(Send(text=item))
+            elif isinstance(item, Close):
+                self._close(item.code, item.reason, target)
+                return
             else:
                 scenario = item.tag if isinstance(item.tag, Scenario) else None
                 self._runs.append(_Running(item, scenario, now, self._order))
@@ -342,6 +405,9 @@ class SocketEmulation:
                 )
             )
         message = None if run.done else run.next()
+        if message is not None and message.close is not None:
+            self._close(message.close, message.reason, out)
+            return
         if message is not None:
             out.append(Send(text=message.text))
             entry.sent_one(message)

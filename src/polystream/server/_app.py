@@ -43,6 +43,7 @@ from polystream.dialects import (
     match_route,
     routes_of,
 )
+from polystream.realtime import SOCKET_SPECS
 from polystream.scenario import (
     MAX_BODY_SIZE,
     Answer,
@@ -54,7 +55,7 @@ from polystream.scenario import (
     provider_of_path,
 )
 from polystream.server._inspect import mount_inspector
-from polystream.server._ws_emulator import SOCKET_ENDPOINTS, serve_socket
+from polystream.server._ws_emulator import SOCKET_ENDPOINTS, TOKEN_MINTS, serve_socket
 from polystream.wire.multipart import FormError, decode_form, is_form
 
 __all__ = [
@@ -417,6 +418,17 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
         }
         return respond(json_answer(listing))
 
+    async def mint(request: Request, family: str) -> Response:
+        spec = SOCKET_SPECS[family]
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        if not spec.auth.presented(headers, dict(request.query_params)):
+            message = "Method doesn't allow unregistered callers. Please use an API key."
+            return respond(error_to_answer(error_answer(spec.provider, 401, message)))
+        body = await _read_body(request)
+        if body is None:
+            return respond(emu.too_large(spec.provider, None))
+        return respond(emu.mint_token(family, body, time.time()))
+
     async def dispatch(request: Request) -> Response:
         # One route takes every path and method: the registry's routes decide, so a
         # known path with a wrong method gets 405 in the provider's shape (Starlette
@@ -427,6 +439,8 @@ def create_app(emulator: Emulator | None = None) -> Starlette:
             if method != "GET":
                 return respond(emu.unknown_path(path, method, allowed=True))
             return await index(request)
+        if method == "POST" and path in TOKEN_MINTS:
+            return await mint(request, TOKEN_MINTS[path])
         found = match_route(method, path) if _canonical(path) else None
         if found is None and method == "GET" and path in SOCKET_ENDPOINTS:
             return respond(_upgrade_required(path))

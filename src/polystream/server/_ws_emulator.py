@@ -28,21 +28,52 @@ from polystream.dialects import PROVIDERS
 from polystream.realtime import SOCKET_SPECS
 from polystream.scenario import Emulator, SocketEmulation, error_answer, provider_of_path
 
-__all__ = ["SOCKET_ENDPOINTS", "serve_socket"]
+__all__ = ["SOCKET_ENDPOINTS", "TOKEN_ENDPOINTS", "TOKEN_MINTS", "serve_socket"]
 
 logger = logging.getLogger("polystream.server")
 
 SOCKET_ENDPOINTS: Final[dict[str, str]] = {
-    PROVIDERS[spec.provider].prefix + urlsplit(spec.url).path: name
+    PROVIDERS[spec.provider].prefix + path: name
     for name, spec in SOCKET_SPECS.items()
     if spec.emulated
+    for path in spec.paths
 }
 """Every emulated WebSocket endpoint: path -> family."""
+
+TOKEN_ENDPOINTS: Final[frozenset[str]] = frozenset(
+    PROVIDERS[spec.provider].prefix + urlsplit(spec.token_url).path
+    for spec in SOCKET_SPECS.values()
+    if spec.emulated and spec.token_url is not None
+)
+"""The emulated WebSocket endpoints that take an ephemeral token instead of a key."""
+
+TOKEN_MINTS: Final[dict[str, str]] = {
+    PROVIDERS[spec.provider].prefix + spec.token_path: name
+    for name, spec in SOCKET_SPECS.items()
+    if spec.emulated and spec.token_path is not None
+}
+"""The HTTP paths (``POST``) that mint a family's ephemeral tokens: path -> family."""
 
 _NO_KEY: Final = (
     "You didn't provide an API key. You need to provide your API key in an Authorization "
     "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
 )
+
+
+def _token(websocket: WebSocket, family: str) -> str | None:
+    """The ephemeral token the client presented at a token endpoint (the descriptor's
+    ``token_auth``: ``Authorization: <scheme> <token>``, or a query parameter)."""
+    spec = SOCKET_SPECS[family]
+    if spec.token_auth is None:
+        return None
+    headers = {name.lower(): value for name, value in websocket.headers.items()}
+    found = spec.token_auth.presented(headers, dict(websocket.query_params))
+    if found is None:
+        return None
+    if found == headers.get(spec.token_auth.header):
+        scheme, _, token = found.partition(" ")
+        return token.strip() if scheme.lower() == spec.token_scheme.lower() else None
+    return found
 
 
 def _presented(websocket: WebSocket, family: str) -> tuple[str | None, str | None]:
@@ -84,12 +115,21 @@ async def serve_socket(websocket: WebSocket, emulator: Emulator, stats: Any) -> 
         message = f"Unknown request URL: GET {path}. Please check the URL and the method."
         await _deny(websocket, 404, message, provider)
         return
-    key, subprotocol = _presented(websocket, family)
+    token: str | None = None
+    if path in TOKEN_ENDPOINTS:
+        key = token = _token(websocket, family)
+        subprotocol = None
+    else:
+        key, subprotocol = _presented(websocket, family)
     if not key:
         await _deny(websocket, 401, _NO_KEY, SOCKET_SPECS[family].provider)
         return
     emulation = SocketEmulation(
-        emulator, family, query=dict(websocket.query_params), created=int(time.time())
+        emulator,
+        family,
+        query=dict(websocket.query_params),
+        created=int(time.time()),
+        token=token,
     )
     await websocket.accept(subprotocol=subprotocol)
     stats.sockets += 1
@@ -102,7 +142,7 @@ async def serve_socket(websocket: WebSocket, emulator: Emulator, stats: Any) -> 
         while True:
             for send in emulation.due(loop.time() - opened):
                 if send.text is None:
-                    await websocket.close(send.close or 1000, send.reason)
+                    await websocket.close(send.close or 1000, _reason(send.reason))
                     return
                 if isinstance(send.text, bytes):
                     await websocket.send_bytes(send.text)
@@ -123,9 +163,16 @@ async def serve_socket(websocket: WebSocket, emulator: Emulator, stats: Any) -> 
         # A send after the client left (starlette raises RuntimeError once closed).
         logger.debug("socket %s ended: %r", path, exc)
     finally:
+        emulation.end()
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reader
+
+
+def _reason(text: str) -> str:
+    """A close reason within the 123 bytes a close frame holds (cut at a character)."""
+    data = text.encode("utf-8")
+    return text if len(data) <= 123 else data[:123].decode("utf-8", "ignore")
 
 
 async def _read(websocket: WebSocket, inbox: asyncio.Queue[str | bytes | None]) -> None:

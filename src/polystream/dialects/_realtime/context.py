@@ -37,6 +37,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from polystream.dialects._realtime.session import RealtimeSession
+from polystream.errors import LocalProtocolError
 from polystream.wire.ws import dump_message
 
 __all__ = ["Context", "ConversationContext", "ResponsesContext", "creatable", "open_context"]
@@ -64,6 +65,18 @@ class Context(abc.ABC):
     def replay(self) -> list[str]:
         """The messages that rebuild the context on a new connection, in order."""
         return []
+
+    @property
+    def reconnectable(self) -> bool:
+        """Whether a new connection can carry the context on (a family that resumes
+        by handle needs one first)."""
+        return True
+
+    @property
+    def resumable(self) -> bool:
+        """Whether the service keeps the session for a new connection to resume: a
+        client then replaces its socket when the server says it is going away."""
+        return False
 
     def can_retry(self, lane: str | None) -> bool:
         """Whether :meth:`retry` has a request to send again for ``lane``."""
@@ -383,8 +396,10 @@ class ResponsesContext(Context):
         return session.create_response(body, lane=lane)
 
 
-def open_context(kind: Literal["conversation", "responses"]) -> Context:
+def open_context(kind: Literal["conversation", "responses", "resumption"]) -> Context:
     """A new record of the kind a family's descriptor names."""
     if kind == "conversation":
         return ConversationContext()
-    return ResponsesContext()
+    if kind == "responses":
+        return ResponsesContext()
+    raise LocalProtocolError(f"a {kind} record is the family's own (see open_context)")

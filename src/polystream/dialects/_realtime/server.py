@@ -29,6 +29,7 @@ from polystream.events import ErrorInfo, Event, Finish
 
 __all__ = [
     "EventFeed",
+    "Close",
     "IdMaker",
     "Message",
     "Outbound",
@@ -152,10 +153,15 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         text: The JSON text to send, or bytes to send as a binary message (raw
             audio).
         audio: It carries output audio (a driver may pace audio apart).
+        close: Instead of a message, the socket closes with this code (a family that
+            reports its errors as close codes); ``text`` is then unused.
+        reason: The close reason.
     """
 
     text: str | bytes
     audio: bool = False
+    close: int | None = None
+    reason: str = ""
 
 
 class ReplyRun(abc.ABC):
@@ -187,10 +193,29 @@ class ReplyRun(abc.ABC):
         (None: none, or the family has no items)."""
         return None
 
+    @property
+    def urgent(self) -> bool:
+        """Its next messages are due at once, whatever its timing (a reply that was
+        cut: what says so goes before anything that follows)."""
+        return False
 
-Outbound: TypeAlias = "str | bytes | ReplyRun"
+
+class Close(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """The server closes the connection (a family that reports its errors as close
+    codes).
+
+    Fields:
+        code: The close code.
+        reason: The close reason.
+    """
+
+    code: int
+    reason: str = ""
+
+
+Outbound: TypeAlias = "str | bytes | ReplyRun | Close"
 """What a server gives: a message to send now (a JSON text, or bytes for a binary
-message), or a reply to write."""
+message), a reply to write, or the connection's close."""
 
 
 class SocketServer(abc.ABC):
@@ -204,10 +229,16 @@ class SocketServer(abc.ABC):
     Class attributes:
         keepalive: Seconds between the keep-alive messages the server sends of its own
             (:meth:`ping`); None: it sends none.
+        warn_before: Seconds before the connection's end that the server says it is
+            going away (:meth:`going_away`; at most half the lifetime); None: it
+            does not.
+        expiry_close: The close code and reason after :meth:`expire`.
     """
 
     family: ClassVar[str]
     keepalive: ClassVar[float | None] = None
+    warn_before: ClassVar[float | None] = None
+    expiry_close: ClassVar[tuple[int, str]] = (1001, "")
 
     # -- a bridge's client side -----------------------------------------------------------
     #
@@ -276,6 +307,20 @@ class SocketServer(abc.ABC):
         """A keep-alive message, sent every :attr:`keepalive` seconds
         (``timestamp_ms``: the Unix time in milliseconds)."""
         return []
+
+    @property
+    def configured_model(self) -> str:
+        """The model the connection's configuration named, for a family whose
+        connection names it in a message (its setup) rather than its URL ("" until
+        then)."""
+        return ""
+
+    def going_away(self, time_left: float) -> list[str]:
+        """The connection ends in ``time_left`` seconds (see :attr:`warn_before`)."""
+        return []
+
+    def closed(self) -> None:  # noqa: B027 (a hook: most servers keep nothing)
+        """The connection ended (either side closed it)."""
 
     @abc.abstractmethod
     def expire(self) -> list[str]:

@@ -137,9 +137,7 @@ class RealtimeSession(abc.ABC):
                 raise RemoteProtocolError(
                     f"message is a JSON {type(payload).__name__}, not an object"
                 )
-            kind = payload.get("type")
-            if type(kind) is not str:
-                raise RemoteProtocolError("message has no string type")
+            kind = self._kind_of(payload)
             if self.keep_raw:
                 out.append(Routed(event=Raw(dialect=self.dialect, data=payload, name=kind)))
             self._on_message(read, payload, kind, out)
@@ -172,6 +170,24 @@ class RealtimeSession(abc.ABC):
         out: list[Routed] = []
         self._on_close(out)
         return out
+
+    def _kind_of(self, payload: dict[str, Any]) -> str:
+        """The kind of a server message: its ``type`` (a family whose messages have no
+        ``type`` names them otherwise).
+
+        Raises:
+            RemoteProtocolError: The message has no kind.
+        """
+        kind = payload.get("type")
+        if type(kind) is not str:
+            raise RemoteProtocolError("message has no string type")
+        return kind
+
+    def close_code(self, code: int, reason: str = "") -> list[Routed]:
+        """The server closed the connection with ``code``: the events that say what
+        the code means, for a family that reports errors as close codes (by default
+        none). Call it before :meth:`close` or :meth:`restart`."""
+        return []
 
     @abc.abstractmethod
     def _on_message(
