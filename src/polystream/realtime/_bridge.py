@@ -128,6 +128,8 @@ class Bridge:
         client: The client's family.
         upstream: The upstream's family.
         model: The model the client named (what its session states).
+        upstream_model: The model asked of the upstream (default: ``model``), for a
+            family whose session names it (one whose URL does not).
         created: The connection's Unix time.
         seed: What the client side's ids derive from.
 
@@ -136,7 +138,14 @@ class Bridge:
     """
 
     def __init__(
-        self, client: str, upstream: str, *, model: str, created: int = 0, seed: str = "bridge"
+        self,
+        client: str,
+        upstream: str,
+        *,
+        model: str,
+        upstream_model: str | None = None,
+        created: int = 0,
+        seed: str = "bridge",
     ) -> None:
         refusal = bridge_refusal(client, upstream)
         if refusal is not None:
@@ -145,7 +154,10 @@ class Bridge:
         self.upstream_family = upstream
         self.server = open_server(client, self._reply, model=model, created=created, seed=seed)
         self.server.bridge()
-        self.session = open_session(upstream)
+        options = (
+            {} if "model" in SOCKET_SPECS[upstream].query else {"model": upstream_model or model}
+        )
+        self.session = open_session(upstream, **options)
         self._waiting: deque[_Reply] = deque()  # asked, not begun upstream
         self._streams: dict[int, _Reply] = {}  # upstream stream -> reply
         self._running: list[_Reply] = []  # with a run on the client side
@@ -247,10 +259,8 @@ class Bridge:
             except _Nothing:
                 pass
             except LocalProtocolError as exc:
-                step.client.append(
-                    self.server.error(
-                        400, self._why(exc), code="unsupported_feature", kind="invalid_request"
-                    )
+                self._take(
+                    self.server.refuse(400, self._why(exc), code="unsupported_feature"), step
                 )
             if isinstance(intent, Configure):
                 self._configured()

@@ -44,6 +44,7 @@ class BridgedConnection:
         client: The client's family.
         upstream_family: The upstream's family.
         model: The model the client named.
+        upstream_model: The model asked of the upstream (as its route rewrites it).
         receive: The client's ASGI receive.
         send: The client's ASGI send.
         upstream: The upstream's open connection.
@@ -57,6 +58,7 @@ class BridgedConnection:
         upstream_family: str,
         *,
         model: str,
+        upstream_model: str,
         receive: Receive,
         send: Send,
         upstream: ClientConnection,
@@ -67,6 +69,7 @@ class BridgedConnection:
             client,
             upstream_family,
             model=model,
+            upstream_model=upstream_model,
             created=int(time.time()),
             seed=_seed(),
         )

@@ -249,8 +249,10 @@ class _Relay:
             if model is not None:
                 upstream, sent_model = self._route(family, model)
                 if upstream.dialect != family:
-                    # (Translated: the client's query is its family's, not the upstream's.)
-                    upstream_query = {"model": sent_model}
+                    # (Translated: the client's query is its family's, not the upstream's;
+                    # a family whose URL names no model has it in its setup.)
+                    in_url = "model" in SOCKET_SPECS[upstream.dialect].query
+                    upstream_query = {"model": sent_model} if in_url else {}
                     if self.tally is not None:
                         self.tally = _Tally(upstream.dialect, scope["path"])
                 elif model:
@@ -265,7 +267,7 @@ class _Relay:
                     await _close_upstream(self.upstream, 1001)
                     return
                 if upstream.dialect != family:
-                    await self._bridged(upstream, family, model)
+                    await self._bridged(upstream, family, model, sent_model)
                     return
             else:
                 await self._accept()
@@ -419,7 +421,9 @@ class _Relay:
 
     # -- a translated connection ------------------------------------------------------
 
-    async def _bridged(self, upstream_config: Upstream, family: str, model: str) -> None:
+    async def _bridged(
+        self, upstream_config: Upstream, family: str, model: str, sent_model: str
+    ) -> None:
         upstream = self.upstream
         assert upstream is not None
         tally = self.tally
@@ -428,6 +432,7 @@ class _Relay:
             family,
             upstream_config.dialect,
             model=model,
+            upstream_model=sent_model,
             receive=self.receive,
             send=self.send,
             upstream=upstream,

@@ -269,6 +269,11 @@ class SocketServer(abc.ABC):
         the reply (asked of the replier as any other) and what goes with it."""
         raise LocalProtocolError(f"{self.family} has no replies of the server's own")
 
+    def refuse(self, status: int, message: str, *, code: str | None = None) -> list[Outbound]:
+        """What tells the client that a request of its was refused (a bridge's
+        upstream cannot carry it): the family's error message by default."""
+        return [self.error(status, message, code=code, kind="invalid_request")]
+
     @property
     def input_audio(self) -> AudioFormat | None:
         """The format of the client's input audio (None: it sends none)."""

@@ -475,7 +475,12 @@ class ResponseRun(ReplyRun):
         usage = event.usage if event.usage is not None else self._usage
         if usage is not None:
             self._usage = usage
-        if event.status == "failed":
+        if event.reason.unified == "cancelled" and event.status != "failed":
+            # (Cut: by the client, or because the user spoke over it.)
+            raw = event.reason.raw
+            why = raw if raw in ("turn_detected", "client_cancelled") else "turn_detected"
+            self._end("cancelled", {"type": "cancelled", "reason": why})
+        elif event.status == "failed":
             error = event.error or self._error or ErrorInfo(kind="server", message="failed")
             self._end("failed", {"type": "failed", "error": error_object(error)})
         elif event.status == "incomplete":
