@@ -46,6 +46,7 @@ from polystream.dialects._realtime.intents import (
     Truncate,
 )
 from polystream.dialects._realtime.server import (
+    Close,
     EventFeed,
     Outbound,
     Refusal,
@@ -65,6 +66,9 @@ from polystream.events import (
     Finish,
     FinishReason,
     Speech,
+    StreamStart,
+    Usage,
+    UsageUpdate,
 )
 
 __all__ = ["Bridge", "Step", "bridge_refusal"]
@@ -85,10 +89,14 @@ def bridge_refusal(client: str, upstream: str) -> str | None:
 
 class Step(msgspec.Struct, kw_only=True, gc=False):
     """What one message (or the start, or the end) gives: the messages to send the
-    client and the upstream, in order (JSON texts, or bytes)."""
+    client and the upstream, in order (JSON texts, or bytes), and whether the client's
+    connection is then closed."""
 
     client: list[str | bytes] = msgspec.field(default_factory=list)
     upstream: list[str | bytes] = msgspec.field(default_factory=list)
+    close: tuple[int, str] | None = None
+    """The client's connection is then closed with this code and reason (a family
+    that reports its errors as close codes)."""
 
 
 class _Reply:
@@ -104,7 +112,9 @@ class _Reply:
         "run",
         "stream",
         "text_only",
+        "tools",
         "upstream_id",
+        "usage",
     )
 
     def __init__(self) -> None:
@@ -118,6 +128,8 @@ class _Reply:
         self.converter: AudioConverter | None = None
         self.text_only = False  # the client asked for text: audio dropped, transcripts text
         self.dropped: set[int] = set()  # its audio blocks left out
+        self.tools: set[int] = set()  # its tool call blocks
+        self.usage: Usage | None = None  # the last usage the upstream stated
 
 
 class Bridge:
@@ -168,6 +180,7 @@ class Bridge:
         self._formats: tuple[AudioFormat | None, AudioFormat | None] = (None, None)
         self._calls: dict[str, str] = {}  # call id -> tool name
         self._flushed: list[bytes] = []
+        self._resumed: set[int] = set()  # upstream streams paused for tool results
         self.closed = False
 
     # -- the shell's calls ---------------------------------------------------------------
@@ -194,13 +207,38 @@ class Bridge:
     def upstream(self, message: str | bytes) -> Step:
         """One upstream message."""
         step = Step()
+        called: set[int] = set()
         for routed in self.session.feed(message):
             if routed.stream == 0:
                 self._session_event(routed.event, step)
-            else:
-                self._reply_event(routed.stream, routed.response_id, routed.event, step)
+                continue
+            self._reply_event(routed.stream, routed.response_id, routed.event, step)
+            event = routed.event
+            if type(event) is BlockEnd and self._tool_block(routed.stream, event.index):
+                called.add(routed.stream)
+        for stream in called:
+            if self.session.paused_for_tools(stream):
+                self._pause(stream)
         self._drain(step)
         return step
+
+    def _tool_block(self, stream: int, index: int) -> bool:
+        reply = self._streams.get(stream)
+        return reply is not None and index in reply.tools
+
+    def _pause(self, stream: int) -> None:
+        """The upstream's reply waits for tool results and goes on after them in the same
+        stream (Gemini Live's turn): the client's reply ends with its calls, and what
+        follows the results is the client's next reply."""
+        reply = self._streams.pop(stream)
+        reply.feed.push(
+            Finish(
+                status="completed",
+                reason=FinishReason(unified="tool_calls", raw=None),
+                usage=reply.usage,
+            )
+        )
+        self._resumed.add(stream)
 
     def close(self) -> Step:
         """The upstream's connection ended: every reply still running fails (the
@@ -270,8 +308,8 @@ class Bridge:
 
     def _why(self, exc: LocalProtocolError) -> str:
         return (
-            f"not carried to the upstream ({self.upstream_family}, through the gateway's "
-            f"translation from {self.client_family}): {exc.message}"
+            f"{exc.message} (not carried: this {self.client_family} connection is "
+            f"translated to a {self.upstream_family} upstream)"
         )
 
     def _mapped(self, intent: Intent, step: Step) -> Intent:
@@ -347,8 +385,13 @@ class Bridge:
 
     def _take(self, outbound: list[Outbound], step: Step) -> None:
         for item in outbound:
+            if step.close is not None:
+                return
             if isinstance(item, str | bytes):
                 step.client.append(item)
+                continue
+            if isinstance(item, Close):
+                step.close = (item.code, item.reason)
                 continue
             reply = item.tag if isinstance(item.tag, _Reply) else _Reply()
             reply.run = item
@@ -361,8 +404,11 @@ class Bridge:
             for reply in self._running:
                 run = reply.run
                 assert run is not None
-                while (message := run.next()) is not None:
-                    step.client.append(message.text)
+                while step.close is None and (message := run.next()) is not None:
+                    if message.close is not None:
+                        step.close = (message.close, message.reason)
+                    else:
+                        step.client.append(message.text)
                 if run.done:
                     finished.append(reply)
             if not finished:
@@ -419,6 +465,9 @@ class Bridge:
             self._adopt = None
         reply.stream = stream
         self._streams[stream] = reply
+        if stream in self._resumed:  # (the upstream's reply goes on after tool results)
+            self._resumed.discard(stream)
+            reply.feed.push(StreamStart(dialect=self.upstream_family))
         return reply
 
     def _converted(self, reply: _Reply, event: Event) -> list[Event]:
@@ -447,9 +496,10 @@ class Bridge:
             if event.kind == "audio":
                 reply.audio.add(event.index)
                 reply.converter = self._converter(*reversed(self._pair(1)))
-            elif event.kind == "tool_call" and event.name is not None:
+            elif event.kind == "tool_call":
+                reply.tools.add(event.index)
                 call = event.call_id or event.id
-                if call is not None:
+                if call is not None and event.name is not None:
                     self._calls[call] = event.name
             return [event]
         if kind is BlockEnd:
@@ -460,6 +510,9 @@ class Bridge:
                 if rest:
                     return [DataDelta(index=event.index, delta=_b64(rest)), event]
             return [event]
+        if kind is UsageUpdate:
+            assert isinstance(event, UsageUpdate)
+            reply.usage = event.usage
         if kind is Finish:
             assert isinstance(event, Finish)
             if event.status == "truncated":

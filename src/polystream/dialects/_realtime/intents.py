@@ -27,6 +27,7 @@ __all__ = [
     "Configure",
     "DeleteItem",
     "InputAudio",
+    "InputVideo",
     "Intent",
     "Respond",
     "ToolOutput",
@@ -100,6 +101,18 @@ class InputAudio(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     data: bytes
 
 
+class InputVideo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A frame of input video (an image of a stream: Gemini Live's ``video``).
+
+    Fields:
+        data: The frame's bytes.
+        mime_type: Its type (``image/jpeg``).
+    """
+
+    data: bytes
+    mime_type: str
+
+
 class CommitAudio(msgspec.Struct, frozen=True, kw_only=True):
     """The input audio so far is a user turn (without turn detection)."""
 
@@ -155,6 +168,7 @@ Intent: TypeAlias = (
     | AddToolCall
     | ToolOutput
     | InputAudio
+    | InputVideo
     | CommitAudio
     | ClearAudio
     | Respond

@@ -281,6 +281,12 @@ class RealtimeSession(abc.ABC):
             f"{self.dialect} cannot be translated from another family", dialect=self.dialect
         )
 
+    def paused_for_tools(self, stream: int) -> bool:
+        """The reply ``stream`` waits for the results of the tools it called, and goes
+        on after them in the same stream (a family whose replies are not ended by their
+        tool calls: Gemini Live's turns)."""
+        return False
+
     @property
     def audio_formats(self) -> tuple[AudioFormat | None, AudioFormat | None]:
         """The formats of the audio the session sends and is sent, as configured last

@@ -21,6 +21,7 @@ from polystream.dialects._realtime.intents import (
     Configure,
     DeleteItem,
     InputAudio,
+    InputVideo,
     Intent,
     Respond,
     ToolOutput,
@@ -106,6 +107,8 @@ class Performs:
             return list(self.clear_audio())
         if isinstance(intent, DeleteItem):
             return list(self.delete_item(intent.item_id))
+        if isinstance(intent, InputVideo):
+            raise LocalProtocolError(f"{self.dialect} takes no video input", dialect=self.dialect)
         raise LocalProtocolError(
             f"{self.dialect} cannot carry {type(intent).__name__}", dialect=self.dialect
         )

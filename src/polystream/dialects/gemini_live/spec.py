@@ -42,6 +42,7 @@ SPEC = SocketSpec(
     setup_once=True,
     text_config={"generationConfig": {"responseModalities": ["TEXT"]}},
     emulated=True,
+    bridge=True,
     also_urls=(
         _WS + "v1alpha.GenerativeService.BidiGenerateContent",
         _WS + "v1.GenerativeService.BidiGenerateContent",
