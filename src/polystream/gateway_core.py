@@ -70,6 +70,7 @@ __all__ = [
     "family_refusal",
     "load_config",
     "message_model",
+    "model_name",
     "parse_upstream_spec",
     "presented_key",
     "relayed_close_code",
@@ -481,7 +482,9 @@ by its former name."""
 # -- WebSocket families -------------------------------------------------------------------
 
 SOCKET_PATHS: Final[dict[str, str]] = {
-    PROVIDERS[spec.provider].prefix + spec.path: name for name, spec in SOCKET_SPECS.items()
+    PROVIDERS[spec.provider].prefix + urlsplit(url).path: name
+    for name, spec in SOCKET_SPECS.items()
+    for url in (spec.url, *spec.also_urls)
 }
 """The gateway's WebSocket endpoints, path -> family: each family at the path its
 provider's SDK derives from the gateway's ``base_url`` (``/openai/v1/realtime``)."""
@@ -539,9 +542,11 @@ def socket_model(family: str, query: Mapping[str, str]) -> str | None:
 
 
 def message_model(family: str, text: str) -> tuple[dict[str, Any], str, str] | None:
-    """A client message of ``family`` that names a model (``response.create``): the
-    message, its model (``""`` when it leaves the field out) and the field's dotted
-    path; None for any other message. Only a text holding ``"model"`` is read."""
+    """A client message of ``family`` that names a model (``response.create``; a
+    message without a ``type`` is named by its key: Gemini Live's ``setup``): the
+    message, its model (``""`` when it leaves the field out; without the family's
+    :attr:`~polystream.dialects._socket_spec.SocketSpec.model_prefix`) and the field's
+    dotted path; None for any other message. Only a text holding ``"model"`` is read."""
     spec = SOCKET_SPECS[family]
     if not spec.model_messages or '"model"' not in text:
         return None
@@ -551,13 +556,21 @@ def message_model(family: str, text: str) -> tuple[dict[str, Any], str, str] | N
         return None
     if not isinstance(message, dict):
         return None
-    path = spec.model_messages.get(message.get("type"))  # type: ignore[arg-type]
+    kind = message.get("type") if "type" in message else next(iter(message), None)
+    path = spec.model_messages.get(kind)  # type: ignore[arg-type]
     if path is None:
         return None
     value: Any = message
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None
-    return message, value if isinstance(value, str) else "", path
+    model = value if isinstance(value, str) else ""
+    return message, model.removeprefix(spec.model_prefix) if spec.model_prefix else model, path
+
+
+def model_name(family: str, model: str) -> str:
+    """A model as ``family``'s messages name it (Gemini Live's ``models/`` before it)."""
+    prefix = SOCKET_SPECS[family].model_prefix
+    return model if not prefix or "/" in model else prefix + model
 
 
 def with_model(message: dict[str, Any], path: str, model: str) -> str:

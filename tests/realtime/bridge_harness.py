@@ -37,6 +37,7 @@ class Harness:
         self.client: list[str | bytes] = []  # sent to the client, not taken yet
         self.sent: list[str | bytes] = []  # sent to the upstream
         self.answered: list[str | bytes] = []  # what the upstream sent
+        self.closed: tuple[int, str] | None = None  # the client's close, if any
         self.upstream.start(0.0)
         step = self.bridge.open()
         self.client += step.client
@@ -57,6 +58,7 @@ class Harness:
                 self.answered.append(send.text)
                 step = self.bridge.upstream(send.text)
                 self.client += step.client
+                self.closed = self.closed or step.close
                 queue += step.upstream
 
     def send(self, message: dict[str, Any] | bytes) -> None:
@@ -64,6 +66,7 @@ class Harness:
         data = message if isinstance(message, bytes) else json.dumps(message)
         step = self.bridge.client(data)
         self.client += step.client
+        self.closed = self.closed or step.close
         self._pump(step.upstream)
 
     def at(self, now: float) -> None:

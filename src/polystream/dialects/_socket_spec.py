@@ -69,6 +69,8 @@ class SocketSpec:
             where a gateway reads the model of a connection whose URL names none.
         error_shape: The shape of its in-band ``error`` messages (see
             :data:`SocketErrorShape`).
+        model_prefix: What the family's messages put before a model's name
+            (``models/``), left out to route it.
         bridge: Its conversations translate to and from another such family's through
             the unified model (its server can be a bridge's client side, its session
             a bridge's upstream: see :mod:`polystream.realtime._bridge`).
@@ -103,6 +105,7 @@ class SocketSpec:
     model_messages: Mapping[str, str] = field(default_factory=dict)
     error_shape: SocketErrorShape = "realtime"
     bridge: bool = False
+    model_prefix: str = ""
     also_urls: tuple[str, ...] = ()
     token_url: str | None = None
     token_auth: AuthSpec | None = None

@@ -83,11 +83,12 @@ class BridgedConnection:
         self.client_gone = False
         self.inbound = 0  # client messages read
         self.outbound = 0  # messages sent to the client
+        self.closing: tuple[int, str] | None = None  # the bridge closed the client so
 
     async def open(self) -> None:
         """The connection was accepted: the client's first messages, the upstream's
         configuration."""
-        await self._deliver(self.bridge.open())
+        await self.deliver(self.bridge.open())
 
     async def downstream(self) -> None:
         """The upstream's messages, until it closes; then the replies it cut short end
@@ -95,11 +96,11 @@ class BridgedConnection:
         try:
             async for message in self.upstream:
                 self.on_upstream(message)
-                await self._deliver(self.bridge.upstream(message))
+                await self.deliver(self.bridge.upstream(message))
         except ConnectionClosed:
             pass
         if not self.client_gone:
-            await self._deliver(self.bridge.close())
+            await self.deliver(self.bridge.close())
 
     async def upstream_bound(self) -> tuple[int | None, str] | None:
         """The client's messages; returns its close code and reason when it closes or
@@ -112,13 +113,15 @@ class BridgedConnection:
                     self.inbound += 1
                     text = message.get("text")
                     data: str | bytes = text if text is not None else message.get("bytes") or b""
-                    await self._deliver(self.bridge.client(data))
+                    await self.deliver(self.bridge.client(data))
                 elif kind == "websocket.disconnect":
                     return message.get("code"), message.get("reason") or ""
         except ConnectionClosed:
             return None
 
-    async def _deliver(self, step: Step) -> None:
+    async def deliver(self, step: Step) -> None:
+        """Send what a step made: to the upstream, then to the client (then close
+        the client, when the step says so)."""
         async with self.lock:
             for out in step.upstream:
                 await self.upstream.send(out)
@@ -142,6 +145,13 @@ class BridgedConnection:
                 finally:
                     self.sending = False
                 self.outbound += 1
+            if step.close is not None and not self.client_gone:
+                code, reason = step.close
+                self.closing = step.close
+                self.client_gone = True
+                with contextlib.suppress(OSError):
+                    await self.send({"type": "websocket.close", "code": code, "reason": reason})
+                await self.upstream.close(1000)
 
 
 async def run_bridged(
@@ -150,10 +160,15 @@ async def run_bridged(
     close_client: Callable[[int, str], Awaitable[None]],
     close_upstream: Callable[[int], Awaitable[None]],
     watch: Callable[[BridgedConnection, asyncio.Task[None]], Any],
+    first: str | None = None,
 ) -> str:
-    """Run a translated connection to its end; returns how it ended (for the log)."""
+    """Run a translated connection to its end (``first``: the client's first message,
+    read already: the one that named the model); returns how it ended (for the log)."""
     upstream = connection.upstream
     await connection.open()
+    if first is not None:
+        connection.inbound += 1
+        await connection.deliver(connection.bridge.client(first))
     down = asyncio.create_task(connection.downstream())
     up = asyncio.create_task(connection.upstream_bound())
     watchdog = watch(connection, down)
@@ -192,6 +207,8 @@ async def run_bridged(
     if failure is not None:
         await close_upstream(1011)
         raise failure
+    if connection.closing is not None:
+        return f"closed the client {connection.closing[0]}"
     if connection.client_gone:
         return "client gone"
     received = upstream.close_code

@@ -42,6 +42,7 @@ from polystream.gateway_core import (
     SOCKET_PATHS,
     Upstream,
     message_model,
+    model_name,
     relayed_close_code,
     scrub,
     scrub_socket_message,
@@ -277,16 +278,26 @@ class _Relay:
                     self.outcome = "client gone before its first message"
                     return
                 first_text: str | None = incoming.get("text")
+                if first_text is None and incoming.get("bytes"):  # (JSON in a binary frame)
+                    with contextlib.suppress(UnicodeDecodeError):
+                        first_text = incoming["bytes"].decode()
                 named = message_model(family, first_text) if first_text is not None else None
                 model = named[1] if named is not None else ""
                 try:
                     upstream, sent_model = self._route(family, model)
+                    if upstream.dialect != family:
+                        in_url = "model" in SOCKET_SPECS[upstream.dialect].query
+                        upstream_query = {"model": sent_model} if in_url else {}
                     await self._connect(upstream, upstream.dialect, upstream_query)
                 except _Refused as refused:
                     await self._error_and_close(refused)
                     return
+                if upstream.dialect != family:
+                    assert first_text is not None
+                    await self._bridged(upstream, family, model, sent_model, first=first_text)
+                    return
                 if named is not None and sent_model != model:
-                    first = with_model(named[0], named[2], sent_model)
+                    first = with_model(named[0], named[2], model_name(family, sent_model))
                 else:
                     first = first_text
                 first_message: str | bytes = first if first is not None else incoming["bytes"]
@@ -422,7 +433,13 @@ class _Relay:
     # -- a translated connection ------------------------------------------------------
 
     async def _bridged(
-        self, upstream_config: Upstream, family: str, model: str, sent_model: str
+        self,
+        upstream_config: Upstream,
+        family: str,
+        model: str,
+        sent_model: str,
+        *,
+        first: str | None = None,
     ) -> None:
         upstream = self.upstream
         assert upstream is not None
@@ -453,6 +470,7 @@ class _Relay:
                 close_client=close_client,
                 close_upstream=close_upstream,
                 watch=lambda state, task: _Watchdog(state, task, seconds),
+                first=first,
             )
         finally:
             self.inbound = connection.inbound
@@ -598,7 +616,7 @@ class _Relay:
         routed = self.relays.config.route_socket(family, model)
         if routed is not None and routed[0] is upstream:
             sent = routed[1]
-            return text if sent == model else with_model(message, path, sent)
+            return text if sent == model else with_model(message, path, model_name(family, sent))
         error = socket_error(
             family,
             400,

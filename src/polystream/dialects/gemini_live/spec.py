@@ -43,6 +43,8 @@ SPEC = SocketSpec(
     text_config={"generationConfig": {"responseModalities": ["TEXT"]}},
     emulated=True,
     bridge=True,
+    model_messages={"setup": "model"},
+    model_prefix="models/",
     also_urls=(
         _WS + "v1alpha.GenerativeService.BidiGenerateContent",
         _WS + "v1.GenerativeService.BidiGenerateContent",
