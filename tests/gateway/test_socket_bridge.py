@@ -223,9 +223,8 @@ def test_a_feature_that_cannot_cross_is_an_error_event(server: str) -> None:
     assert error["error"] == {
         "type": "invalid_request_error",
         "code": "unsupported_feature",
-        "message": "not carried to the upstream (openai_realtime, through the gateway's "
-        "translation from xai_realtime): openai_realtime cannot say a text verbatim (a "
-        "forced message)",
+        "message": "openai_realtime cannot say a text verbatim (a forced message) (not "
+        "carried: this xai_realtime connection is translated to a openai_realtime upstream)",
         "param": None,
         "event_id": None,
     }

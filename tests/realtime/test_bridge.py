@@ -465,8 +465,8 @@ def test_what_cannot_cross_is_refused_in_the_clients_family() -> None:
     assert got[-1]["error"] == {
         "type": "invalid_request_error",
         "code": "unsupported_feature",
-        "message": "not carried to the upstream (xai_realtime, through the gateway's "
-        "translation from openai_realtime): xai_realtime takes no image input",
+        "message": "xai_realtime takes no image input (not carried: this openai_realtime "
+        "connection is translated to a xai_realtime upstream)",
         "param": None,
         "event_id": None,
     }
@@ -478,8 +478,8 @@ def test_what_cannot_cross_is_refused_in_the_clients_family() -> None:
     got = h.take()
     assert types(got) == ["session.updated", "error"]
     assert got[1]["error"]["message"] == (
-        "not carried to the upstream (openai_realtime, through the gateway's translation "
-        "from xai_realtime): openai_realtime does not run the 'x_search' tool"
+        "openai_realtime does not run the 'x_search' tool (not carried: this xai_realtime "
+        "connection is translated to a openai_realtime upstream)"
     )
     assert h.take_sent() == []
     # xAI's forced message (a line said verbatim): OpenAI has none.
@@ -497,8 +497,9 @@ def test_what_cannot_cross_is_refused_in_the_clients_family() -> None:
     got = h.take()
     assert types(got) == ["error"]
     assert got[0]["error"]["code"] == "unsupported_feature"
-    assert got[0]["error"]["message"].endswith(
-        "openai_realtime cannot say a text verbatim (a forced message)"
+    assert got[0]["error"]["message"] == (
+        "openai_realtime cannot say a text verbatim (a forced message) (not carried: this "
+        "xai_realtime connection is translated to a openai_realtime upstream)"
     )
 
 
