@@ -41,6 +41,16 @@ def test_every_family_at_the_path_its_sdk_derives() -> None:
         "/xai/v1/realtime": "xai_realtime",
         "/xai/v1/tts": "xai_tts",
         "/xai/v1/stt": "xai_stt",
+        # (Gemini Live at each API version google-genai may use.)
+        "/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent": (
+            "gemini_live"
+        ),
+        "/gemini/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateContent": (
+            "gemini_live"
+        ),
+        "/gemini/ws/google.ai.generativelanguage.v1.GenerativeService.BidiGenerateContent": (
+            "gemini_live"
+        ),
     }
 
 

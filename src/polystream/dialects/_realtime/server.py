@@ -28,8 +28,8 @@ from polystream.errors import LocalProtocolError
 from polystream.events import ErrorInfo, Event, Finish
 
 __all__ = [
-    "EventFeed",
     "Close",
+    "EventFeed",
     "IdMaker",
     "Message",
     "Outbound",

@@ -276,8 +276,28 @@ class ResponseRun(ReplyRun):
                 last.open.append(event.index)
                 self._blocks[event.index] = last
                 return
-            self._blocks[event.index] = None
+            # A transcript before its audio (Gemini Live's outputTranscription may come
+            # first): the audio item begins with it, and the audio joins it.
+            state = self._add_item(
+                {"type": "message", "status": "in_progress", "role": "assistant", "content": []}
+            )
+            state.transcript = event.index
+            self._part_added(state, {"type": "audio", "transcript": ""})
+            state.open.append(event.index)
+            self._blocks[event.index] = state
             return
+        if event.kind == "audio":
+            last = self._items[-1] if self._items else None
+            if (
+                last is not None
+                and not last.closed
+                and last.transcript is not None
+                and last.audio is None
+            ):
+                last.audio = event.index
+                last.open.append(event.index)
+                self._blocks[event.index] = last
+                return
         if event.kind in ("text", "audio"):
             state = self._add_item(
                 {"type": "message", "status": "in_progress", "role": "assistant", "content": []}
@@ -286,16 +306,7 @@ class ResponseRun(ReplyRun):
             if audio:
                 state.audio = event.index
             part = {"type": "audio", "transcript": ""} if audio else {"type": "text", "text": ""}
-            self._send(
-                {
-                    "type": "response.content_part.added",
-                    "response_id": self.response_id,
-                    "item_id": state.item["id"],
-                    "output_index": state.index,
-                    "content_index": 0,
-                    "part": part,
-                }
-            )
+            self._part_added(state, part)
         elif event.kind == "tool_call":
             state = self._add_item(
                 {
@@ -311,6 +322,18 @@ class ResponseRun(ReplyRun):
             return
         state.open.append(event.index)
         self._blocks[event.index] = state
+
+    def _part_added(self, state: _Item, part: dict[str, Any]) -> None:
+        self._send(
+            {
+                "type": "response.content_part.added",
+                "response_id": self.response_id,
+                "item_id": state.item["id"],
+                "output_index": state.index,
+                "content_index": 0,
+                "part": part,
+            }
+        )
 
     def _add_item(self, fields: dict[str, Any]) -> _Item:
         item = {"id": self._ids.make("item_"), **fields}
@@ -428,14 +451,13 @@ class ResponseRun(ReplyRun):
         if self.conversation is not None and item["id"] in self.conversation.truncated:
             text = ""  # (the unheard transcript was deleted)
         if item["type"] == "message":
+            spoken = state.audio is not None or state.transcript is not None
             part = (
-                {"type": "audio", "transcript": text}
-                if state.audio is not None
-                else {"type": "text", "text": text}
+                {"type": "audio", "transcript": text} if spoken else {"type": "text", "text": text}
             )
             item["content"] = [
                 {"type": "output_audio", "transcript": text}
-                if state.audio is not None
+                if spoken
                 else {"type": "output_text", "text": text}
             ]
             self._send(

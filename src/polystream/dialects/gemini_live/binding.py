@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from polystream.dialects._socket_spec import SocketSpec
 from polystream.dialects.gemini_live import tokens
-from polystream.dialects.gemini_live.resumption import ResumptionContext
 from polystream.dialects.gemini_live.perform import Performs
+from polystream.dialects.gemini_live.resumption import ResumptionContext
 from polystream.dialects.gemini_live.server import GeminiLiveServer
 from polystream.dialects.gemini_live.session import GeminiLiveSession
 from polystream.dialects.gemini_live.spec import SPEC

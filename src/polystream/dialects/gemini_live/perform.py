@@ -70,6 +70,7 @@ class Performs(Commands):
     def perform(self, intent: Intent) -> list[str | bytes]:
         if isinstance(intent, Configure):
             return list(self._perform_configure(intent))
+        self._check(intent)  # (a refusal sends nothing, not even the setup)
         out: list[str | bytes] = list(self._setup())
         if isinstance(intent, InputAudio):
             if self._manual and not self._speaking:
@@ -96,15 +97,33 @@ class Performs(Commands):
         elif isinstance(intent, Respond):
             out += self._perform_respond(intent)
         elif isinstance(intent, InputVideo):
-            blob = {"data": base64.b64encode(intent.data).decode("ascii"), "mimeType": intent.mime_type}
+            blob = {
+                "data": base64.b64encode(intent.data).decode("ascii"),
+                "mimeType": intent.mime_type,
+            }
             out.append(self._message({"realtimeInput": {"video": blob}}))
         elif isinstance(intent, Cancel | Truncate):
             pass  # (see the module docstring)
-        elif isinstance(intent, DeleteItem):
-            raise self._cannot("delete a turn of the conversation")
-        elif isinstance(intent, ClearAudio):
-            raise self._cannot("clear input audio it was sent")
         return out
+
+    def _check(self, intent: Intent) -> None:
+        """Refuse what the Live API cannot take (see the module docstring)."""
+        if isinstance(intent, DeleteItem):
+            raise self._cannot("delete a turn of the conversation")
+        if isinstance(intent, ClearAudio):
+            raise self._cannot("clear input audio it was sent")
+        if isinstance(intent, Respond):
+            if intent.out_of_band:
+                raise self._cannot('give a reply out of the conversation (conversation: "none")')
+            if intent.say is not None:
+                raise self._cannot("say a text verbatim (a forced message)")
+            if intent.instructions is not None:
+                raise self._cannot("take instructions for one reply")
+        if isinstance(intent, AddMessage):
+            for url in intent.images:
+                head = url.partition(",")[0]
+                if not (head.startswith("data:") and head.endswith(";base64")):
+                    raise self._cannot("take an image by URL (only its data)")
 
     @property
     def _manual(self) -> bool:
@@ -161,27 +180,19 @@ class Performs(Commands):
             parts.append({"text": message.text})
         for url in message.images:
             head, _, data = url.partition(",")
-            if not (head.startswith("data:") and head.endswith(";base64")):
-                raise LocalProtocolError(
-                    f"{self.dialect} takes images as data, not by URL", dialect=self.dialect
-                )
             mime = head[len("data:") : -len(";base64")]
             parts.append({"inlineData": {"mimeType": mime, "data": data}})
         if message.audio:
             audio = base64.b64encode(message.audio).decode("ascii")
-            parts.append({"inlineData": {"mimeType": f"audio/pcm;rate={INPUT_RATE}", "data": audio}})
+            parts.append(
+                {"inlineData": {"mimeType": f"audio/pcm;rate={INPUT_RATE}", "data": audio}}
+            )
         role = "model" if message.role == "assistant" else "user"
         if message.role == "system":
             parts = [{"text": message.text}]
         return {"role": role, "parts": parts}
 
     def _perform_respond(self, respond: Respond) -> list[str]:
-        if respond.out_of_band:
-            raise self._cannot('give a reply out of the conversation (conversation: "none")')
-        if respond.say is not None:
-            raise self._cannot("say a text verbatim (a forced message)")
-        if respond.instructions is not None:
-            raise self._cannot("take instructions for one reply")
         if self._answering:
             self._answering = False
             return []
