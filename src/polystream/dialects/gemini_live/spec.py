@@ -43,7 +43,7 @@ SPEC = SocketSpec(
     text_config={"generationConfig": {"responseModalities": ["TEXT"]}},
     emulated=True,
     bridge=True,
-    model_messages={"setup": "model"},
+    model_messages={"setup": "setup.model"},
     model_prefix="models/",
     also_urls=(
         _WS + "v1alpha.GenerativeService.BidiGenerateContent",
