@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from polystream.dialects._socket_spec import SocketSpec
 from polystream.dialects.gemini_live import tokens
+from polystream.dialects.gemini_live.perform import Performs
 from polystream.dialects.gemini_live.resumption import ResumptionContext
 from polystream.dialects.gemini_live.server import GeminiLiveServer
 from polystream.dialects.gemini_live.session import GeminiLiveSession
@@ -16,7 +17,7 @@ from polystream.dialects.gemini_live.spec import SPEC
 __all__ = ["Context", "Server", "Session", "mint_token"]
 
 
-class Session(GeminiLiveSession):
+class Session(Performs, GeminiLiveSession):
     """A Gemini Live WebSocket session (see
     :class:`~polystream.dialects.gemini_live.session.GeminiLiveSession`)."""
 

@@ -43,9 +43,21 @@ import base64
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
-from polystream.audio.formats import PCM16_24K
+from polystream.audio.formats import PCM16_16K, PCM16_24K, AudioFormat
+from polystream.dialects._realtime.intents import (
+    AddMessage,
+    AddToolCall,
+    Cancel,
+    CommitAudio,
+    Configure,
+    InputAudio,
+    InputVideo,
+    Intent,
+    ToolOutput,
+)
 from polystream.dialects._realtime.server import (
     Close,
+    EventFeed,
     IdMaker,
     Message,
     Outbound,
@@ -120,11 +132,18 @@ def usage_metadata(usage: Usage | None) -> dict[str, Any]:
 class _Run(ReplyRun):
     """A reply written message by message (see the module docstring)."""
 
-    def __init__(self, server: GeminiLiveServer, events: list[Event], tag: Any) -> None:
+    def __init__(
+        self,
+        server: GeminiLiveServer,
+        events: list[Event],
+        tag: Any,
+        feed: EventFeed | None = None,
+    ) -> None:
         self.response_id = server.ids.make("turn_")
         self.tag = tag
         self._server = server
         self._events = iter(events)
+        self._feed = feed
         self._queue: list[Message] = []
         self._ended = False
         self._cut = False
@@ -139,9 +158,12 @@ class _Run(ReplyRun):
         return self._ended and not self._queue
 
     def next(self) -> Message | None:
+        feed = self._feed
         while not self._queue and not self._ended:
-            event = next(self._events, None)
+            event = next(self._events, None) if feed is None else feed.take()
             if event is None:
+                if feed is not None and not feed.ended:
+                    break  # (waiting for the feed)
                 self._end(None)
             else:
                 self._render(event)
@@ -291,6 +313,8 @@ class GeminiLiveServer(SocketServer):
         self._audio = 0  # bytes of input audio since the last turn
         self._run: _Run | None = None
         self._last_calls: dict[str, str] = {}
+        self._bridged = False
+        self._intents: list[Intent] = []
 
     # -- what the replies need -----------------------------------------------------------
 
@@ -415,6 +439,166 @@ class GeminiLiveServer(SocketServer):
             run.interrupt()
         return []
 
+    # -- a bridge's client side --------------------------------------------------------
+    #
+    # The client's setup, turns, audio, video and tool responses become intents; a
+    # request the upstream cannot carry closes the connection with 1007 (invalid
+    # argument), as the service itself reports one.
+
+    def bridge(self) -> None:
+        self._bridged = True
+
+    def take_intents(self) -> list[Intent]:
+        taken, self._intents = self._intents, []
+        return taken
+
+    def heard(self, state: str, at_ms: int) -> list[Outbound]:
+        if state == "started":  # (the user speaks over the reply: the upstream cut it)
+            run = self._run
+            if run is not None and not run.done:
+                run.interrupt()
+        return []
+
+    def respond(self) -> list[Outbound]:
+        if self.setup is None:
+            return []
+        return self._ask()
+
+    def refuse(self, status: int, message: str, *, code: str | None = None) -> list[Outbound]:
+        return [Close(code=CLOSE_FOR.get(status, 1011), reason=message[:123])]
+
+    @property
+    def input_audio(self) -> AudioFormat | None:
+        return PCM16_16K
+
+    @property
+    def output_audio(self) -> AudioFormat | None:
+        return PCM16_24K if self.speaks else None
+
+    def _configuration(self, setup: dict[str, Any]) -> Configure:
+        """The setup as the configuration a bridge's upstream is to have."""
+        texts = []
+        instruction = setup.get("systemInstruction", setup.get("system_instruction"))
+        if isinstance(instruction, str):
+            texts.append(instruction)
+        elif isinstance(instruction, dict):
+            texts += [
+                part["text"]
+                for part in instruction.get("parts") or ()
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            ]
+        functions: list[dict[str, Any]] = []
+        hosted: list[dict[str, Any]] = []
+        for tool in setup.get("tools") or ():
+            if not isinstance(tool, dict):
+                continue
+            declarations = tool.get("functionDeclarations", tool.get("function_declarations"))
+            for declaration in declarations if isinstance(declarations, list) else ():
+                if isinstance(declaration, dict) and isinstance(declaration.get("name"), str):
+                    functions.append(
+                        {
+                            "name": declaration["name"],
+                            "description": declaration.get("description") or "",
+                            "parameters": declaration.get("parameters")
+                            or declaration.get("parametersJsonSchema")
+                            or {"type": "object", "properties": {}},
+                        }
+                    )
+            hosted += [
+                {"type": key, **(value if isinstance(value, dict) else {})}
+                for key, value in tool.items()
+                if key not in ("functionDeclarations", "function_declarations")
+            ]
+        realtime = setup.get("realtimeInputConfig", setup.get("realtime_input_config"))
+        detection = (
+            realtime.get("automaticActivityDetection", realtime.get("automatic_activity_detection"))
+            if isinstance(realtime, dict)
+            else None
+        )
+        disabled = isinstance(detection, dict) and detection.get("disabled") is True
+        return Configure(
+            instructions="".join(texts),
+            tools=tuple(functions),
+            hosted=tuple(hosted),
+            modalities=("audio",) if self.speaks else ("text",),
+            turn_detection=not disabled,
+            input_audio=PCM16_16K,
+            output_audio=PCM16_24K,
+        )
+
+    def _turn_intents(self, turns: list[Any]) -> None:
+        """What a ``clientContent``'s turns add to the conversation."""
+        for turn in turns:
+            if not isinstance(turn, dict):
+                continue
+            role = "assistant" if turn.get("role") == "model" else "user"
+            texts: list[str] = []
+            images: list[str] = []
+            for part in turn.get("parts") or ():
+                if not isinstance(part, dict):
+                    continue
+                if isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+                data = part.get("inlineData", part.get("inline_data"))
+                if isinstance(data, dict) and isinstance(data.get("data"), str):
+                    mime = data.get("mimeType", data.get("mime_type")) or ""
+                    images.append(f"data:{mime};base64,{data['data']}")
+                call = part.get("functionCall", part.get("function_call"))
+                if isinstance(call, dict):
+                    self._intents.append(
+                        AddToolCall(
+                            call_id=str(call.get("id") or ""),
+                            name=str(call.get("name") or ""),
+                            arguments=dump_message(call.get("args") or {}),
+                        )
+                    )
+                answer = part.get("functionResponse", part.get("function_response"))
+                if isinstance(answer, dict):
+                    self._tool_output(answer)
+            if texts or images:
+                self._intents.append(
+                    AddMessage(role=role, text="".join(texts), images=tuple(images))
+                )
+
+    def _tool_output(self, response: dict[str, Any]) -> None:
+        self._intents.append(
+            ToolOutput(
+                call_id=str(response.get("id") or ""),
+                output=dump_message(response.get("response") or {}),
+                name=response.get("name") if isinstance(response.get("name"), str) else None,
+            )
+        )
+
+    def _bridged_input(self, body: dict[str, Any]) -> list[Outbound]:
+        """A ``realtimeInput`` of a bridge's client."""
+        for key in ("video", "mediaChunks", "media_chunks"):
+            blobs = body.get(key)
+            for blob in blobs if isinstance(blobs, list) else [blobs]:
+                if isinstance(blob, dict) and isinstance(blob.get("data"), str):
+                    mime = str(blob.get("mimeType", blob.get("mime_type")) or "")
+                    data = base64.b64decode(blob["data"])
+                    if mime.startswith("audio/"):
+                        self._intents.append(InputAudio(data=data))
+                        self._audio += len(data)
+                    else:
+                        self._intents.append(InputVideo(data=data, mime_type=mime))
+        audio = body.get("audio")
+        if isinstance(audio, dict) and isinstance(audio.get("data"), str):
+            data = base64.b64decode(audio["data"])
+            self._audio += len(data)
+            self._intents.append(InputAudio(data=data))
+        if isinstance(body.get("text"), str):
+            out = self._interrupt()
+            self._intents.append(AddMessage(role="user", text=body["text"]))
+            return out + self._ask()
+        if "activityStart" in body:
+            return self._interrupt()
+        if "activityEnd" in body and self._audio:
+            self._audio = 0
+            self._intents.append(CommitAudio())
+            return self._ask()
+        return []
+
     # -- the client's messages -----------------------------------------------------------
 
     def _on_setup(self, body: dict[str, Any]) -> list[Outbound]:
@@ -447,6 +631,8 @@ class GeminiLiveServer(SocketServer):
         connections[self.session_key] = self
         self.setup = body
         self._save()
+        if self._bridged:
+            self._intents.append(self._configuration(body))
         out: list[Outbound] = [dump_message({"setupComplete": {"sessionId": self.session_key}})]
         out += self.resumption_update()
         return out
@@ -457,6 +643,8 @@ class GeminiLiveServer(SocketServer):
             return [Close(code=1007, reason="Invalid value at 'client_content.turns'")]
         out = self._interrupt()
         self.history += [turn for turn in turns if isinstance(turn, dict)]
+        if self._bridged:
+            self._turn_intents(turns)
         if body.get("turnComplete") is True:
             out += self._ask()
         else:
@@ -464,6 +652,8 @@ class GeminiLiveServer(SocketServer):
         return out
 
     def _on_realtime_input(self, body: dict[str, Any]) -> list[Outbound]:
+        if self._bridged:
+            return self._bridged_input(body)
         if isinstance(body.get("text"), str):
             out = self._interrupt()
             self.history.append({"role": "user", "parts": [{"text": body["text"]}]})
@@ -502,6 +692,8 @@ class GeminiLiveServer(SocketServer):
             if not response.get("name"):
                 return [Close(code=1007, reason="A function response has no name.")]
             parts.append({"functionResponse": response})
+            if self._bridged:
+                self._tool_output(response)
         self.history.append({"role": "user", "parts": parts})
         return self._ask(tool_result=True)
 
@@ -511,6 +703,8 @@ class GeminiLiveServer(SocketServer):
         run = self._run
         if run is not None and not run.done:
             run.interrupt()
+            if self._bridged:
+                self._intents.append(Cancel(response_id=run.response_id))
         return []
 
     def _ask(self, *, tool_result: bool = False) -> list[Outbound]:
@@ -539,7 +733,7 @@ class GeminiLiveServer(SocketServer):
         if isinstance(answer, Refusal):
             code = CLOSE_FOR.get(answer.status, 1011)
             return [Close(code=code, reason=answer.message[:120])]
-        run = _Run(self, answer.events, answer.tag)
+        run = _Run(self, answer.events, answer.tag, answer.feed)
         self._run = run
         return [run]
 

@@ -42,6 +42,9 @@ SPEC = SocketSpec(
     setup_once=True,
     text_config={"generationConfig": {"responseModalities": ["TEXT"]}},
     emulated=True,
+    bridge=True,
+    model_messages={"setup": "setup.model"},
+    model_prefix="models/",
     also_urls=(
         _WS + "v1alpha.GenerativeService.BidiGenerateContent",
         _WS + "v1.GenerativeService.BidiGenerateContent",
