@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 from polystream.audio.formats import PCM16_16K, PCM16_24K, AudioFormat
+from polystream.dialects._errors import error_body
 from polystream.dialects._realtime.intents import (
     AddMessage,
     AddToolCall,
@@ -430,9 +431,7 @@ class GeminiLiveServer(SocketServer):
     ) -> str:
         # The service reports errors as close codes (see CLOSE_FOR); this is the
         # Google error body, for a caller that must write a message.
-        return dump_message(
-            {"error": {"code": status, "message": message, "status": code or "UNKNOWN"}}
-        )
+        return dump_message(error_body("google", status, message, kind=kind, param=param))
 
     def interrupt(self, run: ReplyRun, *, cancel: bool) -> list[Outbound]:
         if isinstance(run, _Run):

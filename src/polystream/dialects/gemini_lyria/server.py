@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 from typing import Any, ClassVar, Final
 
+from polystream.dialects._errors import error_body
 from polystream.dialects._realtime.server import (
     Close,
     IdMaker,
@@ -60,15 +61,6 @@ POLICY: Final = 1008
 INTERNAL: Final = 1011
 _SETUP_COMPLETE: Final = '{"setupComplete":{}}'
 _WIRE_FIELDS: Final = dict(CONFIG_FIELDS.values())
-_GOOGLE_STATUS: Final = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    503: "UNAVAILABLE",
-}
 
 
 class MusicState:
@@ -215,12 +207,7 @@ class LyriaServer(SocketServer):
     ) -> str:
         """A Google error object as a message (the service closes the connection
         instead; this is what a caller that needs a message is given)."""
-        error = {
-            "code": status,
-            "message": message,
-            "status": _GOOGLE_STATUS.get(status, "UNKNOWN"),
-        }
-        return dump_message({"error": error})
+        return dump_message(error_body("google", status, message, kind=kind, param=param))
 
     # -- messages ----------------------------------------------------------------------
 
