@@ -1,9 +1,12 @@
 """The official google-genai SDK's Live client (``client.aio.live.connect``) against the
 emulator over WSS (the SDK opens ``wss://`` whenever it has an API key: the emulator
 serves TLS with a local authority, trusted through ``SSL_CERT_FILE``): text and spoken
-turns, transcriptions, tool calls, resumption by handle, ``goAway``, ephemeral tokens
-minted by ``client.aio.auth_tokens.create`` and the constrained endpoint, and a refusal
-as a close code."""
+turns, transcriptions, tool calls, a reply interrupted by ``activityStart`` (barge-in:
+``interrupted``, ``turnComplete``, no ``generationComplete``; the conversation keeps
+what was said), resumption by handle, ``goAway`` (the deadline, and a session resumed on
+a new connection after it with the last handle), ephemeral tokens minted by
+``client.aio.auth_tokens.create`` and the constrained endpoint, and a refusal as a close
+code."""
 
 from __future__ import annotations
 
@@ -24,14 +27,25 @@ from polystream.server import ServerThread
 
 MODEL = "gemini-live-2.5-flash-preview"
 SHORT = "gemini-live-short"
+BRIEF = "gemini-live-brief"
 SAID = f"Emulated reply from {MODEL}. You said: Hello"
+COUNTING = ["One, ", "two, ", "three, ", "four, ", "five."]
 SCENARIOS = [
+    {
+        # Three deltas at once, then a minute between the others: the client speaks
+        # over the reply after the third, long before a fourth is due.
+        "match": {"contains": "Count slowly"},
+        "reply": {"text": COUNTING},
+        "timing": {"recorded": [0, 0, 0], "delay": 60.0},
+    },
     {
         "match": {"contains": "weather", "tool_result": False},
         "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
     },
     {"match": {"tool_result": True}, "reply": {"text": "It is sunny."}},
     {"match": {"model": SHORT}, "faults": {"expire_after": 1.0}},
+    # (Time for a turn before the goAway, even on a busy machine.)
+    {"match": {"model": BRIEF}, "faults": {"expire_after": 3.0}},
 ]
 
 
@@ -60,6 +74,18 @@ def client(server: ServerThread, key: str = "k", **options: Any) -> genai.Client
 async def turn(session: Any) -> list[types.LiveServerMessage]:
     """The messages of one turn (the SDK's ``receive`` stops after ``turnComplete``)."""
     return [message async for message in session.receive()]
+
+
+def history_of(emulator: Emulator, opening: str) -> list[dict[str, Any]]:
+    """The emulator's conversation of the one session whose first turn says
+    ``opening`` (the sessions of every test are kept; some have no turns)."""
+    sessions = emulator.socket_state("gemini_live")["sessions"]
+    (history,) = [
+        v["history"]
+        for v in sessions.values()
+        if v["history"] and v["history"][0]["parts"][0].get("text") == opening
+    ]
+    return history
 
 
 def test_a_text_turn(server: ServerThread, trusted: Path) -> None:
@@ -144,6 +170,51 @@ def test_a_tool_call_and_its_response(server: ServerThread, trusted: Path) -> No
     assert "".join(m.text for m in messages if m.text) == "It is sunny."
 
 
+def test_speaking_over_a_reply_interrupts_it(server: ServerThread, trusted: Path) -> None:
+    emulator: Emulator = server.app.state.emulator
+
+    async def main() -> tuple[list[types.LiveServerMessage], list[types.LiveServerMessage]]:
+        config = types.LiveConnectConfig(
+            response_modalities=[types.Modality.TEXT],
+            realtime_input_config=types.RealtimeInputConfig(
+                automatic_activity_detection=types.AutomaticActivityDetection(disabled=True)
+            ),
+        )
+        async with client(server).aio.live.connect(model=MODEL, config=config) as session:
+            await session.send_client_content(
+                turns=types.Content(role="user", parts=[types.Part(text="Count slowly")])
+            )
+            cut: list[types.LiveServerMessage] = []
+            async for message in session.receive():  # (until the turnComplete)
+                cut.append(message)
+                if len(cut) == 3:  # the user starts speaking over the reply
+                    await session.send_realtime_input(activity_start=types.ActivityStart())
+            audio = types.Blob(data=b"\x00\x00" * 8000, mime_type="audio/pcm;rate=16000")
+            await session.send_realtime_input(audio=audio)
+            await session.send_realtime_input(activity_end=types.ActivityEnd())
+            return cut, await turn(session)
+
+    cut, after = asyncio.run(main())
+    # What was said before the user spoke, then the cut: no generationComplete.
+    assert [m.model_dump(exclude_none=True) for m in cut] == [
+        *({"server_content": {"model_turn": {"parts": [{"text": text}]}}} for text in COUNTING[:3]),
+        {"server_content": {"interrupted": True}},
+        {"server_content": {"turn_complete": True}},
+    ]
+    # The user's spoken turn is answered in full.
+    assert "".join(m.text for m in after if m.text) == f"Emulated reply from {MODEL}."
+    assert [m.server_content.generation_complete for m in after[-2:-1]] == [True]  # type: ignore[union-attr]
+    assert after[-1].server_content is not None and after[-1].server_content.turn_complete
+    # The conversation keeps what the model said before it was cut.
+    history = history_of(emulator, "Count slowly")
+    assert history == [
+        {"role": "user", "parts": [{"text": "Count slowly"}]},
+        {"role": "model", "parts": [{"text": "".join(COUNTING[:3])}]},
+        {"role": "user", "parts": [{"text": ""}]},  # (the audio)
+        {"role": "model", "parts": [{"text": f"Emulated reply from {MODEL}."}]},
+    ]
+
+
 def test_resumption_by_handle_goes_on_with_the_conversation(
     server: ServerThread, trusted: Path
 ) -> None:
@@ -183,12 +254,7 @@ def test_resumption_by_handle_goes_on_with_the_conversation(
 
     handle, text = asyncio.run(main())
     assert handle.startswith("handle-") and text == SAID
-    sessions = emulator.socket_state("gemini_live")["sessions"]
-    (history,) = [
-        v["history"]
-        for v in sessions.values()
-        if v["history"][0]["parts"][0].get("text") == "Remember me"
-    ]
+    history = history_of(emulator, "Remember me")
     texts = [p["text"] for t in history for p in t["parts"] if "text" in p]
     assert texts == [
         "Remember me",
@@ -214,6 +280,73 @@ def test_go_away_before_the_deadline(server: ServerThread, trusted: Path) -> Non
     assert left == "0.5s"
     # (The SDK raises the close as an APIError: the code, the reason in its text.)
     assert error.code == 1011 and str(error).endswith("Deadline expired")
+
+
+def test_go_away_then_a_resumed_session_goes_on(server: ServerThread, trusted: Path) -> None:
+    emulator: Emulator = server.app.state.emulator
+
+    async def main() -> tuple[list[types.LiveServerMessage], str]:
+        config = types.LiveConnectConfig(
+            response_modalities=[types.Modality.TEXT],
+            session_resumption=types.SessionResumptionConfig(),
+        )
+        seen: list[types.LiveServerMessage] = []
+        async with client(server).aio.live.connect(model=BRIEF, config=config) as session:
+            await session.send_client_content(
+                turns=types.Content(role="user", parts=[types.Part(text="Before the goAway")])
+            )
+            while not seen or seen[-1].go_away is None:
+                async for message in session.receive():
+                    seen.append(message)
+                    if message.go_away is not None:
+                        break
+        # (The old connection is closed: a session is open on one connection at a time.)
+        updates = [m.session_resumption_update for m in seen if m.session_resumption_update]
+        handle = [u.new_handle for u in updates if u.resumable][-1]
+        again = types.LiveConnectConfig(
+            response_modalities=[types.Modality.TEXT],
+            session_resumption=types.SessionResumptionConfig(handle=handle),
+        )
+        async with client(server).aio.live.connect(model=BRIEF, config=again) as session:
+            await session.send_client_content(
+                turns=types.Content(role="user", parts=[types.Part(text="Hello")])
+            )
+            text = "".join(m.text for m in await turn(session) if m.text)
+        return seen, text
+
+    seen, text = asyncio.run(main())
+
+    def kind(message: types.LiveServerMessage) -> str:
+        """The message's field (within ``server_content``, its first: not the usage)."""
+        if message.text:
+            return "text"
+        field = next(iter(message.model_dump(exclude_none=True)))
+        content = message.server_content
+        return field if content is None else next(iter(content.model_dump(exclude_none=True)))
+
+    said = f"Emulated reply from {BRIEF}. You said: Before the goAway"
+    kinds = [kind(m) for m in seen]
+    texts = kinds.count("text")
+    assert kinds == [
+        "session_resumption_update",  # the setup's
+        *["text"] * texts,
+        "generation_complete",
+        "turn_complete",
+        "session_resumption_update",  # the turn's: the handle to resume with
+        "go_away",
+    ]
+    assert "".join(m.text for m in seen if m.text) == said
+    assert seen[-1].go_away is not None and seen[-1].go_away.time_left == "1.5s"
+    first, last = (m.session_resumption_update for m in seen if m.session_resumption_update)
+    assert first is not None and last is not None and first.new_handle != last.new_handle
+    assert text == f"Emulated reply from {BRIEF}. You said: Hello"
+    history = history_of(emulator, "Before the goAway")
+    assert history == [
+        {"role": "user", "parts": [{"text": "Before the goAway"}]},
+        {"role": "model", "parts": [{"text": said}]},
+        {"role": "user", "parts": [{"text": "Hello"}]},
+        {"role": "model", "parts": [{"text": text}]},
+    ]
 
 
 def test_ephemeral_tokens_open_the_constrained_endpoint(
