@@ -10,8 +10,8 @@ latest handle (``sessionResumption.handle``). The record keeps:
   update that is not resumable leaves the handle as it was);
 * the client messages the handle does not include: with ``transparent`` resumption,
   those after the update's ``lastConsumedClientMessageIndex`` (counted on the
-  connection from 0, the setup); without, those sent after the latest resumable
-  update.
+  connection from 0, the setup; an update without one stands for 0, as proto3 JSON
+  leaves out a zero); without, those sent after the latest resumable update.
 
 :meth:`ResumptionContext.replay` gives the setup with the handle, then those messages,
 in order; they are counted again on the new connection from 1. A connection is
@@ -56,6 +56,13 @@ class ResumptionContext(Context):
         return [message for _, message in self._pending]
 
     @property
+    def transparent(self) -> bool:
+        """Whether the setup asked for transparent resumption (the updates then say
+        which client messages the handle includes)."""
+        config = (self.setup or {}).get("sessionResumption")
+        return isinstance(config, dict) and config.get("transparent") is True
+
+    @property
     def reconnectable(self) -> bool:
         return self.handle is not None and self.setup is not None
 
@@ -90,10 +97,13 @@ class ResumptionContext(Context):
         last = update.get("lastConsumedClientMessageIndex")
         if isinstance(last, int | str) and str(last).isdigit():
             consumed = int(last)
-            while self._pending and self._pending[0][0] <= consumed:
-                self._pending.popleft()
+        elif self.transparent:
+            consumed = 0  # (a zero is left out of proto3 JSON: only the setup is in)
         else:
             self._pending.clear()
+            return
+        while self._pending and self._pending[0][0] <= consumed:
+            self._pending.popleft()
 
     def replay(self) -> list[str]:
         if self.setup is None or self.handle is None:

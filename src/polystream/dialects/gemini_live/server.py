@@ -22,8 +22,10 @@ connection.
   ``setupComplete`` and each completed turn: a new handle (``resumable: true``; with
   ``transparent``, the ``lastConsumedClientMessageIndex``: the client messages of the
   connection counted from 0, the setup). A setup naming a handle resumes that session
-  (its conversation goes on); an unknown handle closes 1007, and a session whose
-  previous connection is still open closes 1011.
+  as it was when the handle was made (its conversation goes on from there: what the
+  client sent after the handle's ``lastConsumedClientMessageIndex`` it sends again, and
+  it is read once); an unknown handle closes 1007, and a session whose previous
+  connection is still open closes 1011.
 * The lifetime (the scenario's ``expire_after``): ``goAway`` with the ``timeLeft``
   :data:`WARN_SECONDS` before the end (at most half the lifetime), then a close 1011
   ``Deadline expired``.
@@ -358,22 +360,28 @@ class GeminiLiveServer(SocketServer):
         if not isinstance(config, dict):
             return []
         handle = self.ids.make("handle-", 24)
-        handles: dict[str, str] = self.shared.setdefault("handles", {})
-        handles[handle] = self.session_key
+        handles: dict[str, dict[str, Any]] = self.shared.setdefault("handles", {})
+        handles[handle] = {"session": self.session_key, **self._state()}
         self._save()
         update: dict[str, Any] = {"newHandle": handle, "resumable": True}
         if config.get("transparent") is True:
             update["lastConsumedClientMessageIndex"] = str(self.count)
         return [dump_message({"sessionResumptionUpdate": update})]
 
+    def _state(self) -> dict[str, Any]:
+        """The session as it stands: what a handle made now resumes."""
+        return {
+            "history": [dict(turn) for turn in self.history],
+            "setup": self.setup,
+            "calls": dict(self._last_calls),
+            "audio": self._audio,
+        }
+
     def _save(self) -> None:
+        """The session's latest state (what ``socket_state`` shows)."""
         if self.session_key:
             sessions: dict[str, Any] = self.shared.setdefault("sessions", {})
-            sessions[self.session_key] = {
-                "history": [dict(turn) for turn in self.history],
-                "setup": self.setup,
-                "calls": dict(self._last_calls),
-            }
+            sessions[self.session_key] = self._state()
 
     # -- the connection ----------------------------------------------------------------
 
@@ -616,15 +624,18 @@ class GeminiLiveServer(SocketServer):
         handle = resumption.get("handle") if isinstance(resumption, dict) else None
         connections: dict[str, Any] = self.shared.setdefault("open", {})
         if isinstance(handle, str) and handle:
-            key = self.shared.get("handles", {}).get(handle)
-            saved = self.shared.get("sessions", {}).get(key) if key else None
+            # The session as it was when the handle was made: what the client sent
+            # after the handle's lastConsumedClientMessageIndex it sends again.
+            saved = self.shared.get("handles", {}).get(handle)
             if saved is None:
                 return [Close(code=1007, reason="Invalid session resumption handle.")]
+            key = saved["session"]
             if key in connections:
                 return [Close(code=1011, reason="The session is still open on another connection.")]
             self.session_key = key
             self.history = [dict(turn) for turn in saved["history"]]
             self._last_calls = dict(saved["calls"])
+            self._audio = saved["audio"]
         else:
             self.session_key = self.ids.make("session-", 16)
         connections[self.session_key] = self
