@@ -37,7 +37,7 @@ class AppThread:
     ``tls``."""
 
     def __init__(self, app: Any, server: str = "polystream", tls: TLSFiles | None = None) -> None:
-        self._socket = socket.socket()
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
         self.port = self._socket.getsockname()[1]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import socket
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -624,12 +623,7 @@ class DroppingProxy:
 
 @pytest.fixture(scope="module")
 def proxy() -> Iterator[tuple[DroppingProxy, Loopback]]:
-    thread = ServerThread(Emulator(parse_scenarios(SCENARIOS)))
-    # The accepted sockets inherit the option: without it each burst of the emulator's
-    # messages waits ~40 ms on Nagle's algorithm and the client's delayed ACK (asyncio
-    # sets it only on sockets made with proto IPPROTO_TCP; the thread's is made with 0).
-    thread._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    with thread as server:
+    with ServerThread(Emulator(parse_scenarios(SCENARIOS))) as server:
         dropping = DroppingProxy(server)
         with Loopback(*[dropping] * 200) as loopback:
             yield dropping, loopback

@@ -106,7 +106,10 @@ class ServerThread:
             self.tls = prepare_tls(tls)
         self.app = create_app(emulator)
         self.host = host
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # (Made with IPPROTO_TCP: asyncio then sets TCP_NODELAY on each accepted
+        # connection; with protocol 0 it does not, and every burst of small writes waits
+        # on Nagle's algorithm and the peer's delayed ACK, ~40 ms each.)
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))
         self.port: int = self._socket.getsockname()[1]
