@@ -76,6 +76,19 @@ async def turn(session: Any) -> list[types.LiveServerMessage]:
     return [message async for message in session.receive()]
 
 
+async def resume_and_say_hello(server: ServerThread, model: str, handle: str) -> str:
+    """Open a new connection resuming ``handle``, say "Hello", and return the reply's text."""
+    config = types.LiveConnectConfig(
+        response_modalities=[types.Modality.TEXT],
+        session_resumption=types.SessionResumptionConfig(handle=handle),
+    )
+    async with client(server).aio.live.connect(model=model, config=config) as session:
+        await session.send_client_content(
+            turns=types.Content(role="user", parts=[types.Part(text="Hello")])
+        )
+        return "".join(m.text for m in await turn(session) if m.text)
+
+
 def history_of(emulator: Emulator, opening: str) -> list[dict[str, Any]]:
     """The emulator's conversation of the one session whose first turn says
     ``opening`` (the sessions of every test are kept; some have no turns)."""
@@ -241,16 +254,7 @@ def test_resumption_by_handle_goes_on_with_the_conversation(
                 if update is not None and update.resumable:
                     handle = update.new_handle or ""
                     break
-        again = types.LiveConnectConfig(
-            response_modalities=[types.Modality.TEXT],
-            session_resumption=types.SessionResumptionConfig(handle=handle),
-        )
-        async with client(server).aio.live.connect(model=MODEL, config=again) as session:
-            await session.send_client_content(
-                turns=types.Content(role="user", parts=[types.Part(text="Hello")])
-            )
-            text = "".join(m.text for m in await turn(session) if m.text)
-        return handle, text
+        return handle, await resume_and_say_hello(server, MODEL, handle)
 
     handle, text = asyncio.run(main())
     assert handle.startswith("handle-") and text == SAID
@@ -303,16 +307,7 @@ def test_go_away_then_a_resumed_session_goes_on(server: ServerThread, trusted: P
         # (The old connection is closed: a session is open on one connection at a time.)
         updates = [m.session_resumption_update for m in seen if m.session_resumption_update]
         handle = [u.new_handle for u in updates if u.resumable][-1]
-        again = types.LiveConnectConfig(
-            response_modalities=[types.Modality.TEXT],
-            session_resumption=types.SessionResumptionConfig(handle=handle),
-        )
-        async with client(server).aio.live.connect(model=BRIEF, config=again) as session:
-            await session.send_client_content(
-                turns=types.Content(role="user", parts=[types.Part(text="Hello")])
-            )
-            text = "".join(m.text for m in await turn(session) if m.text)
-        return seen, text
+        return seen, await resume_and_say_hello(server, BRIEF, handle or "")
 
     seen, text = asyncio.run(main())
 
