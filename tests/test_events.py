@@ -42,7 +42,7 @@ from polystream.events import (
     load_event,
 )
 
-# The tags documented in the README's event table, by class.
+# The tags documented in the event table of docs/architecture.md, by class.
 DOCUMENTED_TAGS = {
     StreamStart: "stream-start",
     StatusUpdate: "status",
