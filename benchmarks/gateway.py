@@ -313,7 +313,7 @@ class RunDelay:
     read around every request: the files are opened once and read again with
     ``pread``. (Listing and opening them on each read cost the measuring client 0.1-0.3
     ms of CPU just before it sent the next request, and that delayed the gateway's first
-    delta by up to 0.4 ms, the direct one's not: see docs/performance.md.) A thread that
+    delta by up to 0.4 ms, the direct one's not.) A thread that
     has ended still reads (its wait frozen), so the sum never goes backwards; the
     threads are listed again when a file no longer reads. A thread started after the
     listing is not counted, so a reader is made per measurement, after its connections
