@@ -23,6 +23,8 @@ from tests.gateway.conftest import CANARY, GATEWAY_KEY, AppThread
 from tests.realtime.test_bridge import TOOL_SCENARIOS
 
 MODEL = "gpt-realtime"
+LIMIT = 60.0
+"""Seconds a test may take: a message that never comes fails it rather than hanging."""
 WEATHER = types.Tool(
     function_declarations=[
         types.FunctionDeclaration(
@@ -89,7 +91,7 @@ def test_a_text_turn_reaches_openai_realtime(front: AppThread) -> None:
         assert messages[-1].server_content.turn_complete
         return text, usage[-1] if usage else None
 
-    text, usage = asyncio.run(main())
+    text, usage = asyncio.run(asyncio.wait_for(main(), LIMIT))
     assert text == f"Emulated reply from {MODEL}. You said: Hello"
     assert usage is not None and (usage.total_token_count or 0) > 0
 
@@ -101,12 +103,12 @@ def test_a_tool_call_crosses_both_ways(front: AppThread) -> None:
             await session.send_client_content(
                 turns=types.Content(role="user", parts=[types.Part(text="Weather in Paris?")])
             )
-            calls = [
-                call
-                for m in await _turn(session)
-                if m.tool_call is not None
-                for call in m.tool_call.function_calls or []
-            ]
+            # (The turn is not complete at a tool call: it goes on after the response.)
+            calls: list[types.FunctionCall] = []
+            async for message in session.receive():
+                if message.tool_call is not None:
+                    calls = list(message.tool_call.function_calls or [])
+                    break
             (call,) = calls
             await session.send_tool_response(
                 function_responses=[
@@ -116,6 +118,6 @@ def test_a_tool_call_crosses_both_ways(front: AppThread) -> None:
             text = "".join(m.text for m in await _turn(session) if m.text)
         return call, text
 
-    call, text = asyncio.run(main())
+    call, text = asyncio.run(asyncio.wait_for(main(), LIMIT))
     assert (call.id, call.name, call.args) == ("call_7", "get_weather", {"city": "Paris"})
     assert text == "It is sunny."
